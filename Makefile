@@ -1,0 +1,167 @@
+# agent-sandbox reconciler
+#
+# Two commands matter on a fresh machine with only Go installed:
+#   make run    a local Kubernetes cluster with our CRDs installed, ready for kubectl
+#   make test   everything CI checks (unit, golden, envtest integration, local-cluster e2e)
+#
+# Every binary is built from Go modules into bin/ the first time it is needed
+# and reused afterwards (bin/ is git-ignored; `make clean` removes it).
+
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+ROOT := $(CURDIR)
+BIN := $(ROOT)/bin
+WORK := $(ROOT)/.work
+export GOBIN := $(BIN)
+
+# Pinned versions. The Kubernetes control plane's version is the one
+# tests/tools/go.mod requires, so there is a single place to change it.
+K8S_VERSION := $(shell awk '$$1=="k8s.io/kubernetes" {print $$2}' tests/tools/go.mod)
+K8S_MAJOR_MINOR := $(subst ., ,$(K8S_VERSION:v%=%))
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+GOLANGCI_LINT_VERSION ?= v2.15.0
+KWOK_VERSION ?= v0.8.0
+
+CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+KWOK := $(BIN)/kwok-$(KWOK_VERSION)
+KWOKCTL := $(BIN)/kwokctl-$(KWOK_VERSION)
+
+CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/etcd
+ENVTEST_ASSETS := $(BIN)/kube-apiserver $(BIN)/etcd
+CLUSTER_BINS := $(CONTROL_PLANE) $(KWOK) $(KWOKCTL)
+
+# Tests find the binaries through these variables.
+export KUBEBUILDER_ASSETS := $(BIN)
+export AGENT_SANDBOX_BIN := $(BIN)
+
+K8S_LDFLAGS := -s -w \
+	-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=$(word 1,$(K8S_MAJOR_MINOR)) \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(K8S_MAJOR_MINOR))
+
+GO_TEST_FLAGS ?=
+TEST_TIMEOUT ?= 40m
+
+##@ Main
+
+.PHONY: help
+help: ## Show the targets.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_0-9.-]+:.*##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+.PHONY: run
+run: $(CLUSTER_BINS) ## Start a local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes) with the CRDs installed; Ctrl-C stops it.
+	go run ./tests/cmd/localcluster --name agent-sandbox --workdir $(WORK)/kwok
+
+.PHONY: test
+test: verify lint test-go ## Run everything CI checks: generation drift, lint, unit, golden, envtest integration and local-cluster e2e tests.
+
+.PHONY: test-go
+test-go: $(CLUSTER_BINS) ## Run all Go tests (unit, golden, integration, e2e) without the verify and lint steps.
+	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-unit
+test-unit: ## Run the tests that need no API server (render, api, golden).
+	go test -count=1 -short $(GO_TEST_FLAGS) ./...
+
+.PHONY: test-integration
+test-integration: $(ENVTEST_ASSETS) ## Run the envtest integration tests (real kube-apiserver + etcd).
+	go test -count=1 $(GO_TEST_FLAGS) ./tests/integration/...
+
+.PHONY: test-e2e
+test-e2e: $(CLUSTER_BINS) ## Run the end-to-end tests on a local kwok cluster.
+	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./tests/e2e/...
+
+.PHONY: golden
+golden: ## Rewrite golden files from the current code (review the diff like code).
+	go test -count=1 ./render/... ./golden/... -update
+
+##@ Code generation and checks
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, apply configurations, CRDs and RBAC.
+	$(CONTROLLER_GEN) object paths=./api/...
+	rm -rf api/v1beta1/applyconfiguration api/extensions/v1beta1/applyconfiguration
+	$(CONTROLLER_GEN) applyconfiguration:externalApplyConfigurations="$(EXTERNAL_ACS)" paths=./api/...
+	rm -rf config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=agent-sandbox-controller paths=./apply/... paths=./webhooks/... paths=./cmd/... output:rbac:artifacts:config=config/rbac
+
+CORE_API := github.com/agentsandbox/reconciler/api/v1beta1
+CORE_AC := $(CORE_API)/applyconfiguration/api/v1beta1
+EXTERNAL_ACS := $(CORE_API).PodTemplate@$(CORE_AC);$(CORE_API).PersistentVolumeClaimTemplate@$(CORE_AC);$(CORE_API).PodMetadata@$(CORE_AC);$(CORE_API).EmbeddedObjectMetadata@$(CORE_AC)
+
+.PHONY: verify
+verify: $(CONTROLLER_GEN) ## Fail when generated code, CRDs, RBAC, go.mod/go.sum or formatting differ from what the tools produce.
+	@before=$$($(GENERATED_SUM)); \
+	$(MAKE) --no-print-directory generate >/dev/null; \
+	go mod tidy; (cd tests/tools && go mod tidy); \
+	after=$$($(GENERATED_SUM)); \
+	if [ "$$before" != "$$after" ]; then \
+		diff <(echo "$$before") <(echo "$$after") || true; \
+		echo "verify: the files above differ from what 'make generate' and 'go mod tidy' produce; they have been regenerated, review and commit them"; exit 1; fi
+	@unformatted=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "verify: gofmt would change: $$unformatted"; exit 1; fi
+	cd tests/tools && go vet ./...
+	@echo "verify: generated files, modules and formatting are up to date"
+
+# Checksums of everything generation or tidying may touch.
+GENERATED_SUM := find api config go.mod go.sum tests/tools/go.mod tests/tools/go.sum -type f -print0 | sort -z | xargs -0 sha256sum
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint (with importas and depguard).
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: fmt
+fmt: ## gofmt the tree.
+	gofmt -w $$(git ls-files '*.go')
+
+##@ Binaries (built from Go modules into bin/ when missing or out of date)
+
+.PHONY: tools
+tools: $(CLUSTER_BINS) $(CONTROLLER_GEN) $(GOLANGCI_LINT) ## Build every tool and control-plane binary.
+
+TOOLS_MOD := tests/tools/go.mod tests/tools/go.sum
+
+$(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler: $(TOOLS_MOD)
+	@mkdir -p $(BIN)
+	@echo "building $(@F) $(K8S_VERSION) from k8s.io/kubernetes (first build takes several minutes)"
+	cd tests/tools && go build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $@.tmp k8s.io/kubernetes/cmd/$(@F)
+	mv $@.tmp $@
+
+$(BIN)/etcd: $(TOOLS_MOD) tests/tools/etcd/main.go
+	@mkdir -p $(BIN)
+	cd tests/tools && go build -trimpath -ldflags "-s -w" -o $@.tmp ./etcd
+	mv $@.tmp $@
+
+# go-installed tools are versioned in their file name; the plain name is a
+# symlink, so a version bump in this file rebuilds the tool.
+$(CONTROLLER_GEN):
+	$(call go-install,sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION),controller-gen)
+
+$(GOLANGCI_LINT):
+	$(call go-install,github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION),golangci-lint)
+
+$(KWOK):
+	$(call go-install,sigs.k8s.io/kwok/cmd/kwok,$(KWOK_VERSION),kwok)
+
+$(KWOKCTL):
+	$(call go-install,sigs.k8s.io/kwok/cmd/kwokctl,$(KWOK_VERSION),kwokctl)
+
+# go-install,package,version,name: install package@version as bin/name-version
+# and point bin/name at it.
+define go-install
+	@mkdir -p $(BIN)
+	@echo "installing $(1)@$(2)"
+	rm -f $(BIN)/$(3)
+	go install $(1)@$(2)
+	mv $(BIN)/$(3) $(BIN)/$(3)-$(2)
+	ln -sf $(3)-$(2) $(BIN)/$(3)
+endef
+
+.PHONY: clean
+clean: ## Stop local clusters and remove bin/ and .work/.
+	-go run ./tests/cmd/localcluster --workdir $(WORK)/kwok --delete-all 2>/dev/null
+	rm -rf $(BIN) $(WORK)

@@ -1,0 +1,38 @@
+package v1beta1
+
+// Condition types of a SandboxClaim.
+const (
+	// ConditionReady is the claim's readiness: its own reasons below, or the
+	// bound Sandbox's Ready condition forwarded.
+	ConditionReady = "Ready"
+	// ConditionFinished is mirrored from the bound Sandbox.
+	ConditionFinished = "Finished"
+)
+
+// Reasons of a claim's Ready condition.
+const (
+	ReasonTemplateNotFound          = "TemplateNotFound"
+	ReasonWarmPoolNotFound          = "WarmPoolNotFound"
+	ReasonAdoptionConflict          = "AdoptionConflict"
+	ReasonSandboxCreatePending      = "SandboxCreatePending"
+	ReasonInvalidMetadata           = "InvalidMetadata"
+	ReasonEnvVarsInjectionRejected  = "EnvVarsInjectionRejected"
+	ReasonVolumeClaimTemplatesError = "VolumeClaimTemplatesError"
+	ReasonClaimExpired              = "ClaimExpired"
+	ReasonSandboxMissing            = "SandboxMissing"
+	ReasonSandboxExpired            = "SandboxExpired"
+	ReasonSandboxNotReady           = "SandboxNotReady"
+	ReasonReconcilerError           = "ReconcilerError"
+	ReasonPolicyDenied              = "PolicyDenied"
+)
+
+// AnnotationSandboxName, on a claim, is the name of the Sandbox bound to it.
+const AnnotationSandboxName = "agents.x-k8s.io/sandbox-name"
+
+// Index keys for field indexers.
+const (
+	// IndexWarmPoolRef indexes claims by spec.warmPoolRef.name.
+	IndexWarmPoolRef = ".spec.warmPoolRef.name"
+	// IndexTemplateRef indexes warm pools by spec.sandboxTemplateRef.name.
+	IndexTemplateRef = ".spec.sandboxTemplateRef.name"
+)

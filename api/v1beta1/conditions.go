@@ -1,0 +1,49 @@
+package v1beta1
+
+// Condition types of a Sandbox. Every condition carries observedGeneration.
+const (
+	// ConditionReady is True when the Sandbox's Pod is Running and Ready with
+	// at least one IP and its Service exists if one is required.
+	ConditionReady = "Ready"
+	// ConditionSuspended is always present and tells where a suspend stands.
+	ConditionSuspended = "Suspended"
+	// ConditionPodScheduled mirrors the Pod's PodScheduled condition; it is
+	// absent while there is no Pod.
+	ConditionPodScheduled = "PodScheduled"
+	// ConditionFinished is True once the Pod has terminated (PodSucceeded or
+	// PodFailed); absent otherwise.
+	ConditionFinished = "Finished"
+)
+
+// Reasons of the Ready condition.
+const (
+	ReasonDependenciesReady    = "DependenciesReady"
+	ReasonDependenciesNotReady = "DependenciesNotReady"
+	ReasonSandboxSuspended     = "SandboxSuspended"
+	ReasonPodSucceeded         = "PodSucceeded"
+	ReasonPodFailed            = "PodFailed"
+	ReasonSandboxExpired       = "SandboxExpired"
+	ReasonMultiplePods         = "MultiplePods"
+	ReasonReconcilerError      = "ReconcilerError"
+	// ReasonPolicyDenied is our addition: a CEL policy denied the rendered
+	// objects, and nothing was applied.
+	ReasonPolicyDenied = "PolicyDenied"
+)
+
+// Reasons of the Suspended condition.
+const (
+	ReasonNotSuspended    = "NotSuspended"
+	ReasonPodTerminated   = "PodTerminated"
+	ReasonPodTerminating  = "PodTerminating"
+	ReasonPodNotOwned     = "PodNotOwned"
+	ReasonPodStateUnknown = "PodStateUnknown"
+)
+
+// Event reasons emitted for Sandboxes and claims.
+const (
+	EventSandboxAdopted         = "SandboxAdopted"
+	EventSandboxProvisioned     = "SandboxProvisioned"
+	EventClaimExpired           = "ClaimExpired"
+	EventWarmPoolNotProgressing = "WarmPoolNotProgressing"
+	EventWarmPoolProgressing    = "WarmPoolProgressing"
+)

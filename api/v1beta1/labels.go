@@ -1,0 +1,58 @@
+package v1beta1
+
+// Label and annotation keys. They are part of the public API: users select on
+// them and other tools read them, so their spelling never changes.
+const (
+	// ReservedPrefix is the key prefix reserved for the controller. Template
+	// labels and annotations under it are not propagated to Pods.
+	ReservedPrefix = GroupName + "/"
+	// ExtensionsReservedPrefix is the second reserved key prefix, for the
+	// extensions API group.
+	ExtensionsReservedPrefix = "extensions." + GroupName + "/"
+	// ConversionAnnotationPrefix holds, on stored objects, the values of fields
+	// that another API version cannot represent, so round trips are lossless.
+	ConversionAnnotationPrefix = "api." + GroupName + "/"
+
+	// LabelSandboxNameHash is set on a Sandbox's Pod, Service and PVCs: the
+	// FNV-1a 32-bit hash of the Sandbox name as 8 lowercase hex digits. The
+	// Service selects the Pod with it.
+	LabelSandboxNameHash = GroupName + "/sandbox-name-hash"
+	// LabelAdoptable, set to "true" on an unowned Pod, Service or PVC, allows a
+	// Sandbox of the matching name to adopt it.
+	LabelAdoptable = GroupName + "/adoptable"
+	// LabelWarmPoolSandbox marks a Sandbox as a member of a warm pool; its value
+	// is the hash of the pool's name.
+	LabelWarmPoolSandbox = GroupName + "/warm-pool-sandbox"
+	// LabelSandboxTemplateRefHash is the hash of the name of the
+	// SandboxTemplate a Sandbox or Pod was created from; the template's
+	// NetworkPolicy selects Pods with it.
+	LabelSandboxTemplateRefHash = GroupName + "/sandbox-template-ref-hash"
+	// LabelSandboxTemplateHash is the hash of the template blueprint a warm pool
+	// member was rendered from; members with an older hash are stale.
+	LabelSandboxTemplateHash = GroupName + "/sandbox-template-hash"
+	// LabelLaunchType says how a claimed Sandbox started: LaunchTypeCold or
+	// LaunchTypeWarm.
+	LabelLaunchType = GroupName + "/launch-type"
+	// LabelCreatedBy names the component that created an object.
+	LabelCreatedBy = GroupName + "/created-by"
+	// LabelClaimUID is the UID of the SandboxClaim a Sandbox (and its Pod)
+	// belongs to.
+	LabelClaimUID = GroupName + "/claim-uid"
+
+	// AnnotationPodName, on a Sandbox, is the name of the Pod it created or adopted.
+	AnnotationPodName = GroupName + "/pod-name"
+	// AnnotationSandboxTemplateRef, on a Sandbox, is the name of the
+	// SandboxTemplate it was created from.
+	AnnotationSandboxTemplateRef = GroupName + "/sandbox-template-ref"
+)
+
+// Values of LabelLaunchType.
+const (
+	// LaunchTypeCold: the Sandbox was created for the claim that owns it.
+	LaunchTypeCold = "cold"
+	// LaunchTypeWarm: the Sandbox was taken, already running, from a warm pool.
+	LaunchTypeWarm = "warm"
+)
+
+// AdoptableValue is the value of LabelAdoptable that allows adoption.
+const AdoptableValue = "true"

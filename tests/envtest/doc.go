@@ -1,0 +1,7 @@
+// Package envtest starts one real kube-apiserver and etcd per test package
+// (from the binaries `make` builds into bin/), installs the generated CRDs, and
+// hands each test a fresh namespace. It is for tests that need real API
+// server behaviour (defaulting, CEL validation, server-side apply); no
+// controllers run there, so Pods never start. It must never be imported by
+// product code.
+package envtest

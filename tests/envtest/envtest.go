@@ -1,0 +1,143 @@
+package envtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/tests"
+)
+
+// Env is a running API server with the CRDs installed.
+type Env struct {
+	// Config reaches the API server as a cluster admin.
+	Config *rest.Config
+	// Client is a controller-runtime client (no cache) with our types registered.
+	Client client.Client
+	// Scheme has client-go's and our types.
+	Scheme *runtime.Scheme
+
+	env *crenvtest.Environment
+}
+
+// Scheme returns a scheme with client-go's built-in types and ours.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, sandboxv1beta1.AddToScheme, extv1beta1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}
+
+// Start starts etcd and kube-apiserver and installs the CRDs from config/crd.
+func Start() (*Env, error) {
+	for _, b := range []string{"etcd", "kube-apiserver"} {
+		if _, err := tests.Binary(b); err != nil {
+			return nil, err
+		}
+	}
+	scheme := Scheme()
+	env := &crenvtest.Environment{
+		BinaryAssetsDirectory: tests.BinDir(),
+		CRDDirectoryPaths:     []string{tests.CRDDir()},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                scheme,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting envtest (kube-apiserver + etcd from %s): %w", tests.BinDir(), err)
+	}
+	// Tests create many objects quickly; the default client-side limits would
+	// only slow them down.
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		_ = env.Stop()
+		return nil, fmt.Errorf("creating client: %w", err)
+	}
+	return &Env{Config: cfg, Client: c, Scheme: scheme, env: env}, nil
+}
+
+// Stop stops the API server and etcd.
+func (e *Env) Stop() error { return e.env.Stop() }
+
+// Main is a TestMain body: it starts an Env, stores it in *out, runs the
+// package's tests and stops the Env. A start failure fails the whole package.
+//
+//	var env *envtest.Env
+//	func TestMain(m *testing.M) { envtest.Main(m, &env) }
+func Main(m *testing.M, out **Env) {
+	e, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "envtest:", err)
+		os.Exit(1)
+	}
+	*out = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "envtest: stopping:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// Namespace creates a namespace for one test and deletes it when the test
+// ends. Its name is derived from the test name, so failures are easy to find.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: NamespacePrefix(t.Name())}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.Client.Create(ctx, ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		// envtest runs no namespace controller, so the namespace stays
+		// Terminating; deleting it still keeps later listings honest.
+		_ = e.Client.Delete(ctx, ns)
+	})
+	return ns.Name
+}
+
+// NamespacePrefix turns a test name into a valid generateName prefix.
+func NamespacePrefix(testName string) string {
+	b := make([]byte, 0, len(testName))
+	for i := 0; i < len(testName) && len(b) < 40; i++ {
+		c := testName[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+			b = append(b, c)
+		case c >= 'A' && c <= 'Z':
+			b = append(b, c+('a'-'A'))
+		case len(b) > 0 && b[len(b)-1] != '-':
+			b = append(b, '-')
+		}
+	}
+	for len(b) > 0 && b[len(b)-1] == '-' {
+		b = b[:len(b)-1]
+	}
+	if len(b) == 0 {
+		b = append(b, 't')
+	}
+	return string(b) + "-"
+}

@@ -82,17 +82,26 @@ golden: ## Rewrite golden files from the current code (review the diff like code
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, apply configurations, CRDs and RBAC.
-	$(CONTROLLER_GEN) object paths=./api/...
 	rm -rf api/v1beta1/applyconfiguration api/extensions/v1beta1/applyconfiguration
+	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) applyconfiguration:externalApplyConfigurations="$(EXTERNAL_ACS)" paths=./api/...
 	rm -rf config/crd/bases
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=agent-sandbox-controller paths=./apply/... paths=./webhooks/... paths=./cmd/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=agent-sandbox-controller paths=./apply/... paths=./webhooks/... output:rbac:artifacts:config=config/rbac
 
+# Types from other packages that our apply configurations refer to, mapped to
+# their apply configurations, so every field (down to a container's ports) is
+# tracked by server-side apply rather than sent as a whole struct.
+EMPTY :=
+SPACE := $(EMPTY) $(EMPTY)
 CORE_API := github.com/agentsandbox/reconciler/api/v1beta1
 CORE_AC := $(CORE_API)/applyconfiguration/api/v1beta1
-EXTERNAL_ACS := $(CORE_API).PodTemplate@$(CORE_AC);$(CORE_API).PersistentVolumeClaimTemplate@$(CORE_AC);$(CORE_API).PodMetadata@$(CORE_AC);$(CORE_API).EmbeddedObjectMetadata@$(CORE_AC)
-
+CG_CORE := k8s.io/client-go/applyconfigurations/core/v1
+CG_NET := k8s.io/client-go/applyconfigurations/networking/v1
+EXTERNAL_ACS := $(subst $(SPACE),;,$(strip \
+	$(foreach t,PodTemplate PersistentVolumeClaimTemplate PodMetadata EmbeddedObjectMetadata,$(CORE_API).$(t)@$(CORE_AC)) \
+	$(foreach t,PodSpec PersistentVolumeClaimSpec,k8s.io/api/core/v1.$(t)@$(CG_CORE)) \
+	$(foreach t,NetworkPolicyIngressRule NetworkPolicyEgressRule,k8s.io/api/networking/v1.$(t)@$(CG_NET))))
 .PHONY: verify
 verify: $(CONTROLLER_GEN) ## Fail when generated code, CRDs, RBAC, go.mod/go.sum or formatting differ from what the tools produce.
 	@before=$$($(GENERATED_SUM)); \

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -72,6 +73,25 @@ func Start() (*Env, error) {
 		return nil, fmt.Errorf("creating client: %w", err)
 	}
 	return &Env{Config: cfg, Client: c, Scheme: scheme, env: env}, nil
+}
+
+// Kubeconfig writes an admin kubeconfig for the API server into a temporary
+// file that lives as long as the test, and returns its path (for kubectl).
+func (e *Env) Kubeconfig(t testing.TB) string {
+	t.Helper()
+	user, err := e.env.AddUser(crenvtest.User{Name: "test-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatalf("adding envtest user: %v", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		t.Fatalf("kubeconfig: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // Stop stops the API server and etcd.

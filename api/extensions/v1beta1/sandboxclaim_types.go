@@ -95,7 +95,7 @@ type SandboxClaimSpec struct {
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=128
-	// +kubebuilder:validation:XValidation:rule="self.all(e, self.exists_one(f, f.name == e.name && (has(f.containerName) ? f.containerName : '') == (has(e.containerName) ? e.containerName : '')))",message="spec.env sets the same variable more than once for one container: keep a single entry per name and containerName",reason=FieldValueDuplicate
+	// +kubebuilder:validation:XValidation:rule="self.all(e, self.exists_one(f, f.name == e.name && (has(f.containerName) ? f.containerName : '') == (has(e.containerName) ? e.containerName : '')))",message="spec.env sets the same variable more than once for one container: keep a single entry per name and containerName"
 	Env []EnvVar `json:"env,omitempty"`
 
 	// volumeClaimTemplates adds PVCs to the Sandbox, subject to the template's

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -34,6 +36,9 @@ type Options struct {
 	// InstallCRDs installs the generated CRDs from config/crd once the
 	// cluster is up.
 	InstallCRDs bool
+	// RuntimeClasses to create (handler = name), e.g. gvisor and kata; kwok
+	// runs Pods of any RuntimeClass that exists.
+	RuntimeClasses []string
 	// Log receives kwokctl's output; nil discards it.
 	Log io.Writer
 }
@@ -121,8 +126,18 @@ func (c *Cluster) setup(ctx context.Context, opts Options) error {
 	}
 	cfg.QPS, cfg.Burst = -1, 0
 	c.Config = cfg
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
 	if err := c.ScaleNodes(ctx, opts.Nodes); err != nil {
 		return err
+	}
+	for _, name := range opts.RuntimeClasses {
+		rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: name}
+		if _, err := cs.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating RuntimeClass %s: %w", name, err)
+		}
 	}
 	if opts.InstallCRDs {
 		if _, err := crenvtest.InstallCRDs(cfg, crenvtest.CRDInstallOptions{
@@ -152,7 +167,7 @@ func (c *Cluster) ScaleNodes(ctx context.Context, n int) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d Ready nodes: %w (last error: %v)", n, ctx.Err(), err)
+			return fmt.Errorf("waiting for %d Ready nodes: %w", n, errors.Join(ctx.Err(), err))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -1,0 +1,282 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+)
+
+// NameHash is the value of the sandbox-name-hash label for a name: FNV-1a
+// 32-bit, as 8 lowercase hex digits.
+func NameHash(name string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// SandboxInputs is everything Sandbox renders from. Observations of the
+// cluster come in here; render never reads them itself.
+type SandboxInputs struct {
+	// Sandbox is the object being rendered. Required, with name, namespace and UID.
+	Sandbox *sandboxv1beta1.Sandbox
+	// ServiceExists reports that a Service owned by this Sandbox exists; with
+	// spec.service unset it is kept (rendered) rather than created.
+	ServiceExists bool
+	// PodName is the name of the Pod to create or keep (an adopted Pod may be
+	// named differently from the Sandbox); empty means the Sandbox's name.
+	PodName string
+	// Expired reports that shutdownTime has passed: nothing should run, the
+	// Service goes, and PVCs are kept but not created.
+	Expired bool
+}
+
+// SandboxDesired is what a Sandbox should own.
+type SandboxDesired struct {
+	// Pod is nil when no Pod should run (suspended or expired).
+	Pod *corev1ac.PodApplyConfiguration
+	// Service is nil when no Service should exist or be kept.
+	Service *corev1ac.ServiceApplyConfiguration
+	// DeleteService is set when spec.service is false or the Sandbox expired:
+	// a Service we own must go.
+	DeleteService bool
+	// PVCs, one per volume claim template, in template order.
+	PVCs []*corev1ac.PersistentVolumeClaimApplyConfiguration
+}
+
+// Sandbox renders the Pod, headless Service and PVCs of a Sandbox.
+func Sandbox(in SandboxInputs) (SandboxDesired, error) {
+	sb := in.Sandbox
+	if sb == nil || sb.Name == "" || sb.Namespace == "" || sb.UID == "" {
+		return SandboxDesired{}, fmt.Errorf("render: sandbox needs a name, namespace and uid")
+	}
+	var out SandboxDesired
+	if in.Expired {
+		out.DeleteService = true
+		return out, nil
+	}
+	hash := NameHash(sb.Name)
+	owner := ownerReference(sb)
+
+	wantService := sb.Spec.Service != nil && *sb.Spec.Service
+	keepService := sb.Spec.Service == nil && in.ServiceExists
+	out.DeleteService = sb.Spec.Service != nil && !*sb.Spec.Service
+	if wantService || keepService {
+		out.Service = service(sb, hash, owner)
+	}
+
+	for i := range sb.Spec.VolumeClaimTemplates {
+		p, err := pvc(sb, &sb.Spec.VolumeClaimTemplates[i], hash, owner)
+		if err != nil {
+			return SandboxDesired{}, err
+		}
+		out.PVCs = append(out.PVCs, p)
+	}
+
+	if sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended {
+		return out, nil
+	}
+	pod, err := pod(sb, in.PodName, hash, owner, out.Service != nil)
+	if err != nil {
+		return SandboxDesired{}, err
+	}
+	out.Pod = pod
+	return out, nil
+}
+
+func ownerReference(sb *sandboxv1beta1.Sandbox) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().
+		WithAPIVersion(sandboxv1beta1.GroupVersion.String()).
+		WithKind("Sandbox").
+		WithName(sb.Name).
+		WithUID(sb.UID).
+		WithController(true).
+		WithBlockOwnerDeletion(true)
+}
+
+// PodName returns the name of a Sandbox's Pod: the pod-name annotation when
+// set (an adopted Pod), otherwise the Sandbox's name.
+func PodName(sb *sandboxv1beta1.Sandbox) string {
+	if n := sb.Annotations[sandboxv1beta1.AnnotationPodName]; n != "" {
+		return n
+	}
+	return sb.Name
+}
+
+// PodSpec renders the spec of a Sandbox's Pod: the template's spec with PVC
+// volumes in place of same-named template volumes, and hostname/subdomain set
+// when the template leaves them empty.
+func PodSpec(sb *sandboxv1beta1.Sandbox, withService bool) (*corev1ac.PodSpecApplyConfiguration, error) {
+	spec := sb.Spec.PodTemplate.Spec.DeepCopy()
+	for _, t := range sb.Spec.VolumeClaimTemplates {
+		vol := corev1.Volume{Name: t.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: PVCName(t.Name, sb.Name)},
+		}}
+		replaced := false
+		for i := range spec.Volumes {
+			if spec.Volumes[i].Name == t.Name {
+				spec.Volumes[i] = vol
+				replaced = true
+			}
+		}
+		if !replaced {
+			spec.Volumes = append(spec.Volumes, vol)
+		}
+	}
+	if spec.Hostname == "" && len(validation.IsDNS1123Label(sb.Name)) == 0 {
+		spec.Hostname = sb.Name
+	}
+	if spec.Subdomain == "" && withService {
+		spec.Subdomain = sb.Name
+	}
+	ac := &corev1ac.PodSpecApplyConfiguration{}
+	if err := convert(spec, ac); err != nil {
+		return nil, fmt.Errorf("render: pod spec: %w", err)
+	}
+	return ac, nil
+}
+
+func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerReferenceApplyConfiguration, withService bool) (*corev1ac.PodApplyConfiguration, error) {
+	if name == "" {
+		name = PodName(sb)
+	}
+	spec, err := PodSpec(sb, withService)
+	if err != nil {
+		return nil, err
+	}
+	labels := propagated(sb.Spec.PodTemplate.ObjectMeta.Labels)
+	labels[sandboxv1beta1.LabelSandboxNameHash] = hash
+	p := corev1ac.Pod(name, sb.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(owner).
+		WithSpec(spec)
+	if a := propagated(sb.Spec.PodTemplate.ObjectMeta.Annotations); len(a) > 0 {
+		p.WithAnnotations(a)
+	}
+	return p, nil
+}
+
+// propagated copies template metadata without the keys reserved for the
+// controller. The result is never nil.
+func propagated(in map[string]string) map[string]string {
+	out := make(map[string]string, len(in)+1)
+	for k, v := range in {
+		if IsReservedKey(k) {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// IsReservedKey reports whether a label or annotation key belongs to the
+// controller (agents.x-k8s.io/ or extensions.agents.x-k8s.io/).
+func IsReservedKey(key string) bool {
+	return strings.HasPrefix(key, sandboxv1beta1.ReservedPrefix) || strings.HasPrefix(key, sandboxv1beta1.ExtensionsReservedPrefix)
+}
+
+func service(sb *sandboxv1beta1.Sandbox, hash string, owner *metav1ac.OwnerReferenceApplyConfiguration) *corev1ac.ServiceApplyConfiguration {
+	spec := corev1ac.ServiceSpec().
+		WithClusterIP(corev1.ClusterIPNone).
+		WithSelector(map[string]string{sandboxv1beta1.LabelSandboxNameHash: hash})
+	for _, p := range ServicePorts(&sb.Spec.PodTemplate.Spec) {
+		spec.WithPorts(corev1ac.ServicePort().WithName(p.Name).WithPort(p.Port).WithProtocol(p.Protocol))
+	}
+	return corev1ac.Service(sb.Name, sb.Namespace).
+		WithLabels(map[string]string{sandboxv1beta1.LabelSandboxNameHash: hash}).
+		WithOwnerReferences(owner).
+		WithSpec(spec)
+}
+
+// ServicePort is one port of a Sandbox's headless Service.
+type ServicePort struct {
+	Name     string
+	Port     int32
+	Protocol corev1.Protocol
+}
+
+// ServicePorts lists the ports of the containers and native sidecars (init
+// containers with restartPolicy Always), deduplicated by (port, protocol) in
+// order of appearance. Unnamed ports, and ports whose name is already taken,
+// are named p-<port>-<protocol>.
+func ServicePorts(spec *corev1.PodSpec) []ServicePort {
+	var containers []corev1.Container
+	for _, c := range spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			containers = append(containers, c)
+		}
+	}
+	containers = append(containers, spec.Containers...)
+
+	type key struct {
+		port  int32
+		proto corev1.Protocol
+	}
+	seen := map[key]bool{}
+	names := map[string]bool{}
+	var out []ServicePort
+	for _, c := range containers {
+		for _, p := range c.Ports {
+			proto := p.Protocol
+			if proto == "" {
+				proto = corev1.ProtocolTCP
+			}
+			k := key{p.ContainerPort, proto}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			name := p.Name
+			if name == "" || names[name] {
+				name = "p-" + strconv.Itoa(int(p.ContainerPort)) + "-" + strings.ToLower(string(proto))
+			}
+			names[name] = true
+			out = append(out, ServicePort{Name: name, Port: p.ContainerPort, Protocol: proto})
+		}
+	}
+	return out
+}
+
+// PVCName is the name of the PVC made from a volume claim template.
+func PVCName(template, sandbox string) string { return template + "-" + sandbox }
+
+func pvc(sb *sandboxv1beta1.Sandbox, t *sandboxv1beta1.PersistentVolumeClaimTemplate, hash string, owner *metav1ac.OwnerReferenceApplyConfiguration) (*corev1ac.PersistentVolumeClaimApplyConfiguration, error) {
+	if t.Name == "" {
+		return nil, fmt.Errorf("render: volumeClaimTemplates entry without metadata.name")
+	}
+	labels := make(map[string]string, len(t.Labels)+1)
+	for k, v := range t.Labels {
+		labels[k] = v
+	}
+	labels[sandboxv1beta1.LabelSandboxNameHash] = hash
+	spec := &corev1ac.PersistentVolumeClaimSpecApplyConfiguration{}
+	if err := convert(&t.Spec, spec); err != nil {
+		return nil, fmt.Errorf("render: volume claim template %q: %w", t.Name, err)
+	}
+	p := corev1ac.PersistentVolumeClaim(PVCName(t.Name, sb.Name), sb.Namespace).
+		WithLabels(labels).
+		WithOwnerReferences(owner).
+		WithSpec(spec)
+	if len(t.Annotations) > 0 {
+		p.WithAnnotations(t.Annotations)
+	}
+	return p, nil
+}
+
+// convert turns a typed API struct into its apply configuration through
+// JSON, which is how the API server itself sees the object.
+func convert(in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
+}

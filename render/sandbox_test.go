@@ -1,0 +1,134 @@
+package render
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/tests/golden"
+)
+
+// sandboxObserved is a golden case's observed.yaml: what the reconciler
+// would pass in from the cluster.
+type sandboxObserved struct {
+	Now              *metav1.Time `json:"now,omitempty"`
+	ServiceExists    bool         `json:"serviceExists,omitempty"`
+	Expired          bool         `json:"expired,omitempty"`
+	ForeignPod       bool         `json:"foreignPod,omitempty"`
+	MultiplePods     bool         `json:"multiplePods,omitempty"`
+	PodTemplateDrift string       `json:"podTemplateDrift,omitempty"`
+	Error            string       `json:"error,omitempty"`
+	ClusterDomain    string       `json:"clusterDomain,omitempty"`
+	Pod              *corev1.Pod  `json:"pod,omitempty"`
+}
+
+// sandboxGolden is what a case's desired.yaml holds.
+type sandboxGolden struct {
+	Pod           any   `json:"pod,omitempty"`
+	Service       any   `json:"service,omitempty"`
+	DeleteService bool  `json:"deleteService,omitempty"`
+	PVCs          []any `json:"pvcs,omitempty"`
+}
+
+// LoadSandboxCase reads a golden case's sandbox.yaml, filling the fields the
+// API server would (namespace, uid, generation).
+func loadSandbox(t *testing.T, c golden.Case) *sandboxv1beta1.Sandbox {
+	t.Helper()
+	var sb sandboxv1beta1.Sandbox
+	if err := yaml.UnmarshalStrict(c.Read(t, "sandbox.yaml"), &sb); err != nil {
+		t.Fatalf("%s/sandbox.yaml: %v", c.Name, err)
+	}
+	if sb.Namespace == "" {
+		sb.Namespace = "default"
+	}
+	if sb.UID == "" {
+		sb.UID = types.UID("5f0d7c2e-0000-4000-8000-000000000001")
+	}
+	if sb.Generation == 0 {
+		sb.Generation = 1
+	}
+	return &sb
+}
+
+func loadObserved(t *testing.T, c golden.Case) sandboxObserved {
+	t.Helper()
+	obs := sandboxObserved{ClusterDomain: "cluster.local"}
+	data, err := os.ReadFile(c.Path("observed.yaml"))
+	if os.IsNotExist(err) {
+		return obs
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, &obs); err != nil {
+		t.Fatalf("%s/observed.yaml: %v", c.Name, err)
+	}
+	return obs
+}
+
+func TestSandboxGolden(t *testing.T) {
+	cases := golden.Cases(t, "sandbox")
+	if len(cases) < 15 {
+		t.Errorf("golden/sandbox has %d cases, want at least 15", len(cases))
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			sb := loadSandbox(t, c)
+			obs := loadObserved(t, c)
+			podName := ""
+			if obs.Pod != nil {
+				podName = obs.Pod.Name
+			}
+			desired, err := Sandbox(SandboxInputs{Sandbox: sb, ServiceExists: obs.ServiceExists, PodName: podName, Expired: obs.Expired})
+			if err != nil {
+				t.Fatalf("render: %v", err)
+			}
+			out := sandboxGolden{DeleteService: desired.DeleteService}
+			if desired.Pod != nil {
+				out.Pod = desired.Pod
+			}
+			if desired.Service != nil {
+				out.Service = desired.Service
+			}
+			for _, p := range desired.PVCs {
+				out.PVCs = append(out.PVCs, p)
+			}
+			golden.AssertYAML(t, c.Path("desired.yaml"), out)
+
+			now := metav1.NewTime(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+			if obs.Now != nil {
+				now = *obs.Now
+			}
+			status := SandboxStatus(SandboxStatusInputs{
+				Sandbox: sb, Pod: obs.Pod, ForeignPod: obs.ForeignPod, MultiplePods: obs.MultiplePods,
+				Service: obs.ServiceExists, ServiceRequired: sb.Spec.Service != nil && *sb.Spec.Service,
+				Expired: obs.Expired, PodTemplateDrift: obs.PodTemplateDrift, Error: obs.Error,
+				ClusterDomain: obs.ClusterDomain, Now: now,
+			})
+			golden.AssertYAML(t, c.Path("status.yaml"), status.Status)
+		})
+	}
+}
+
+// TestSandboxPure renders the same inputs twice and checks the outputs are
+// equal and the inputs untouched.
+func TestSandboxPure(t *testing.T) {
+	for _, c := range golden.Cases(t, "sandbox") {
+		sb := loadSandbox(t, c)
+		before, _ := yaml.Marshal(sb)
+		a, errA := Sandbox(SandboxInputs{Sandbox: sb, ServiceExists: true})
+		b, errB := Sandbox(SandboxInputs{Sandbox: sb, ServiceExists: true})
+		ya, _ := yaml.Marshal(a)
+		yb, _ := yaml.Marshal(b)
+		after, _ := yaml.Marshal(sb)
+		if errA != nil || errB != nil || string(ya) != string(yb) || string(before) != string(after) {
+			t.Errorf("%s: render is not pure (errors %v, %v; outputs equal %v; input unchanged %v)",
+				c.Name, errA, errB, string(ya) == string(yb), string(before) == string(after))
+		}
+	}
+}

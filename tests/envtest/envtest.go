@@ -98,18 +98,33 @@ func (e *Env) Kubeconfig(t testing.TB) string {
 func (e *Env) Stop() error { return e.env.Stop() }
 
 // Main is a TestMain body: it starts an Env, stores it in *out, runs the
-// package's tests and stops the Env. A start failure fails the whole package.
+// optional setup functions (which may return a stop function, e.g. a
+// controller manager), runs the package's tests and stops everything. A start
+// failure fails the whole package.
 //
 //	var env *envtest.Env
 //	func TestMain(m *testing.M) { envtest.Main(m, &env) }
-func Main(m *testing.M, out **Env) {
+func Main(m *testing.M, out **Env, setup ...func(*Env) (stop func(), err error)) {
 	e, err := Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "envtest:", err)
 		os.Exit(1)
 	}
 	*out = e
+	var stops []func()
+	for _, s := range setup {
+		stop, err := s(e)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "envtest: setup:", err)
+			_ = e.Stop()
+			os.Exit(1)
+		}
+		stops = append(stops, stop)
+	}
 	code := m.Run()
+	for i := len(stops) - 1; i >= 0; i-- {
+		stops[i]()
+	}
 	if err := e.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "envtest: stopping:", err)
 		if code == 0 {

@@ -1,0 +1,349 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
+	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/render"
+)
+
+// Event reasons we add for conditions users must act on.
+const (
+	EventPodTemplateDrift = "PodTemplateDrift"
+	EventFieldConflict    = "FieldConflict"
+	EventMultiplePods     = sandboxv1beta1.ReasonMultiplePods
+)
+
+// What the Sandbox reconciler needs, and no more: it never deletes PVCs, and
+// it writes with server-side apply (patch), never update.
+//
+// +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes/status,verbs=get;patch
+// +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods;services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SandboxReconciler makes each Sandbox's Pod, Service and PVCs match its spec
+// by render -> diff -> apply, and reports what it sees in status.
+type SandboxReconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// Engine applies everything the reconciler writes.
+	Engine *ssa.Engine
+	// Recorder emits events for conditions a user must act on.
+	Recorder events.EventRecorder
+	// ClusterDomain is the cluster's DNS domain, for status.serviceFQDN.
+	ClusterDomain string
+	// Clock tells the time (shutdownTime); a fake in tests.
+	Clock clock.PassiveClock
+}
+
+// SetupWithManager registers the reconciler, its watches and the pod index.
+func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.ClusterDomain == "" {
+		r.ClusterDomain = "cluster.local"
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexControllerUID, controllerUID); err != nil {
+		return fmt.Errorf("indexing pods by controller: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("sandbox").
+		For(&sandboxv1beta1.Sandbox{}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.PersistentVolumeClaim{}).
+		// An unowned Pod named like a Sandbox may become adoptable, or go
+		// away and free the name: let that Sandbox look again.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+func unownedToSandbox(_ context.Context, o client.Object) []reconcile.Request {
+	if metav1.GetControllerOf(o) != nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}}
+}
+
+// observed is what a reconcile reads from the cache.
+type observed struct {
+	pods       []*corev1.Pod   // Pods this Sandbox controls
+	pod        *corev1.Pod     // the Pod to keep: owned, or about to be adopted
+	adopt      bool            // pod is unowned and may be adopted
+	foreignPod bool            // a Pod with our pod name exists that we may not take
+	service    *corev1.Service // our Service
+	pvcs       map[string]*corev1.PersistentVolumeClaim
+}
+
+// Reconcile brings one Sandbox closer to its spec.
+func (r *SandboxReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	sb := &sandboxv1beta1.Sandbox{}
+	if err := r.Client.Get(ctx, req.NamespacedName, sb); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if sb.DeletionTimestamp != nil {
+		// Garbage collection removes what the Sandbox owns.
+		return reconcile.Result{}, nil
+	}
+	obs, err := r.observe(ctx, sb)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	now := r.Clock.Now()
+	expired := sb.Spec.ShutdownTime != nil && !now.Before(sb.Spec.ShutdownTime.Time)
+
+	statusIn := render.SandboxStatusInputs{
+		Sandbox: sb, Pod: obs.pod, ForeignPod: obs.foreignPod, Service: obs.service != nil,
+		ServiceRequired: sb.Spec.Service != nil && *sb.Spec.Service, Expired: expired,
+		ClusterDomain: r.ClusterDomain, Now: metav1.NewTime(now.Truncate(time.Second)),
+	}
+	if obs.adopt {
+		// Not ours until the apply below takes it over.
+		statusIn.Pod, statusIn.ForeignPod = nil, true
+	}
+
+	if len(obs.pods) > 1 {
+		// Fail closed: two Pods behind one identity is exactly what a Sandbox
+		// must never have, and we cannot tell which one is right.
+		statusIn.MultiplePods = true
+		if readyReason(sb) != sandboxv1beta1.ReasonMultiplePods {
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventMultiplePods, "Reconcile",
+				"%d Pods are controlled by this Sandbox; delete all but one", len(obs.pods))
+		}
+		return reconcile.Result{}, r.applyStatus(ctx, sb, statusIn)
+	}
+
+	changes, drift, err := r.applyChildren(ctx, sb, obs, expired)
+	if err != nil {
+		var conflict *ssa.ConflictError
+		if errors.As(err, &conflict) {
+			// Terminal until the object or another manager changes: report,
+			// do not fight and do not retry hot.
+			if readyReason(sb) != sandboxv1beta1.ReasonReconcilerError {
+				r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventFieldConflict, "Apply", "%s", conflict.Error())
+			}
+			statusIn.Error = conflict.Error()
+			return reconcile.Result{}, r.applyStatus(ctx, sb, statusIn)
+		}
+		statusIn.Error = err.Error()
+		if serr := r.applyStatus(ctx, sb, statusIn); serr != nil {
+			log.FromContext(ctx).V(1).Info("status not updated", "error", serr)
+		}
+		return reconcile.Result{}, err
+	}
+	if expired && sb.Spec.ShutdownPolicy != nil && *sb.Spec.ShutdownPolicy == sandboxv1beta1.ShutdownPolicyDelete {
+		_, err := r.Engine.Delete(ctx, "Sandbox", sb, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		return reconcile.Result{}, err
+	}
+	if drift != "" && statusCondition(sb, render.ConditionPodTemplateCurrent) == nil {
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventPodTemplateDrift, "Reconcile", "%s", drift)
+	}
+	statusIn.PodTemplateDrift = drift
+
+	var result reconcile.Result
+	if sb.Spec.ShutdownTime != nil && !expired {
+		result.RequeueAfter = sb.Spec.ShutdownTime.Sub(now)
+	}
+	if changes.Changed() {
+		// Every object we just changed is watched; its event brings us back
+		// with fresh observations, and status is written then. This saves a
+		// status write per change.
+		log.FromContext(ctx).V(1).Info("applied", "changes", changes.String())
+		return result, nil
+	}
+	return result, r.applyStatus(ctx, sb, statusIn)
+}
+
+func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*observed, error) {
+	obs := &observed{pvcs: map[string]*corev1.PersistentVolumeClaim{}}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(sb.Namespace), client.MatchingFields{IndexControllerUID: string(sb.UID)}); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	for i := range pods.Items {
+		obs.pods = append(obs.pods, &pods.Items[i])
+	}
+	if len(obs.pods) == 1 {
+		obs.pod = obs.pods[0]
+	}
+	if len(obs.pods) == 0 {
+		p := &corev1.Pod{}
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: render.PodName(sb)}, p)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("reading pod: %w", err)
+		case adoptable(p, sb):
+			obs.pod, obs.adopt = p, true
+		default:
+			obs.foreignPod = true
+		}
+	}
+
+	svc := &corev1.Service{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}, svc)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("reading service: %w", err)
+	case ownedBy(svc, sb) || adoptable(svc, sb):
+		obs.service = svc
+	}
+
+	for _, t := range sb.Spec.VolumeClaimTemplates {
+		name := render.PVCName(t.Name, sb.Name)
+		pvc := &corev1.PersistentVolumeClaim{}
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: name}, pvc)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("reading pvc: %w", err)
+		default:
+			obs.pvcs[name] = pvc
+		}
+	}
+	return obs, nil
+}
+
+// applyChildren renders the Sandbox and applies the difference. It returns
+// what changed and, for a running Pod that no longer matches the template, a
+// description of the drift.
+func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed, expired bool) (ssa.ChangeSet, string, error) {
+	podName := ""
+	if obs.pod != nil {
+		podName = obs.pod.Name
+	}
+	desired, err := render.Sandbox(render.SandboxInputs{
+		Sandbox: sb, ServiceExists: obs.service != nil && ownedBy(obs.service, sb), PodName: podName, Expired: expired,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	var changes ssa.ChangeSet
+	record := func(c ssa.Change, err error) error {
+		changes = append(changes, c)
+		return err
+	}
+
+	for _, want := range desired.PVCs {
+		live := obs.pvcs[*want.Name]
+		if live != nil && !ownedBy(live, sb) && !adoptable(live, sb) {
+			return changes, "", fmt.Errorf("a PersistentVolumeClaim named %s exists that this Sandbox does not own; label it %s=%s to let the Sandbox adopt it",
+				live.Name, sandboxv1beta1.LabelAdoptable, sandboxv1beta1.AdoptableValue)
+		}
+		adopt := live != nil && !ownedBy(live, sb)
+		if err := record(ssa.Apply(ctx, r.Engine, "PersistentVolumeClaim", want, live, corev1ac.ExtractPersistentVolumeClaim, ssa.Options{Force: adopt})); err != nil {
+			return changes, "", err
+		}
+	}
+
+	switch {
+	case desired.Service != nil:
+		var svc *corev1.Service
+		adopt := false
+		if obs.service != nil {
+			svc, adopt = obs.service, !ownedBy(obs.service, sb)
+		}
+		if err := record(ssa.Apply(ctx, r.Engine, "Service", desired.Service, svc, corev1ac.ExtractService, ssa.Options{Force: adopt})); err != nil {
+			return changes, "", err
+		}
+	case desired.DeleteService && obs.service != nil && ownedBy(obs.service, sb):
+		if err := record(r.Engine.Delete(ctx, "Service", obs.service)); err != nil {
+			return changes, "", err
+		}
+	}
+
+	drift := ""
+	switch {
+	case desired.Pod == nil && obs.pod != nil && !obs.adopt:
+		if err := record(r.Engine.Delete(ctx, "Pod", obs.pod)); err != nil {
+			return changes, "", err
+		}
+	case desired.Pod != nil && obs.foreignPod:
+		// Reported in status; creating would fail on the name.
+	case desired.Pod != nil && obs.pod != nil:
+		// Pods are mostly immutable: keep the spec we applied at creation and
+		// update only metadata. A template change waits for the next Pod.
+		owned, err := corev1ac.ExtractPod(obs.pod, r.Engine.FieldManager())
+		if err != nil {
+			return changes, "", fmt.Errorf("extracting pod fields: %w", err)
+		}
+		if owned.Spec != nil && !apiequality.Semantic.DeepEqual(owned.Spec, desired.Pod.Spec) {
+			drift = "spec.podTemplate.spec changed after the Pod was created; the running Pod keeps its spec and the change takes effect when the Pod is next created (suspend and resume the Sandbox to apply it now)"
+		}
+		desired.Pod.Spec = owned.Spec
+		if err := record(ssa.Apply(ctx, r.Engine, "Pod", desired.Pod, obs.pod, corev1ac.ExtractPod, ssa.Options{Force: obs.adopt})); err != nil {
+			return changes, "", err
+		}
+		if obs.adopt {
+			r.Recorder.Eventf(sb, obs.pod, corev1.EventTypeNormal, sandboxv1beta1.EventSandboxAdopted, "Adopt", "adopted Pod %s", obs.pod.Name)
+		}
+	case desired.Pod != nil:
+		if err := record(ssa.Apply(ctx, r.Engine, "Pod", desired.Pod, (*corev1.Pod)(nil), corev1ac.ExtractPod, ssa.Options{})); err != nil {
+			return changes, "", err
+		}
+	}
+	return changes, drift, nil
+}
+
+func (r *SandboxReconciler) applyStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, in render.SandboxStatusInputs) error {
+	_, err := ssa.ApplyStatus(ctx, r.Engine, "Sandbox", render.SandboxStatus(in), sb, sandboxac.ExtractSandboxStatus)
+	return err
+}
+
+// adoptable reports whether an object without a controller may be taken over
+// by sb: it is labeled adoptable, or carries sb's name-hash label.
+func adoptable(o client.Object, sb *sandboxv1beta1.Sandbox) bool {
+	if metav1.GetControllerOf(o) != nil {
+		return false
+	}
+	l := o.GetLabels()
+	return l[sandboxv1beta1.LabelAdoptable] == sandboxv1beta1.AdoptableValue ||
+		l[sandboxv1beta1.LabelSandboxNameHash] == render.NameHash(sb.Name)
+}
+
+func ownedBy(o client.Object, sb *sandboxv1beta1.Sandbox) bool {
+	ref := metav1.GetControllerOf(o)
+	return ref != nil && ref.UID == sb.UID
+}
+
+func readyReason(sb *sandboxv1beta1.Sandbox) string {
+	if c := statusCondition(sb, sandboxv1beta1.ConditionReady); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+func statusCondition(sb *sandboxv1beta1.Sandbox, t string) *metav1.Condition {
+	for i := range sb.Status.Conditions {
+		if sb.Status.Conditions[i].Type == t {
+			return &sb.Status.Conditions[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,248 @@
+package ssa
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Action is what applying an object did.
+type Action string
+
+// Actions.
+const (
+	Created    Action = "created"
+	Configured Action = "configured"
+	Unchanged  Action = "unchanged"
+	Deleted    Action = "deleted"
+)
+
+// Change is the outcome for one object.
+type Change struct {
+	Kind      string
+	Namespace string
+	Name      string
+	Action    Action
+}
+
+func (c Change) String() string {
+	return fmt.Sprintf("%s/%s/%s: %s", c.Kind, c.Namespace, c.Name, c.Action)
+}
+
+// ChangeSet is the outcome of one reconcile.
+type ChangeSet []Change
+
+// String lists the changes one per line, sorted by kind, namespace and name,
+// so equal sets print equally whatever the order of work.
+func (s ChangeSet) String() string {
+	lines := make([]string, len(s))
+	for i, c := range s {
+		lines[i] = c.String()
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// Changed reports whether any object was created, configured or deleted.
+func (s ChangeSet) Changed() bool {
+	for _, c := range s {
+		if c.Action != Unchanged {
+			return true
+		}
+	}
+	return false
+}
+
+// Engine applies objects with server-side apply.
+type Engine struct {
+	client        client.Client
+	fieldManager  string
+	statusManager string
+
+	// Counters, for metrics and tests.
+	applies, skipped, deletes atomic.Int64
+}
+
+// New returns an Engine writing through c (writes always reach the API
+// server; reads of live objects are the caller's, normally from a cache).
+func New(c client.Client, fieldManager, statusManager string) *Engine {
+	return &Engine{client: c, fieldManager: fieldManager, statusManager: statusManager}
+}
+
+// FieldManager is the field manager of objects.
+func (e *Engine) FieldManager() string { return e.fieldManager }
+
+// StatusManager is the field manager of status.
+func (e *Engine) StatusManager() string { return e.statusManager }
+
+// Stats are the engine's counters since it was created.
+type Stats struct {
+	// Applies is the number of apply requests sent.
+	Applies int64
+	// Skipped is the number of applies not sent because the live object
+	// already held exactly what we would apply.
+	Skipped int64
+	// Deletes is the number of delete requests sent.
+	Deletes int64
+}
+
+// Stats returns the engine's counters.
+func (e *Engine) Stats() Stats {
+	return Stats{Applies: e.applies.Load(), Skipped: e.skipped.Load(), Deletes: e.deletes.Load()}
+}
+
+// ApplyConfiguration is a generated root apply configuration.
+type ApplyConfiguration interface {
+	runtime.ApplyConfiguration
+	GetName() *string
+	GetNamespace() *string
+}
+
+// Options change one apply.
+type Options struct {
+	// Force takes ownership of fields another manager holds. Only for
+	// adoption, where the user asked us to take an object over.
+	Force bool
+}
+
+// Apply applies desired unless what our field manager owns of live already
+// equals it. live is the object as the cache holds it, or nil when it does not
+// exist; extract is the generated Extract function of its kind (ExtractPod,
+// ExtractSandbox, ...).
+func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engine, kind string, desired AC, live O,
+	extract func(O, string) (AC, error), opts Options) (Change, error) {
+	change := Change{Kind: kind, Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Created}
+	if !isNil(live) {
+		owned, err := extract(live, e.fieldManager)
+		if err != nil {
+			return change, fmt.Errorf("extracting the fields %s owns of %s: %w", e.fieldManager, kind, err)
+		}
+		if apiequality.Semantic.DeepEqual(owned, desired) {
+			e.skipped.Add(1)
+			change.Action = Unchanged
+			return change, nil
+		}
+		change.Action = Configured
+	}
+	applyOpts := []client.ApplyOption{client.FieldOwner(e.fieldManager)}
+	if opts.Force {
+		applyOpts = append(applyOpts, client.ForceOwnership)
+	}
+	e.applies.Add(1)
+	if err := e.client.Apply(ctx, desired, applyOpts...); err != nil {
+		return change, wrapConflict(kind, change, err)
+	}
+	return change, nil
+}
+
+// ApplyStatus applies desired (an apply configuration holding only status) to
+// the status subresource unless what the status manager owns already equals
+// it. Status has a single writer, so ownership is forced.
+func ApplyStatus[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engine, kind string, desired AC, live O,
+	extractStatus func(O, string) (AC, error)) (Change, error) {
+	change := Change{Kind: kind + "Status", Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Configured}
+	owned, err := extractStatus(live, e.statusManager)
+	if err != nil {
+		return change, fmt.Errorf("extracting the status fields %s owns of %s: %w", e.statusManager, kind, err)
+	}
+	if apiequality.Semantic.DeepEqual(owned, desired) {
+		e.skipped.Add(1)
+		change.Action = Unchanged
+		return change, nil
+	}
+	e.applies.Add(1)
+	if err := e.client.Status().Apply(ctx, desired, client.FieldOwner(e.statusManager), client.ForceOwnership); err != nil {
+		return change, fmt.Errorf("applying %s status: %w", kind, err)
+	}
+	return change, nil
+}
+
+// Delete deletes obj, guarded by its UID so that a newer object of the same
+// name is never deleted by mistake. An object that is already gone or being
+// deleted is unchanged.
+func (e *Engine) Delete(ctx context.Context, kind string, obj client.Object, opts ...client.DeleteOption) (Change, error) {
+	change := Change{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Deleted}
+	if obj.GetDeletionTimestamp() != nil {
+		change.Action = Unchanged
+		return change, nil
+	}
+	uid := obj.GetUID()
+	opts = append(opts, client.Preconditions{UID: &uid})
+	e.deletes.Add(1)
+	if err := e.client.Delete(ctx, obj, opts...); err != nil {
+		if apierrors.IsNotFound(err) {
+			change.Action = Unchanged
+			return change, nil
+		}
+		return change, fmt.Errorf("deleting %s: %w", kind, err)
+	}
+	return change, nil
+}
+
+// ConflictError reports fields that another field manager owns and that we
+// would change. The controller does not fight over them: it reports the
+// conflict and waits for a change to the object or its inputs.
+type ConflictError struct {
+	Change Change
+	// Fields are the API server's descriptions of the conflicting fields.
+	Fields []string
+	Err    error
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s %s/%s: fields owned by another field manager conflict with ours: %s",
+		e.Change.Kind, e.Change.Namespace, e.Change.Name, strings.Join(e.Fields, "; "))
+}
+
+func (e *ConflictError) Unwrap() error { return e.Err }
+
+// IsConflict reports whether err is (or wraps) a ConflictError.
+func IsConflict(err error) bool {
+	var c *ConflictError
+	return errors.As(err, &c)
+}
+
+func wrapConflict(kind string, change Change, err error) error {
+	if !apierrors.IsConflict(err) {
+		return fmt.Errorf("applying %s: %w", kind, err)
+	}
+	var fields []string
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Details != nil {
+		for _, c := range status.Status().Details.Causes {
+			if c.Type == metav1.CauseTypeFieldManagerConflict {
+				fields = append(fields, c.Message)
+			}
+		}
+	}
+	if len(fields) == 0 {
+		// A plain optimistic-concurrency conflict, not an ownership one.
+		return fmt.Errorf("applying %s: %w", kind, err)
+	}
+	return &ConflictError{Change: change, Fields: fields, Err: err}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func isNil(o any) bool {
+	if o == nil {
+		return true
+	}
+	v := reflect.ValueOf(o)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}

@@ -232,7 +232,7 @@ func TestConvergedReconcileSendsNoRequests(t *testing.T) {
 	waitCondition(t, ns, "quiet", sandboxv1beta1.ConditionReady, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady)
 	time.Sleep(500 * time.Millisecond) // let the last watch events land
 
-	before := requests.Load()
+	before := running.Requests()
 	stats := engine.Stats()
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "quiet"}}
 	for range 20 {
@@ -240,7 +240,7 @@ func TestConvergedReconcileSendsNoRequests(t *testing.T) {
 			t.Fatalf("reconcile: %v", err)
 		}
 	}
-	if n := requests.Load() - before; n != 0 {
+	if n := running.Requests() - before; n != 0 {
 		t.Errorf("20 reconciles of a converged Sandbox sent %d API requests, want 0", n)
 	}
 	after := engine.Stats()
@@ -272,14 +272,14 @@ func TestOtherManagersFieldsStay(t *testing.T) {
 	svc, _ := get(t, ns, "shared", &corev1.Service{})
 	podRV, svcRV := pod.ResourceVersion, svc.ResourceVersion
 
-	before := requests.Load()
+	before := running.Requests()
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "shared"}}
 	for range 20 {
 		if _, err := reconciler.Reconcile(ctx, req); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := requests.Load() - before; n != 0 {
+	if n := running.Requests() - before; n != 0 {
 		t.Errorf("reconciles sent %d requests after another manager's edit, want 0", n)
 	}
 	pod, _ = get(t, ns, "shared", &corev1.Pod{})

@@ -1,0 +1,86 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync/atomic"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/agentsandbox/reconciler/apply/controllers"
+	"github.com/agentsandbox/reconciler/apply/ssa"
+)
+
+// Field managers the tests run the controller with.
+const (
+	FieldManager  = "agent-sandbox-controller"
+	StatusManager = "agent-sandbox-controller-status"
+)
+
+// Running is a started manager.
+type Running struct {
+	Sandbox *controllers.SandboxReconciler
+	Engine  *ssa.Engine
+
+	requests atomic.Int64
+	cancel   context.CancelFunc
+	done     chan error
+}
+
+// Requests returns the number of HTTP requests the manager's clients sent.
+func (r *Running) Requests() int64 { return r.requests.Load() }
+
+// Start starts a manager with the reconcilers against cfg and waits for its
+// caches to sync.
+func Start(cfg *rest.Config, scheme *runtime.Scheme) (*Running, error) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	r := &Running{done: make(chan error, 1)}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			r.requests.Add(1)
+			return rt.RoundTrip(req)
+		})
+	})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  scheme,
+		Cache:   controllers.CacheOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.Engine = ssa.New(mgr.GetClient(), FieldManager, StatusManager)
+	r.Sandbox = &controllers.SandboxReconciler{
+		Client: mgr.GetClient(), Engine: r.Engine, Recorder: mgr.GetEventRecorder("sandbox-controller"),
+	}
+	if err := r.Sandbox.SetupWithManager(mgr, 8); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		cancel()
+		return nil, errors.Join(fmt.Errorf("manager caches did not sync"), <-r.done)
+	}
+	return r, nil
+}
+
+// Stop stops the manager and waits for it.
+func (r *Running) Stop() error {
+	r.cancel()
+	return <-r.done
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

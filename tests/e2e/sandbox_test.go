@@ -132,7 +132,7 @@ func gone(c client.Client, key types.NamespacedName, o client.Object) func() err
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("%T %s still exists (err %v)", o, key.Name, err)
+		return fmt.Errorf("%T %s still exists (err %w)", o, key.Name, err)
 	}
 }
 

@@ -56,7 +56,7 @@ func SandboxStatus(in SandboxStatusInputs) *sandboxac.SandboxApplyConfiguration 
 	conds := conditionSet{existing: sb.Status.Conditions, generation: sb.Generation, now: in.Now}
 
 	pod := in.Pod
-	ready, reason, message := readiness(in)
+	ready, reason, message := Readiness(in)
 	conds.set(sandboxv1beta1.ConditionReady, ready, reason, message)
 	conds.set(suspended(in))
 
@@ -101,7 +101,8 @@ func SandboxStatus(in SandboxStatusInputs) *sandboxac.SandboxApplyConfiguration 
 	return sandboxac.Sandbox(sb.Name, sb.Namespace).WithStatus(st)
 }
 
-func readiness(in SandboxStatusInputs) (metav1.ConditionStatus, string, string) {
+// Readiness returns the status, reason and message of the Ready condition.
+func Readiness(in SandboxStatusInputs) (metav1.ConditionStatus, string, string) {
 	pod := in.Pod
 	switch {
 	case in.MultiplePods:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,6 +58,15 @@ type SandboxReconciler struct {
 	ClusterDomain string
 	// Clock tells the time (shutdownTime); a fake in tests.
 	Clock clock.PassiveClock
+	// StatusCoalesceWindow bounds how often a Sandbox whose Ready stays
+	// False gets status writes: within the window after our last write for
+	// it, such a change is deferred to the end of the window (a Pod going
+	// Pending -> scheduled -> Running would otherwise cost a write per step).
+	// Changes into or out of Ready are written at once. Zero means 2s;
+	// negative disables coalescing.
+	StatusCoalesceWindow time.Duration
+
+	lastWrite sync.Map // types.NamespacedName -> time.Time of our last write for a Sandbox
 }
 
 // SetupWithManager registers the reconciler, its watches and the pod index.
@@ -66,6 +76,9 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 	}
 	if r.ClusterDomain == "" {
 		r.ClusterDomain = "cluster.local"
+	}
+	if r.StatusCoalesceWindow == 0 {
+		r.StatusCoalesceWindow = 2 * time.Second
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexControllerUID, controllerUID); err != nil {
 		return fmt.Errorf("indexing pods by controller: %w", err)
@@ -104,10 +117,14 @@ type observed struct {
 func (r *SandboxReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	sb := &sandboxv1beta1.Sandbox{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sb); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.lastWrite.Delete(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if sb.DeletionTimestamp != nil {
 		// Garbage collection removes what the Sandbox owns.
+		r.lastWrite.Delete(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	obs, err := r.observe(ctx, sb)
@@ -173,10 +190,41 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		// Every object we just changed is watched; its event brings us back
 		// with fresh observations, and status is written then. This saves a
 		// status write per change.
+		r.lastWrite.Store(client.ObjectKeyFromObject(sb), now)
 		log.FromContext(ctx).V(1).Info("applied", "changes", changes.String())
 		return result, nil
 	}
+	if wait := r.deferStatus(sb, statusIn, now); wait > 0 {
+		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
+			result.RequeueAfter = wait
+		}
+		return result, nil
+	}
 	return result, r.applyStatus(ctx, sb, statusIn)
+}
+
+// deferStatus says how long to wait before writing a status in which Ready
+// stays False, when our last write for this Sandbox is recent; zero means
+// write now. The deferred reconcile writes whatever is true by then.
+func (r *SandboxReconciler) deferStatus(sb *sandboxv1beta1.Sandbox, in render.SandboxStatusInputs, now time.Time) time.Duration {
+	if r.StatusCoalesceWindow < 0 {
+		return 0
+	}
+	current := statusCondition(sb, sandboxv1beta1.ConditionReady)
+	if current == nil || current.Status == metav1.ConditionTrue {
+		return 0
+	}
+	if ready, _, _ := render.Readiness(in); ready == metav1.ConditionTrue {
+		return 0
+	}
+	last, ok := r.lastWrite.Load(client.ObjectKeyFromObject(sb))
+	if !ok {
+		return 0
+	}
+	if wait := last.(time.Time).Add(r.StatusCoalesceWindow).Sub(now); wait > 0 {
+		return wait
+	}
+	return 0
 }
 
 func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*observed, error) {
@@ -312,7 +360,10 @@ func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta
 }
 
 func (r *SandboxReconciler) applyStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, in render.SandboxStatusInputs) error {
-	_, err := ssa.ApplyStatus(ctx, r.Engine, "Sandbox", render.SandboxStatus(in), sb, sandboxac.ExtractSandboxStatus)
+	change, err := ssa.ApplyStatus(ctx, r.Engine, "Sandbox", render.SandboxStatus(in), sb, sandboxac.ExtractSandboxStatus)
+	if err == nil && change.Action != ssa.Unchanged {
+		r.lastWrite.Store(client.ObjectKeyFromObject(sb), r.Clock.Now())
+	}
 	return err
 }
 

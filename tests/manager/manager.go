@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"maps"
 	"os"
-	"sync/atomic"
+	"sync"
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,23 +31,49 @@ type Running struct {
 	Sandbox *controllers.SandboxReconciler
 	Engine  *ssa.Engine
 
-	requests atomic.Int64
+	mu       sync.Mutex
+	requests map[string]int64 // by HTTP verb
 	cancel   context.CancelFunc
 	done     chan error
 }
 
 // Requests returns the number of HTTP requests the manager's clients sent.
-func (r *Running) Requests() int64 { return r.requests.Load() }
+func (r *Running) Requests() int64 {
+	var n int64
+	for _, v := range r.RequestsByVerb() {
+		n += v
+	}
+	return n
+}
+
+// RequestsByVerb returns the requests sent, by HTTP method.
+func (r *Running) RequestsByVerb() map[string]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.requests)
+}
+
+// Options of a test manager.
+type Options struct {
+	// SandboxWorkers is the number of concurrent Sandbox reconciles (default 8).
+	SandboxWorkers int
+}
 
 // Start starts a manager with the reconcilers against cfg and waits for its
 // caches to sync.
-func Start(cfg *rest.Config, scheme *runtime.Scheme) (*Running, error) {
+func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running, error) {
+	o := Options{SandboxWorkers: 8}
+	if len(opts) > 0 && opts[0].SandboxWorkers > 0 {
+		o = opts[0]
+	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	r := &Running{done: make(chan error, 1)}
+	r := &Running{done: make(chan error, 1), requests: map[string]int64{}}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			r.requests.Add(1)
+			r.mu.Lock()
+			r.requests[req.Method]++
+			r.mu.Unlock()
 			return rt.RoundTrip(req)
 		})
 	})
@@ -62,7 +89,7 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme) (*Running, error) {
 	r.Sandbox = &controllers.SandboxReconciler{
 		Client: mgr.GetClient(), Engine: r.Engine, Recorder: mgr.GetEventRecorder("sandbox-controller"),
 	}
-	if err := r.Sandbox.SetupWithManager(mgr, 8); err != nil {
+	if err := r.Sandbox.SetupWithManager(mgr, o.SandboxWorkers); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,331 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/tests/cluster"
+	"github.com/agentsandbox/reconciler/tests/envtest"
+	"github.com/agentsandbox/reconciler/tests/manager"
+)
+
+// Result is the JSON document the benchmark prints.
+type Result struct {
+	N     int `json:"n"`
+	Nodes int `json:"nodes"`
+	// Raw is the lower bound: one client creating N Pods + N headless
+	// Services directly, measured until every Pod is Running and Ready.
+	Raw Phase `json:"raw_pods_and_services"`
+	// Cold is N Sandboxes (with a Service) created at once, until all Ready.
+	Cold Phase `json:"cold_create"`
+	// Touch is a metadata-only change to every Sandbox.
+	Touch   Phase `json:"metadata_touch"`
+	Suspend Phase `json:"suspend_all"`
+	Resume  Phase `json:"resume_all"`
+	Delete  Phase `json:"delete_all"`
+	// ControllerRequestsByVerb is every request the controller sent during the run.
+	ControllerRequestsByVerb map[string]int64 `json:"controller_requests_by_verb"`
+	// PeakHeapMB is the bench process's peak Go heap (controller in process).
+	PeakHeapMB float64 `json:"peak_heap_mb"`
+}
+
+// Phase is one measured step.
+type Phase struct {
+	Seconds float64 `json:"seconds"`
+	// RatioToRaw compares with the raw lower bound (cold create, suspend, resume).
+	RatioToRaw float64 `json:"ratio_to_raw,omitempty"`
+	// Requests is what the controller sent during the phase.
+	Requests           int64            `json:"controller_requests"`
+	RequestsPerSandbox float64          `json:"controller_requests_per_sandbox"`
+	ByVerb             map[string]int64 `json:"controller_requests_by_verb,omitempty"`
+}
+
+// TestBench measures the controller on a local cluster. It runs only with
+// AGENT_SANDBOX_BENCH=1 (make bench); BENCH_N sets the number of Sandboxes
+// (default 500) and BENCH_OUT a file for the JSON.
+func TestBench(t *testing.T) {
+	if os.Getenv("AGENT_SANDBOX_BENCH") != "1" {
+		t.Skip("benchmarks run with `make bench` (AGENT_SANDBOX_BENCH=1)")
+	}
+	n := 500
+	if v := os.Getenv("BENCH_N"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+			t.Fatalf("BENCH_N=%q: want a positive integer", v)
+		}
+	}
+	nodes := max(10, n/100+1)
+	res := Result{N: n, Nodes: nodes}
+
+	ctx := context.Background()
+	workdir, err := os.MkdirTemp("", "agent-sandbox-bench-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = os.RemoveAll(workdir) }()
+	local, err := cluster.Start(ctx, cluster.Options{
+		Name: "bench", Workdir: workdir, Nodes: nodes, InstallCRDs: true, RuntimeClasses: []string{"gvisor"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := local.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	c, err := client.New(local.Config, client.Options{Scheme: envtest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The lower bound, in its own namespace.
+	rawNS := mkNamespace(t, c, "raw")
+	start := time.Now()
+	parallel(n, func(i int) error {
+		name := fmt.Sprintf("raw-%d", i)
+		labels := map[string]string{"bench": name}
+		if err := c.Create(ctx, rawPod(rawNS, name, labels)); err != nil {
+			return err
+		}
+		return c.Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: rawNS, Name: name},
+			Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels,
+				Ports: []corev1.ServicePort{{Name: "http", Port: 8888}}},
+		})
+	}, t)
+	waitPods(t, c, rawNS, n)
+	res.Raw.Seconds = time.Since(start).Seconds()
+	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rawNS}}); err != nil {
+		t.Fatal(err)
+	}
+
+	running, err := manager.Start(local.Config, envtest.Scheme(), manager.Options{SandboxWorkers: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = running.Stop() }()
+	var peak uint64
+	stopHeap := sampleHeap(&peak)
+	defer stopHeap()
+
+	ns := mkNamespace(t, c, "sandboxes")
+	measure := func(p *Phase, do func(), done func() bool) {
+		before := running.RequestsByVerb()
+		start := time.Now()
+		do()
+		for !done() {
+			time.Sleep(200 * time.Millisecond)
+		}
+		p.Seconds = time.Since(start).Seconds()
+		settle()
+		p.ByVerb = diff(running.RequestsByVerb(), before)
+		for _, v := range p.ByVerb {
+			p.Requests += v
+		}
+		p.RequestsPerSandbox = float64(p.Requests) / float64(n)
+	}
+
+	measure(&res.Cold, func() {
+		parallel(n, func(i int) error { return c.Create(ctx, benchSandbox(ns, i)) }, t)
+	}, func() bool { return countReady(t, c, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) == n })
+	res.Cold.RatioToRaw = res.Cold.Seconds / res.Raw.Seconds
+
+	measure(&res.Touch, func() {
+		parallel(n, func(i int) error {
+			return patch(ctx, c, ns, i, `{"metadata":{"labels":{"touched":"yes"}}}`)
+		}, t)
+	}, func() bool { return true })
+
+	measure(&res.Suspend, func() {
+		parallel(n, func(i int) error { return patch(ctx, c, ns, i, `{"spec":{"operatingMode":"Suspended"}}`) }, t)
+	}, func() bool {
+		return countCondition(t, c, ns, sandboxv1beta1.ConditionSuspended, metav1.ConditionTrue, sandboxv1beta1.ReasonPodTerminated) == n
+	})
+	res.Suspend.RatioToRaw = res.Suspend.Seconds / res.Raw.Seconds
+
+	measure(&res.Resume, func() {
+		parallel(n, func(i int) error { return patch(ctx, c, ns, i, `{"spec":{"operatingMode":"Running"}}`) }, t)
+	}, func() bool { return countReady(t, c, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) == n })
+	res.Resume.RatioToRaw = res.Resume.Seconds / res.Raw.Seconds
+
+	measure(&res.Delete, func() {
+		if err := c.DeleteAllOf(ctx, &sandboxv1beta1.Sandbox{}, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+	}, func() bool {
+		var l sandboxv1beta1.SandboxList
+		_ = c.List(ctx, &l, client.InNamespace(ns))
+		return len(l.Items) == 0
+	})
+
+	res.ControllerRequestsByVerb = running.RequestsByVerb()
+	res.PeakHeapMB = float64(peak) / (1 << 20)
+	out, _ := json.MarshalIndent(res, "", "  ")
+	fmt.Println(string(out))
+	if path := os.Getenv("BENCH_OUT"); path != "" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func rawPod(ns, name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: corev1.PodSpec{
+			RuntimeClassName: ptr.To("gvisor"),
+			Containers:       []corev1.Container{{Name: "agent", Image: "python:3.13-slim", Ports: []corev1.ContainerPort{{ContainerPort: 8888}}}},
+		},
+	}
+}
+
+func benchSandbox(ns string, i int) *sandboxv1beta1.Sandbox {
+	return &sandboxv1beta1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("sb-%d", i)},
+		Spec: sandboxv1beta1.SandboxSpec{SandboxBlueprint: sandboxv1beta1.SandboxBlueprint{
+			Service: ptr.To(true),
+			PodTemplate: sandboxv1beta1.PodTemplate{Spec: corev1.PodSpec{
+				RuntimeClassName: ptr.To("gvisor"),
+				Containers:       []corev1.Container{{Name: "agent", Image: "python:3.13-slim", Ports: []corev1.ContainerPort{{ContainerPort: 8888}}}},
+			}},
+		}},
+	}
+}
+
+func patch(ctx context.Context, c client.Client, ns string, i int, body string) error {
+	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("sb-%d", i)}}
+	return c.Patch(ctx, sb, client.RawPatch(types.MergePatchType, []byte(body)))
+}
+
+func mkNamespace(t *testing.T, c client.Client, prefix string) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// parallel runs f for 0..n-1 on 50 goroutines.
+func parallel(n int, f func(int) error, t *testing.T) {
+	var wg sync.WaitGroup
+	work := make(chan int)
+	var mu sync.Mutex
+	var first error
+	for range 50 {
+		wg.Go(func() {
+			for i := range work {
+				if err := f(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if first != nil {
+		t.Fatal(first)
+	}
+}
+
+func waitPods(t *testing.T, c client.Client, ns string, n int) {
+	for {
+		var pods corev1.PodList
+		if err := c.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		ready := 0
+		for _, p := range pods.Items {
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue && p.Status.PodIP != "" {
+					ready++
+				}
+			}
+		}
+		if ready == n {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func countReady(t *testing.T, c client.Client, ns string, status metav1.ConditionStatus, reason string) int {
+	return countCondition(t, c, ns, sandboxv1beta1.ConditionReady, status, reason)
+}
+
+func countCondition(t *testing.T, c client.Client, ns, typ string, status metav1.ConditionStatus, reason string) int {
+	var l sandboxv1beta1.SandboxList
+	if err := c.List(context.Background(), &l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, sb := range l.Items {
+		for _, cond := range sb.Status.Conditions {
+			if cond.Type == typ && cond.Status == status && cond.Reason == reason {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// settle waits for the controller to finish reacting to the last events, so
+// that a phase's request count includes its tail.
+func settle() { time.Sleep(3 * time.Second) }
+
+func diff(after, before map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func sampleHeap(peak *uint64) func() {
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	go func() {
+		for {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			mu.Lock()
+			if m.HeapAlloc > *peak {
+				*peak = m.HeapAlloc
+			}
+			mu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { close(stop) }
+}

@@ -143,7 +143,9 @@ func TestBench(t *testing.T) {
 
 	measure(&res.Cold, func() {
 		parallel(n, func(i int) error { return c.Create(ctx, benchSandbox(ns, i)) }, t)
-	}, func() bool { return countReady(t, c, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) == n })
+	}, func() bool {
+		return countReady(t, c, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) == n
+	})
 	res.Cold.RatioToRaw = res.Cold.Seconds / res.Raw.Seconds
 
 	measure(&res.Touch, func() {
@@ -161,7 +163,9 @@ func TestBench(t *testing.T) {
 
 	measure(&res.Resume, func() {
 		parallel(n, func(i int) error { return patch(ctx, c, ns, i, `{"spec":{"operatingMode":"Running"}}`) }, t)
-	}, func() bool { return countReady(t, c, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) == n })
+	}, func() bool {
+		return countReady(t, c, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) == n
+	})
 	res.Resume.RatioToRaw = res.Resume.Seconds / res.Raw.Seconds
 
 	measure(&res.Delete, func() {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -108,6 +109,23 @@ func waitFor(t *testing.T, timeout time.Duration, what string, check func() erro
 	}
 }
 
+// setMode changes operatingMode, retrying when the controller wrote status
+// in between.
+func setMode(t *testing.T, c client.Client, key types.NamespacedName, m sandboxv1beta1.SandboxOperatingMode) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sb := &sandboxv1beta1.Sandbox{}
+		if err := c.Get(context.Background(), key, sb); err != nil {
+			return err
+		}
+		sb.Spec.OperatingMode = m
+		return c.Update(context.Background(), sb)
+	})
+	if err != nil {
+		t.Fatalf("setting operatingMode %s: %v", m, err)
+	}
+}
+
 func readyIs(c client.Client, key types.NamespacedName, status metav1.ConditionStatus, reason string) func() error {
 	return func() error {
 		sb := &sandboxv1beta1.Sandbox{}
@@ -161,10 +179,7 @@ func TestSandboxLifecycle(t *testing.T) {
 		t.Fatalf("pvc: %v (phase %s)", err, pvc.Status.Phase)
 	}
 
-	sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeSuspended
-	if err := c.Update(ctx, sb); err != nil {
-		t.Fatal(err)
-	}
+	setMode(t, c, key, sandboxv1beta1.SandboxOperatingModeSuspended)
 	took = waitFor(t, 60*time.Second, "suspended", func() error {
 		if err := gone(c, key, &corev1.Pod{})(); err != nil {
 			return err
@@ -187,11 +202,7 @@ func TestSandboxLifecycle(t *testing.T) {
 		t.Fatalf("service after suspend: %v", err)
 	}
 
-	_ = c.Get(ctx, key, sb)
-	sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeRunning
-	if err := c.Update(ctx, sb); err != nil {
-		t.Fatal(err)
-	}
+	setMode(t, c, key, sandboxv1beta1.SandboxOperatingModeRunning)
 	took = waitFor(t, 60*time.Second, "Ready after resume", readyIs(c, key, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady))
 	t.Logf("Ready again after resume in %s", took.Round(time.Millisecond))
 	pod := &corev1.Pod{}

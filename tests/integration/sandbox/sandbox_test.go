@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -60,6 +61,23 @@ func withVolume(name string) func(*sandboxv1beta1.Sandbox) {
 				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 			},
 		})
+	}
+}
+
+// update changes a Sandbox the way a careful user does: read, mutate, write,
+// and retry when the controller wrote status in between.
+func update(t *testing.T, ns, name string, mutate func(*sandboxv1beta1.Sandbox)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sb := &sandboxv1beta1.Sandbox{}
+		if err := env.Client.Get(ctxFor(t), types.NamespacedName{Namespace: ns, Name: name}, sb); err != nil {
+			return err
+		}
+		mutate(sb)
+		return env.Client.Update(ctxFor(t), sb)
+	})
+	if err != nil {
+		t.Fatalf("updating sandbox %s: %v", name, err)
 	}
 }
 
@@ -306,12 +324,8 @@ func TestConflictIsReportedNotFought(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Our template changes the label too, so we would have to write it.
-	sb, _ := get(t, ns, "contested", &sandboxv1beta1.Sandbox{})
-	sb.Spec.PodTemplate.ObjectMeta.Labels["app"] = "ours-v2"
-	if err := env.Client.Update(ctx, sb); err != nil {
-		t.Fatal(err)
-	}
-	sb = waitCondition(t, ns, "contested", sandboxv1beta1.ConditionReady, metav1.ConditionFalse, sandboxv1beta1.ReasonReconcilerError)
+	update(t, ns, "contested", func(sb *sandboxv1beta1.Sandbox) { sb.Spec.PodTemplate.ObjectMeta.Labels["app"] = "ours-v2" })
+	sb := waitCondition(t, ns, "contested", sandboxv1beta1.ConditionReady, metav1.ConditionFalse, sandboxv1beta1.ReasonReconcilerError)
 	if msg := condition(sb, sandboxv1beta1.ConditionReady).Message; !strings.Contains(msg, "conflict") || !strings.Contains(msg, "human") {
 		t.Errorf("Ready message = %q, want it to name the conflict and the other manager", msg)
 	}
@@ -332,11 +346,7 @@ func TestServiceToggle(t *testing.T) {
 
 	setService := func(v *bool) {
 		t.Helper()
-		sb, _ := get(t, ns, "toggle", &sandboxv1beta1.Sandbox{})
-		sb.Spec.Service = v
-		if err := env.Client.Update(ctxFor(t), sb); err != nil {
-			t.Fatal(err)
-		}
+		update(t, ns, "toggle", func(sb *sandboxv1beta1.Sandbox) { sb.Spec.Service = v })
 	}
 	setService(ptr.To(true))
 	eventually(t, "service created", func() error { _, err := get(t, ns, "toggle", &corev1.Service{}); return err })
@@ -363,11 +373,7 @@ func TestSuspendResumeKeepsServiceAndPVC(t *testing.T) {
 
 	setMode := func(m sandboxv1beta1.SandboxOperatingMode) {
 		t.Helper()
-		sb, _ := get(t, ns, "napper", &sandboxv1beta1.Sandbox{})
-		sb.Spec.OperatingMode = m
-		if err := env.Client.Update(ctxFor(t), sb); err != nil {
-			t.Fatal(err)
-		}
+		update(t, ns, "napper", func(sb *sandboxv1beta1.Sandbox) { sb.Spec.OperatingMode = m })
 	}
 	setMode(sandboxv1beta1.SandboxOperatingModeSuspended)
 	waitCondition(t, ns, "napper", sandboxv1beta1.ConditionSuspended, metav1.ConditionFalse, sandboxv1beta1.ReasonPodTerminating)
@@ -502,11 +508,7 @@ func TestMultiplePodsFailClosed(t *testing.T) {
 	}
 	waitCondition(t, ns, "twin", sandboxv1beta1.ConditionReady, metav1.ConditionFalse, sandboxv1beta1.ReasonMultiplePods)
 	// Suspending must not delete either pod while the Sandbox fails closed.
-	sb, _ = get(t, ns, "twin", &sandboxv1beta1.Sandbox{})
-	sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeSuspended
-	if err := env.Client.Update(ctxFor(t), sb); err != nil {
-		t.Fatal(err)
-	}
+	update(t, ns, "twin", func(sb *sandboxv1beta1.Sandbox) { sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeSuspended })
 	time.Sleep(500 * time.Millisecond)
 	for _, name := range []string{"twin", "twin-2"} {
 		if _, err := get(t, ns, name, &corev1.Pod{}); err != nil {
@@ -521,12 +523,10 @@ func TestPodTemplateDriftReportedNotForced(t *testing.T) {
 	playKubelet(t, ns, "drifty")
 	waitCondition(t, ns, "drifty", sandboxv1beta1.ConditionReady, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady)
 
-	sb, _ := get(t, ns, "drifty", &sandboxv1beta1.Sandbox{})
-	sb.Spec.PodTemplate.Spec.Containers[0].Image = "demo:2"
-	sb.Spec.PodTemplate.ObjectMeta.Labels["version"] = "2"
-	if err := env.Client.Update(ctxFor(t), sb); err != nil {
-		t.Fatal(err)
-	}
+	update(t, ns, "drifty", func(sb *sandboxv1beta1.Sandbox) {
+		sb.Spec.PodTemplate.Spec.Containers[0].Image = "demo:2"
+		sb.Spec.PodTemplate.ObjectMeta.Labels["version"] = "2"
+	})
 	waitCondition(t, ns, "drifty", "PodTemplateCurrent", metav1.ConditionFalse, "PodTemplateChanged")
 	pod, _ := get(t, ns, "drifty", &corev1.Pod{})
 	if pod.Spec.Containers[0].Image != "demo:1" {

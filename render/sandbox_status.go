@@ -21,9 +21,12 @@ const (
 
 // SandboxStatusInputs are the observations a Sandbox's status is derived from.
 type SandboxStatusInputs struct {
-	// Sandbox whose status is rendered; its current conditions provide the
-	// last transition times of conditions whose status did not change.
+	// Sandbox whose status is rendered.
 	Sandbox *sandboxv1beta1.Sandbox
+	// Previous are the conditions last reported, which provide the last
+	// transition times of conditions whose status did not change; nil means
+	// the Sandbox's own status.conditions.
+	Previous []metav1.Condition
 	// Pod is the Pod the Sandbox owns, nil when there is none.
 	Pod *corev1.Pod
 	// ForeignPod reports a Pod with the Sandbox's pod name that it does not own.
@@ -53,10 +56,14 @@ type SandboxStatusInputs struct {
 func SandboxStatus(in SandboxStatusInputs) *sandboxac.SandboxApplyConfiguration {
 	sb := in.Sandbox
 	st := sandboxac.SandboxStatus()
-	conds := conditionSet{existing: sb.Status.Conditions, generation: sb.Generation, now: in.Now}
+	previous := in.Previous
+	if previous == nil {
+		previous = sb.Status.Conditions
+	}
+	conds := conditionSet{existing: previous, generation: sb.Generation, now: in.Now}
 
 	pod := in.Pod
-	ready, reason, message := Readiness(in)
+	ready, reason, message := readiness(in)
 	conds.set(sandboxv1beta1.ConditionReady, ready, reason, message)
 	conds.set(suspended(in))
 
@@ -101,8 +108,7 @@ func SandboxStatus(in SandboxStatusInputs) *sandboxac.SandboxApplyConfiguration 
 	return sandboxac.Sandbox(sb.Name, sb.Namespace).WithStatus(st)
 }
 
-// Readiness returns the status, reason and message of the Ready condition.
-func Readiness(in SandboxStatusInputs) (metav1.ConditionStatus, string, string) {
+func readiness(in SandboxStatusInputs) (metav1.ConditionStatus, string, string) {
 	pod := in.Pod
 	switch {
 	case in.MultiplePods:

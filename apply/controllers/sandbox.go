@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -66,7 +67,71 @@ type SandboxReconciler struct {
 	// negative disables coalescing.
 	StatusCoalesceWindow time.Duration
 
-	lastWrite sync.Map // types.NamespacedName -> time.Time of our last write for a Sandbox
+	// memory holds, per Sandbox, what this process last wrote (see memo).
+	memory sync.Map // types.NamespacedName -> *memo
+}
+
+// memo is what the reconciler last wrote for one Sandbox. Under load the
+// cache lags behind our own writes; deriving status from a stale copy would
+// stamp new transition times on conditions we already reported and write
+// them again. While the memo is for the same object (UID), status is derived
+// from and compared with the memo instead. Only this controller writes a
+// Sandbox's status, so the memo is the truth about it; it is dropped when the
+// Sandbox goes away, and a restarted controller starts from the cache.
+type memo struct {
+	uid types.UID
+	// at is the time of our last write for the Sandbox or its children.
+	at time.Time
+	// status is the fingerprint of the status we last applied, empty if none.
+	status string
+	// conditions are that status's conditions.
+	conditions []metav1.Condition
+}
+
+// reported returns the conditions last reported for sb: our memo when we
+// have one, else what the cache holds.
+func (r *SandboxReconciler) reported(sb *sandboxv1beta1.Sandbox) []metav1.Condition {
+	if m := r.recall(sb); m != nil && m.status != "" {
+		return m.conditions
+	}
+	return sb.Status.Conditions
+}
+
+func (r *SandboxReconciler) recall(sb *sandboxv1beta1.Sandbox) *memo {
+	v, ok := r.memory.Load(client.ObjectKeyFromObject(sb))
+	if !ok {
+		return nil
+	}
+	m := v.(*memo)
+	if m.uid != sb.UID {
+		return nil
+	}
+	return m
+}
+
+// remember records a write for sb at a time; status, when not empty, is the
+// fingerprint of the status written, with its conditions.
+func (r *SandboxReconciler) remember(sb *sandboxv1beta1.Sandbox, at time.Time, status string, conditions []metav1.Condition) {
+	m := &memo{uid: sb.UID, at: at}
+	if prev := r.recall(sb); prev != nil {
+		m.status, m.conditions = prev.status, prev.conditions
+	}
+	if status != "" {
+		m.status, m.conditions = status, conditions
+	}
+	r.memory.Store(client.ObjectKeyFromObject(sb), m)
+}
+
+// typedConditions copies the conditions of a status apply configuration.
+func typedConditions(ac *sandboxac.SandboxApplyConfiguration) []metav1.Condition {
+	out := make([]metav1.Condition, 0, len(ac.Status.Conditions))
+	for _, c := range ac.Status.Conditions {
+		out = append(out, metav1.Condition{
+			Type: *c.Type, Status: *c.Status, Reason: *c.Reason, Message: *c.Message,
+			ObservedGeneration: *c.ObservedGeneration, LastTransitionTime: *c.LastTransitionTime,
+		})
+	}
+	return out
 }
 
 // SetupWithManager registers the reconciler, its watches and the pod index.
@@ -118,13 +183,13 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	sb := &sandboxv1beta1.Sandbox{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sb); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.lastWrite.Delete(req.NamespacedName)
+			r.memory.Delete(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if sb.DeletionTimestamp != nil {
 		// Garbage collection removes what the Sandbox owns.
-		r.lastWrite.Delete(req.NamespacedName)
+		r.memory.Delete(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	obs, err := r.observe(ctx, sb)
@@ -138,6 +203,7 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		Sandbox: sb, Pod: obs.pod, ForeignPod: obs.foreignPod, Service: obs.service != nil,
 		ServiceRequired: sb.Spec.Service != nil && *sb.Spec.Service, Expired: expired,
 		ClusterDomain: r.ClusterDomain, Now: metav1.NewTime(now.Truncate(time.Second)),
+		Previous: r.reported(sb),
 	}
 	if obs.adopt {
 		// Not ours until the apply below takes it over.
@@ -186,45 +252,75 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if sb.Spec.ShutdownTime != nil && !expired {
 		result.RequeueAfter = sb.Spec.ShutdownTime.Sub(now)
 	}
+	if changes.Pending() && (result.RequeueAfter == 0 || result.RequeueAfter > ssa.CreateExpectation) {
+		// Something we created is not in the cache yet: if it never shows
+		// up (deleted at once), look again when the expectation expires.
+		result.RequeueAfter = ssa.CreateExpectation
+	}
 	if changes.Changed() {
 		// Every object we just changed is watched; its event brings us back
 		// with fresh observations, and status is written then. This saves a
 		// status write per change.
-		r.lastWrite.Store(client.ObjectKeyFromObject(sb), now)
+		r.remember(sb, now, "", nil)
 		log.FromContext(ctx).V(1).Info("applied", "changes", changes.String())
 		return result, nil
 	}
-	if wait := r.deferStatus(sb, statusIn, now); wait > 0 {
+	desired := render.SandboxStatus(statusIn)
+	if wait := r.deferStatus(sb, desired, now); wait > 0 {
 		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
 			result.RequeueAfter = wait
 		}
 		return result, nil
 	}
-	return result, r.applyStatus(ctx, sb, statusIn)
+	return result, r.writeStatus(ctx, sb, desired)
 }
 
-// deferStatus says how long to wait before writing a status in which Ready
-// stays False, when our last write for this Sandbox is recent; zero means
-// write now. The deferred reconcile writes whatever is true by then.
-func (r *SandboxReconciler) deferStatus(sb *sandboxv1beta1.Sandbox, in render.SandboxStatusInputs, now time.Time) time.Duration {
-	if r.StatusCoalesceWindow < 0 {
+// deferStatus says how long to wait before writing desired, or zero to write
+// now. A status that reaches a resting state (Ready, suspended, finished,
+// expired, failed) is written at once. A transitional one (a Pod pending,
+// being scheduled or being deleted) is held until StatusCoalesceWindow after
+// our last write for the Sandbox, and the deferred reconcile writes whatever
+// is true by then. A Pod that becomes Ready within the window thus costs one
+// status write instead of three, and so does a suspend.
+func (r *SandboxReconciler) deferStatus(sb *sandboxv1beta1.Sandbox, desired *sandboxac.SandboxApplyConfiguration, now time.Time) time.Duration {
+	if r.StatusCoalesceWindow < 0 || !transitional(desired) {
 		return 0
 	}
-	current := statusCondition(sb, sandboxv1beta1.ConditionReady)
-	if current == nil || current.Status == metav1.ConditionTrue {
+	m := r.recall(sb)
+	if m == nil {
 		return 0
 	}
-	if ready, _, _ := render.Readiness(in); ready == metav1.ConditionTrue {
-		return 0
-	}
-	last, ok := r.lastWrite.Load(client.ObjectKeyFromObject(sb))
-	if !ok {
-		return 0
-	}
-	if wait := last.(time.Time).Add(r.StatusCoalesceWindow).Sub(now); wait > 0 {
+	if wait := m.at.Add(r.StatusCoalesceWindow).Sub(now); wait > 0 {
 		return wait
 	}
 	return 0
+}
+
+// transitional reports a status on the way to a resting state: not Ready
+// only because the Pod is still starting, or suspended with the Pod still
+// terminating.
+func transitional(desired *sandboxac.SandboxApplyConfiguration) bool {
+	var ready, suspended *metav1ac.ConditionApplyConfiguration
+	for i := range desired.Status.Conditions {
+		switch c := &desired.Status.Conditions[i]; *c.Type {
+		case sandboxv1beta1.ConditionReady:
+			ready = c
+		case sandboxv1beta1.ConditionSuspended:
+			suspended = c
+		case sandboxv1beta1.ConditionFinished:
+			return false
+		}
+	}
+	if ready == nil || *ready.Status == metav1.ConditionTrue {
+		return false
+	}
+	switch *ready.Reason {
+	case sandboxv1beta1.ReasonDependenciesNotReady:
+		return true
+	case sandboxv1beta1.ReasonSandboxSuspended:
+		return suspended != nil && *suspended.Status != metav1.ConditionTrue
+	}
+	return false
 }
 
 func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*observed, error) {
@@ -360,11 +456,25 @@ func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta
 }
 
 func (r *SandboxReconciler) applyStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, in render.SandboxStatusInputs) error {
-	change, err := ssa.ApplyStatus(ctx, r.Engine, "Sandbox", render.SandboxStatus(in), sb, sandboxac.ExtractSandboxStatus)
-	if err == nil && change.Action != ssa.Unchanged {
-		r.lastWrite.Store(client.ObjectKeyFromObject(sb), r.Clock.Now())
+	return r.writeStatus(ctx, sb, render.SandboxStatus(in))
+}
+
+func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, desired *sandboxac.SandboxApplyConfiguration) error {
+	fp := ssa.Fingerprint(desired)
+	if m := r.recall(sb); m != nil && m.status == fp {
+		// Already written by us; the cache has not caught up yet.
+		r.Engine.Saved()
+		return nil
 	}
-	return err
+	conditions := typedConditions(desired)
+	change, err := ssa.ApplyStatus(ctx, r.Engine, "Sandbox", desired, sb, sandboxac.ExtractSandboxStatus)
+	if err != nil {
+		return err
+	}
+	if change.Action != ssa.Unchanged {
+		r.remember(sb, r.Clock.Now(), fp, conditions)
+	}
+	return nil
 }
 
 // adoptable reports whether an object without a controller may be taken over
@@ -391,9 +501,13 @@ func readyReason(sb *sandboxv1beta1.Sandbox) string {
 }
 
 func statusCondition(sb *sandboxv1beta1.Sandbox, t string) *metav1.Condition {
-	for i := range sb.Status.Conditions {
-		if sb.Status.Conditions[i].Type == t {
-			return &sb.Status.Conditions[i]
+	return findCondition(sb.Status.Conditions, t)
+}
+
+func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
 		}
 	}
 	return nil

@@ -2,12 +2,15 @@ package ssa
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +36,10 @@ type Change struct {
 	Namespace string
 	Name      string
 	Action    Action
+	// Pending is set on an Unchanged change when the object was created by
+	// us moments ago and the cache has not shown it yet: nothing was sent,
+	// and the caller should look again shortly (see CreateExpectation).
+	Pending bool
 }
 
 func (c Change) String() string {
@@ -53,6 +60,16 @@ func (s ChangeSet) String() string {
 	return strings.Join(lines, "\n")
 }
 
+// Pending reports whether an object we created is not in the cache yet.
+func (s ChangeSet) Pending() bool {
+	for _, c := range s {
+		if c.Pending {
+			return true
+		}
+	}
+	return false
+}
+
 // Changed reports whether any object was created, configured or deleted.
 func (s ChangeSet) Changed() bool {
 	for _, c := range s {
@@ -70,7 +87,23 @@ type Engine struct {
 	statusManager string
 
 	// Counters, for metrics and tests.
-	applies, skipped, deletes atomic.Int64
+	applies, skipped, deletes, noops atomic.Int64
+
+	// written remembers, per object, our last write (see write).
+	written sync.Map // string -> write
+}
+
+// CreateExpectation is how long an object we created is expected to show up
+// in the cache. Within it, a reconcile that does not see the object yet does
+// not create it again; after it, it does.
+const CreateExpectation = 5 * time.Second
+
+// write is what the engine last wrote for one object.
+type write struct {
+	rv      string // resourceVersion the server returned
+	at      time.Time
+	desired any // the apply configuration sent (with the server's response)
+	created bool
 }
 
 // New returns an Engine writing through c (writes always reach the API
@@ -94,11 +127,18 @@ type Stats struct {
 	Skipped int64
 	// Deletes is the number of delete requests sent.
 	Deletes int64
+	// NoOps is the number of applies the server found to change nothing:
+	// sent because the cached object was older than the server's.
+	NoOps int64
 }
+
+// Saved counts a write a caller did not send because it knew the server
+// already had it (for the same counter as the engine's own diff).
+func (e *Engine) Saved() { e.skipped.Add(1) }
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
-	return Stats{Applies: e.applies.Load(), Skipped: e.skipped.Load(), Deletes: e.deletes.Load()}
+	return Stats{Applies: e.applies.Load(), Skipped: e.skipped.Load(), Deletes: e.deletes.Load(), NoOps: e.noops.Load()}
 }
 
 // ApplyConfiguration is a generated root apply configuration.
@@ -122,6 +162,11 @@ type Options struct {
 func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engine, kind string, desired AC, live O,
 	extract func(O, string) (AC, error), opts Options) (Change, error) {
 	change := Change{Kind: kind, Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Created}
+	if isNil(live) && e.recentlyCreated(change, desired) {
+		e.skipped.Add(1)
+		change.Action, change.Pending = Unchanged, true
+		return change, nil
+	}
 	if !isNil(live) {
 		owned, err := extract(live, e.fieldManager)
 		if err != nil {
@@ -139,10 +184,80 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 		applyOpts = append(applyOpts, client.ForceOwnership)
 	}
 	e.applies.Add(1)
+	sent := fingerprint(desired)
 	if err := e.client.Apply(ctx, desired, applyOpts...); err != nil {
 		return change, wrapConflict(kind, change, err)
 	}
+	e.noteWrite(change, desired, sent)
 	return change, nil
+}
+
+// Fingerprint is the JSON of an apply configuration; take it before sending,
+// as the client writes the server's response into the configuration.
+func Fingerprint(ac any) string { return fingerprint(ac) }
+
+func fingerprint(ac any) string {
+	b, _ := json.Marshal(ac)
+	return string(b)
+}
+
+// noteWrite records a write, counting it as a no-op when the server returned
+// the resourceVersion of our previous write.
+func (e *Engine) noteWrite(c Change, response any, sent string) {
+	w := write{rv: resourceVersion(response), at: time.Now(), desired: sent, created: c.Action == Created}
+	if prev, ok := e.written.Swap(key(c), w); ok && prev.(write).rv == w.rv {
+		e.noops.Add(1)
+	}
+	if e.applies.Load()%1024 == 0 {
+		e.sweep(w.at.Add(-time.Minute))
+	}
+}
+
+// sweep forgets writes older than before, so memory stays bounded by the
+// objects written in the last minute.
+func (e *Engine) sweep(before time.Time) {
+	e.written.Range(func(k, v any) bool {
+		if v.(write).at.Before(before) {
+			e.written.Delete(k)
+		}
+		return true
+	})
+}
+
+// recentlyCreated reports that we created this object, as desired now,
+// within CreateExpectation.
+func (e *Engine) recentlyCreated(c Change, desired any) bool {
+	v, ok := e.written.Load(key(c))
+	if !ok {
+		return false
+	}
+	w := v.(write)
+	return w.created && time.Since(w.at) < CreateExpectation && w.desired == fingerprint(desired)
+}
+
+// Forget drops what the engine remembers about an object (it was deleted).
+func (e *Engine) Forget(kind, namespace, name string) {
+	e.written.Delete(key(Change{Kind: kind, Namespace: namespace, Name: name}))
+}
+
+func key(c Change) string { return c.Kind + "/" + c.Namespace + "/" + c.Name }
+
+// resourceVersion reads the resourceVersion the server returned into an
+// apply configuration (only on the write path, after a request).
+func resourceVersion(ac any) string {
+	b, err := json.Marshal(ac)
+	if err != nil {
+		return ""
+	}
+	var meta struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(b, &meta) != nil {
+		return ""
+	}
+	return meta.Metadata.ResourceVersion
 }
 
 // ApplyStatus applies desired (an apply configuration holding only status) to
@@ -161,9 +276,11 @@ func ApplyStatus[O client.Object, AC ApplyConfiguration](ctx context.Context, e 
 		return change, nil
 	}
 	e.applies.Add(1)
+	sent := fingerprint(desired)
 	if err := e.client.Status().Apply(ctx, desired, client.FieldOwner(e.statusManager), client.ForceOwnership); err != nil {
 		return change, fmt.Errorf("applying %s status: %w", kind, err)
 	}
+	e.noteWrite(change, desired, sent)
 	return change, nil
 }
 
@@ -179,6 +296,7 @@ func (e *Engine) Delete(ctx context.Context, kind string, obj client.Object, opt
 	uid := obj.GetUID()
 	opts = append(opts, client.Preconditions{UID: &uid})
 	e.deletes.Add(1)
+	e.Forget(kind, obj.GetNamespace(), obj.GetName())
 	if err := e.client.Delete(ctx, obj, opts...); err != nil {
 		if apierrors.IsNotFound(err) {
 			change.Action = Unchanged

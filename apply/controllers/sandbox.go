@@ -63,7 +63,7 @@ type SandboxReconciler struct {
 	// False gets status writes: within the window after our last write for
 	// it, such a change is deferred to the end of the window (a Pod going
 	// Pending -> scheduled -> Running would otherwise cost a write per step).
-	// Changes into or out of Ready are written at once. Zero means 2s;
+	// Changes into or out of Ready are written at once. Zero means 5s;
 	// negative disables coalescing.
 	StatusCoalesceWindow time.Duration
 
@@ -143,7 +143,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 		r.ClusterDomain = "cluster.local"
 	}
 	if r.StatusCoalesceWindow == 0 {
-		r.StatusCoalesceWindow = 2 * time.Second
+		r.StatusCoalesceWindow = 5 * time.Second
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexControllerUID, controllerUID); err != nil {
 		return fmt.Errorf("indexing pods by controller: %w", err)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,6 +58,10 @@ type Phase struct {
 	Requests           int64            `json:"controller_requests"`
 	RequestsPerSandbox float64          `json:"controller_requests_per_sandbox"`
 	ByVerb             map[string]int64 `json:"controller_requests_by_verb,omitempty"`
+	// CPUSeconds is the CPU time each process used during the phase: the
+	// profile that says where the time went ("bench" is this process, which
+	// hosts the controller and the load generator).
+	CPUSeconds map[string]float64 `json:"cpu_seconds,omitempty"`
 }
 
 // TestBench measures the controller on a local cluster. It runs only with
@@ -115,6 +120,9 @@ func TestBench(t *testing.T) {
 		t.Fatal("bench informers did not sync")
 	}
 
+	clusterDir := filepath.Join(local.Workdir, "clusters", local.Name)
+	cpuBefore := cpuByProcess(clusterDir)
+
 	// The lower bound, in its own namespace.
 	rawNS := mkNamespace(t, c, "raw")
 	start := time.Now()
@@ -132,6 +140,7 @@ func TestBench(t *testing.T) {
 	}, t)
 	waitPods(t, watched, rawNS, n)
 	res.Raw.Seconds = time.Since(start).Seconds()
+	res.Raw.CPUSeconds = cpuDiff(cpuByProcess(clusterDir), cpuBefore)
 	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rawNS}}); err != nil {
 		t.Fatal(err)
 	}
@@ -148,12 +157,14 @@ func TestBench(t *testing.T) {
 	ns := mkNamespace(t, c, "sandboxes")
 	measure := func(p *Phase, do func(), done func() bool) {
 		before := running.RequestsByVerb()
+		cpu := cpuByProcess(clusterDir)
 		start := time.Now()
 		do()
 		for !done() {
 			time.Sleep(50 * time.Millisecond)
 		}
 		p.Seconds = time.Since(start).Seconds()
+		p.CPUSeconds = cpuDiff(cpuByProcess(clusterDir), cpu)
 		settle()
 		p.ByVerb = diff(running.RequestsByVerb(), before)
 		for _, v := range p.ByVerb {
@@ -354,4 +365,45 @@ func sampleHeap(peak *uint64) func() {
 		}
 	}()
 	return func() { close(stop) }
+}
+
+// cpuByProcess returns the CPU seconds (user+system) used so far by the
+// cluster's processes (named by their binary) and by this process.
+func cpuByProcess(clusterDir string) map[string]float64 {
+	out := map[string]float64{"bench": procCPU(os.Getpid())}
+	for _, pid := range cluster.Processes(clusterDir) {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		if err != nil {
+			continue
+		}
+		name := filepath.Base(strings.SplitN(string(cmdline), "\x00", 2)[0])
+		out[name] += procCPU(pid)
+	}
+	return out
+}
+
+// procCPU reads utime+stime of a process from /proc/<pid>/stat.
+func procCPU(pid int) float64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100 // USER_HZ
+}
+
+func cpuDiff(after, before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0.005 {
+			out[k] = float64(int(d*100)) / 100
+		}
+	}
+	return out
 }

@@ -154,9 +154,10 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.PersistentVolumeClaim{}).
-		// An unowned Pod named like a Sandbox may become adoptable, or go
-		// away and free the name: let that Sandbox look again.
+		// An unowned Pod or Service named like a Sandbox may become
+		// adoptable, or go away and free the name: let that Sandbox look again.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
@@ -174,6 +175,7 @@ type observed struct {
 	pod        *corev1.Pod     // the Pod to keep: owned, or about to be adopted
 	adopt      bool            // pod is unowned and may be adopted
 	foreignPod bool            // a Pod with our pod name exists that we may not take
+	foreignSvc bool            // a Service with our name exists that we may not take
 	service    *corev1.Service // our Service
 	pvcs       map[string]*corev1.PersistentVolumeClaim
 }
@@ -223,6 +225,14 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req reconcile.Request
 
 	changes, drift, err := r.applyChildren(ctx, sb, obs, expired)
 	if err != nil {
+		var terminal *terminalError
+		if errors.As(err, &terminal) || apierrors.IsInvalid(err) {
+			// Only a change to the Sandbox or to the object in the way (both
+			// watched) can fix this: the same request would be refused
+			// again, so report it and do not retry with backoff.
+			statusIn.Error = err.Error()
+			return reconcile.Result{}, r.applyStatus(ctx, sb, statusIn)
+		}
 		var conflict *ssa.ConflictError
 		if errors.As(err, &conflict) {
 			// Terminal until the object or another manager changes: report,
@@ -357,6 +367,8 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 		return nil, fmt.Errorf("reading service: %w", err)
 	case ownedBy(svc, sb) || adoptable(svc, sb):
 		obs.service = svc
+	default:
+		obs.foreignSvc = true
 	}
 
 	for _, t := range sb.Spec.VolumeClaimTemplates {
@@ -386,7 +398,8 @@ func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta
 		Sandbox: sb, ServiceExists: obs.service != nil && ownedBy(obs.service, sb), PodName: podName, Expired: expired,
 	})
 	if err != nil {
-		return nil, "", err
+		// The spec cannot be rendered: retrying will not help until it changes.
+		return nil, "", &terminalError{err.Error()}
 	}
 	var changes ssa.ChangeSet
 	record := func(c ssa.Change, err error) error {
@@ -397,8 +410,8 @@ func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta
 	for _, want := range desired.PVCs {
 		live := obs.pvcs[*want.Name]
 		if live != nil && !ownedBy(live, sb) && !adoptable(live, sb) {
-			return changes, "", fmt.Errorf("a PersistentVolumeClaim named %s exists that this Sandbox does not own; label it %s=%s to let the Sandbox adopt it",
-				live.Name, sandboxv1beta1.LabelAdoptable, sandboxv1beta1.AdoptableValue)
+			return changes, "", &terminalError{fmt.Sprintf("a PersistentVolumeClaim named %s exists that this Sandbox does not own; label it %s=%s to let the Sandbox adopt it",
+				live.Name, sandboxv1beta1.LabelAdoptable, sandboxv1beta1.AdoptableValue)}
 		}
 		adopt := live != nil && !ownedBy(live, sb)
 		if err := record(ssa.Apply(ctx, r.Engine, "PersistentVolumeClaim", want, live, corev1ac.ExtractPersistentVolumeClaim, ssa.Options{Force: adopt})); err != nil {
@@ -407,6 +420,9 @@ func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta
 	}
 
 	switch {
+	case desired.Service != nil && obs.foreignSvc:
+		return changes, "", &terminalError{fmt.Sprintf("a Service named %s exists that this Sandbox does not own; label it %s=%s to let the Sandbox adopt it, or delete it",
+			sb.Name, sandboxv1beta1.LabelAdoptable, sandboxv1beta1.AdoptableValue)}
 	case desired.Service != nil:
 		var svc *corev1.Service
 		adopt := false
@@ -476,6 +492,12 @@ func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.
 	}
 	return nil
 }
+
+// terminalError is a problem only a user can fix (an invalid spec, an
+// object in the way): reported in status, not retried.
+type terminalError struct{ msg string }
+
+func (e *terminalError) Error() string { return e.msg }
 
 // adoptable reports whether an object without a controller may be taken over
 // by sb: it is labeled adoptable, or carries sb's name-hash label.

@@ -540,3 +540,71 @@ func TestPodTemplateDriftReportedNotForced(t *testing.T) {
 		return nil
 	})
 }
+
+// TestForeignServiceIsReportedThenAdopted: a Service in the way is reported,
+// left alone, and adopted once its owner labels it adoptable.
+func TestForeignServiceIsReportedThenAdopted(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := ctxFor(t)
+	// As another controller (the public one, before a migration) would
+	// have made it, without the labels that mark it ours.
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  map[string]string{sandboxv1beta1.LabelSandboxNameHash: render.NameHash("web")},
+			Ports:     []corev1.ServicePort{{Name: "p-8080-tcp", Port: 8080}},
+		},
+	}
+	if err := env.Client.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	sb := create(t, newSandbox(ns, "web", withService(true)))
+	got := waitCondition(t, ns, "web", sandboxv1beta1.ConditionReady, metav1.ConditionFalse, sandboxv1beta1.ReasonReconcilerError)
+	if msg := condition(got, sandboxv1beta1.ConditionReady).Message; !strings.Contains(msg, "Service named web exists") {
+		t.Errorf("message = %q", msg)
+	}
+	live, _ := get(t, ns, "web", &corev1.Service{})
+	if metav1.GetControllerOf(live) != nil || len(live.Labels) != 0 {
+		t.Fatalf("foreign service was modified: %+v", live)
+	}
+	live.Labels = map[string]string{sandboxv1beta1.LabelAdoptable: "true"}
+	if err := env.Client.Update(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "service adopted", func() error {
+		live, err := get(t, ns, "web", &corev1.Service{})
+		if err != nil {
+			return err
+		}
+		if ref := metav1.GetControllerOf(live); ref == nil || ref.UID != sb.UID {
+			cur, _ := get(t, ns, "web", &sandboxv1beta1.Sandbox{})
+			return fmt.Errorf("controller = %+v; sandbox Ready = %+v", ref, condition(cur, sandboxv1beta1.ConditionReady))
+		}
+		return nil
+	})
+}
+
+// TestIncompatibleAdoptionIsTerminal: an adoptable Service that cannot become
+// the Sandbox's (a ClusterIP Service: clusterIP is immutable) is reported
+// once, not retried with backoff.
+func TestIncompatibleAdoptionIsTerminal(t *testing.T) {
+	ns := env.Namespace(t)
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api", Labels: map[string]string{sandboxv1beta1.LabelAdoptable: "true"}},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+	}
+	if err := env.Client.Create(ctxFor(t), svc); err != nil {
+		t.Fatal(err)
+	}
+	create(t, newSandbox(ns, "api", withService(true)))
+	sb := waitCondition(t, ns, "api", sandboxv1beta1.ConditionReady, metav1.ConditionFalse, sandboxv1beta1.ReasonReconcilerError)
+	if msg := condition(sb, sandboxv1beta1.ConditionReady).Message; !strings.Contains(msg, "may not change once set") {
+		t.Errorf("message = %q, want the API server's reason", msg)
+	}
+	before := running.Requests()
+	time.Sleep(3 * time.Second)
+	if n := running.Requests() - before; n > 0 {
+		t.Errorf("%d requests in 3s after a terminal error: the reconciler is retrying", n)
+	}
+}

@@ -52,8 +52,17 @@ help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_0-9.-]+:.*##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: $(CLUSTER_BINS) ## Start a local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok nodes) with the CRDs installed; Ctrl-C stops it.
-	go run ./tests/cmd/localcluster --name agent-sandbox --workdir $(WORK)/kwok
+run: $(CLUSTER_BINS) controller ## Start a local cluster with the CRDs, the controller and the samples; Ctrl-C stops everything.
+	go run ./tests/cmd/localcluster --name agent-sandbox --workdir $(WORK)/kwok \
+		--controller $(BIN)/sandbox-controller --samples config/samples
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+CONTROLLER_LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+
+.PHONY: controller
+controller: ## Build bin/sandbox-controller (version stamped from git).
+	go build -ldflags "$(CONTROLLER_LDFLAGS)" -o $(BIN)/sandbox-controller ./cmd/sandbox-controller
 
 .PHONY: test
 test: verify lint test-go ## Run everything CI checks: generation drift, lint, unit, golden, envtest integration and local-cluster e2e tests.

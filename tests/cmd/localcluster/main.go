@@ -1,35 +1,47 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
+	"github.com/agentsandbox/reconciler/tests/envtest"
 )
 
 func main() {
 	name := flag.String("name", "agent-sandbox", "cluster name")
 	workdir := flag.String("workdir", filepath.Join(tests.RepoRoot(), ".work", "kwok"), "kwokctl working directory")
 	nodes := flag.Int("nodes", 3, "number of fake kwok nodes")
+	controller := flag.String("controller", "", "path of the sandbox-controller binary to run against the cluster (none: cluster only)")
+	samples := flag.String("samples", "", "directory of manifests to apply once the controller is ready")
 	deleteAll := flag.Bool("delete-all", false, "delete every cluster in the working directory and exit")
 	verbose := flag.Bool("v", false, "print kwokctl's output")
 	flag.Parse()
 
-	if err := run(*name, *workdir, *nodes, *deleteAll, *verbose); err != nil {
+	if err := run(*name, *workdir, *nodes, *controller, *samples, *deleteAll, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "localcluster:", err)
 		os.Exit(1)
 	}
 }
 
-func run(name, workdir string, nodes int, deleteAll, verbose bool) error {
+func run(name, workdir string, nodes int, controller, samples string, deleteAll, verbose bool) error {
 	log := io.Discard
 	if verbose {
 		log = os.Stderr
@@ -49,29 +61,172 @@ func run(name, workdir string, nodes int, deleteAll, verbose bool) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf(`
-Local cluster %q is ready in %s with the agent-sandbox CRDs installed.
+	stopCluster := func() error {
+		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return c.Stop(stopCtx)
+	}
 
-  export KUBECONFIG=%s
+	var ctrlProc *exec.Cmd
+	ctrlLog := filepath.Join(workdir, name+"-controller.log")
+	if controller != "" {
+		if ctrlProc, err = startController(ctx, controller, c.Kubeconfig, ctrlLog); err != nil {
+			return errors.Join(err, stopCluster())
+		}
+		if samples != "" {
+			if err := applyDir(ctx, c, samples); err != nil {
+				return errors.Join(err, stopController(ctrlProc), stopCluster())
+			}
+		}
+	}
 
+	fmt.Printf("\nLocal cluster %q is ready in %s.\n\n  export KUBECONFIG=%s\n\n", name, time.Since(start).Round(100*time.Millisecond), c.Kubeconfig)
+	if ctrlProc != nil {
+		fmt.Printf("The controller runs as pid %d; its log: %s\n", ctrlProc.Process.Pid, ctrlLog)
+		if samples != "" {
+			fmt.Printf("The samples in %s are applied.\n", samples)
+		}
+		fmt.Print(`
 Try:
-  kubectl get nodes
-  kubectl apply -k config/samples
   kubectl get agent-sandbox
+  kubectl patch sandbox sample-sandbox --type merge -p '{"spec":{"operatingMode":"Suspended"}}'
+  kubectl get sandbox sample-sandbox -o jsonpath='{.status.conditions}'
 
-(The controller joins this cluster in a later release; until then objects are
-stored and validated but not reconciled.)
-
-Press Ctrl-C to stop the cluster.
-`, name, time.Since(start).Round(100*time.Millisecond), c.Kubeconfig)
+(SandboxTemplate, SandboxWarmPool and SandboxClaim are stored and validated;
+their controllers arrive in a later release.)
+`)
+	}
+	fmt.Println("\nPress Ctrl-C to stop everything.")
 
 	<-ctx.Done()
-	fmt.Println("\nstopping local cluster ...")
-	stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := c.Stop(stopCtx); err != nil {
+	fmt.Println("\nstopping ...")
+	err = errors.Join(stopController(ctrlProc), stopCluster())
+	if err == nil {
+		fmt.Println("stopped; no controller or cluster process is left running")
+	}
+	return err
+}
+
+// startController runs the controller binary against the cluster and waits
+// until it reports ready.
+func startController(ctx context.Context, bin, kubeconfig, logPath string) (*exec.Cmd, error) {
+	probe, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=false",
+		"--health-probe-bind-address", probe, "--metrics-bind-address", metrics)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Its own process group: Ctrl-C reaches us, and we stop it in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait(); _ = logFile.Close() }()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get("http://" + probe + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return cmd, nil // exited is buffered: the waiting goroutine never blocks
+			}
+		}
+		select {
+		case err := <-exited:
+			out, _ := os.ReadFile(logPath)
+			return nil, fmt.Errorf("the controller exited before it was ready (%w):\n%s", err, tail(out))
+		case <-ctx.Done():
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			return nil, fmt.Errorf("the controller was not ready after a minute; see %s", logPath)
+		}
+	}
+}
+
+// stopController sends SIGTERM and waits for the process to exit.
+func stopController(cmd *exec.Cmd) error {
+	if cmd == nil {
+		return nil
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	return fmt.Errorf("the controller did not stop within 30s after SIGTERM and was killed")
+}
+
+// applyDir server-side applies every manifest in dir (not kustomization.yaml).
+func applyDir(ctx context.Context, c *cluster.Cluster, dir string) error {
+	cl, err := client.New(c.Config, client.Options{Scheme: envtest.Scheme()})
+	if err != nil {
 		return err
 	}
-	fmt.Println("stopped; no cluster processes are left running")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			obj := &unstructured.Unstructured{}
+			if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+			if len(obj.Object) == 0 {
+				continue
+			}
+			if obj.GetNamespace() == "" {
+				obj.SetNamespace("default")
+			}
+			if err := cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("localcluster-samples"), client.ForceOwnership); err != nil {
+				return fmt.Errorf("applying %s %s from %s: %w", obj.GetKind(), obj.GetName(), f, err)
+			}
+		}
+	}
 	return nil
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
+}
+
+func tail(b []byte) string {
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
 }

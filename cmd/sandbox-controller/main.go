@@ -1,0 +1,219 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/apply/controllers"
+	"github.com/agentsandbox/reconciler/apply/ssa"
+)
+
+// Build information, injected with -ldflags "-X main.version=... -X main.commit=... -X main.date=...".
+var (
+	version = "dev"
+	commit  = "unknown"
+	date    = "unknown"
+)
+
+// leaderElectionID names the Lease the replicas compete for.
+const leaderElectionID = "agent-sandbox-controller.agents.x-k8s.io"
+
+type options struct {
+	clusterDomain           string
+	metricsAddr             string
+	probeAddr               string
+	leaderElect             bool
+	leaderElectionNamespace string
+	extensions              bool
+	qps                     float64
+	burst                   int
+	sandboxWorkers          int
+	claimWorkers            int
+	warmPoolWorkers         int
+	templateWorkers         int
+	warmPoolMaxBatch        int
+	enablePprof             bool
+	pprofAddr               string
+	webhookPort             int
+	webhookCertDir          string
+	enableWebhook           bool
+	showVersion             bool
+	fieldManager            string
+	statusCoalesceWindow    time.Duration
+}
+
+func (o *options) bind(fs *flag.FlagSet) {
+	// Flags of the public controller, with its defaults.
+	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "DNS domain of the cluster, for status.serviceFQDN.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader with a Lease so that only one replica reconciles.")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the controller's own namespace).")
+	fs.BoolVar(&o.extensions, "extensions", false, "Run the SandboxTemplate, SandboxWarmPool and SandboxClaim controllers.")
+	fs.Float64Var(&o.qps, "kube-api-qps", -1, "Client-side queries per second to the API server; negative means no limit.")
+	fs.IntVar(&o.burst, "kube-api-burst", 10, "Client-side burst to the API server.")
+	fs.IntVar(&o.sandboxWorkers, "sandbox-concurrent-workers", 100, "Sandboxes reconciled at once.")
+	fs.IntVar(&o.claimWorkers, "sandbox-claim-concurrent-workers", 50, "SandboxClaims reconciled at once (with --extensions).")
+	fs.IntVar(&o.warmPoolWorkers, "sandbox-warm-pool-concurrent-workers", 1, "SandboxWarmPools reconciled at once (with --extensions).")
+	fs.IntVar(&o.templateWorkers, "sandbox-template-concurrent-workers", 1, "SandboxTemplates reconciled at once (with --extensions).")
+	fs.IntVar(&o.warmPoolMaxBatch, "sandbox-warm-pool-max-batch-size", 300, "Most members a warm pool creates in one pass (with --extensions).")
+	fs.BoolVar(&o.enablePprof, "enable-pprof", false, "Serve Go pprof profiles on --pprof-bind-address.")
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the admission webhook server.")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory of the webhook serving certificate (tls.crt, tls.key).")
+	fs.BoolVar(&o.enableWebhook, "enable-webhook", true, "Serve the admission webhooks.")
+	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
+	// Ours.
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "127.0.0.1:8082", "Address of the pprof endpoint, with --enable-pprof.")
+	fs.StringVar(&o.fieldManager, "field-manager", "agent-sandbox-controller", "Server-side apply field manager of the objects the controller writes; status uses <field-manager>-status.")
+	fs.DurationVar(&o.statusCoalesceWindow, "status-coalesce-window", 5*time.Second,
+		"How long transitional status changes (a Pod starting or terminating) are held after the controller's last write for a Sandbox; resting states (Ready, Suspended, failed) are written at once. Negative writes every change at once.")
+}
+
+// validate rejects flag values and combinations that cannot work.
+func (o *options) validate() error {
+	var errs []error
+	if len(validation.IsDNS1123Subdomain(o.clusterDomain)) > 0 {
+		errs = append(errs, fmt.Errorf("--cluster-domain=%q is not a DNS domain", o.clusterDomain))
+	}
+	for _, f := range []struct {
+		name  string
+		value int
+	}{
+		{"--sandbox-concurrent-workers", o.sandboxWorkers}, {"--sandbox-claim-concurrent-workers", o.claimWorkers},
+		{"--sandbox-warm-pool-concurrent-workers", o.warmPoolWorkers}, {"--sandbox-template-concurrent-workers", o.templateWorkers},
+		{"--sandbox-warm-pool-max-batch-size", o.warmPoolMaxBatch},
+	} {
+		if f.value < 1 {
+			errs = append(errs, fmt.Errorf("%s=%d: must be at least 1", f.name, f.value))
+		}
+	}
+	if o.burst < 1 && o.qps > 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst=%d: must be at least 1 when --kube-api-qps is set", o.burst))
+	}
+	if o.extensions {
+		errs = append(errs, errors.New("--extensions: the SandboxTemplate, SandboxWarmPool and SandboxClaim controllers are not in this build yet; run without --extensions"))
+	}
+	if o.webhookPort < 1 || o.webhookPort > 65535 {
+		errs = append(errs, fmt.Errorf("--webhook-port=%d: not a port", o.webhookPort))
+	}
+	if strings.TrimSpace(o.fieldManager) == "" {
+		errs = append(errs, errors.New("--field-manager must not be empty"))
+	}
+	return errors.Join(errs...)
+}
+
+func main() {
+	var o options
+	o.bind(flag.CommandLine)
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+
+	if o.showVersion {
+		fmt.Printf("sandbox-controller %s (commit %s, built %s, %s)\n", version, commit, date, runtime.Version())
+		return
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+	if err := o.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox-controller: invalid flags:")
+		for _, e := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintln(os.Stderr, "  "+e)
+		}
+		os.Exit(2)
+	}
+	if err := run(o); err != nil {
+		log.Error(err, "controller stopped")
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	log := ctrl.Log.WithName("setup")
+	scheme := clientgoscheme.Scheme
+	for _, add := range []func(*k8sruntime.Scheme) error{sandboxv1beta1.AddToScheme, extv1beta1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
+	cfg.UserAgent = "sandbox-controller/" + version
+
+	mgrOpts := ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         controllers.CacheOptions(),
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.leaderElect,
+		LeaderElectionID:              leaderElectionID,
+		LeaderElectionNamespace:       o.leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if o.enablePprof {
+		mgrOpts.PprofBindAddress = o.pprofAddr
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+
+	engine := ssa.New(mgr.GetClient(), o.fieldManager, o.fieldManager+"-status")
+	sandboxes := &controllers.SandboxReconciler{
+		Client: mgr.GetClient(), Engine: engine, Recorder: mgr.GetEventRecorder("sandbox-controller"),
+		ClusterDomain: o.clusterDomain, StatusCoalesceWindow: o.statusCoalesceWindow,
+	}
+	if err := sandboxes.SetupWithManager(mgr, o.sandboxWorkers); err != nil {
+		return fmt.Errorf("setting up the Sandbox controller: %w", err)
+	}
+	if o.enableWebhook {
+		log.Info("no admission webhooks are part of this build yet; --enable-webhook, --webhook-port and --webhook-cert-dir have no effect")
+	}
+
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "agent_sandbox_build_info",
+		Help: "Build information of the running controller; the value is always 1.",
+	}, []string{"version", "commit", "go_version"})
+	buildInfo.WithLabelValues(version, commit, runtime.Version()).Set(1)
+	if err := metrics.Registry.Register(buildInfo); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	// Ready once the caches have synced: before that the controller would
+	// act on an empty view of the cluster.
+	if err := mgr.AddReadyzCheck("caches", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	log.Info("starting", "version", version, "commit", commit, "leaderElection", o.leaderElect)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

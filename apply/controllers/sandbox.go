@@ -25,6 +25,7 @@ import (
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
+	"github.com/agentsandbox/reconciler/apply/metrics"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/render"
 )
@@ -479,18 +480,37 @@ func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.
 	fp := ssa.Fingerprint(desired)
 	if m := r.recall(sb); m != nil && m.status == fp {
 		// Already written by us; the cache has not caught up yet.
-		r.Engine.Saved()
+		r.Engine.Saved("SandboxStatus", sb.Namespace, sb.Name)
 		return nil
 	}
 	conditions := typedConditions(desired)
+	firstReady := r.becomesReadyFirstTime(sb, conditions)
 	change, err := ssa.ApplyStatus(ctx, r.Engine, "Sandbox", desired, sb, sandboxac.ExtractSandboxStatus)
 	if err != nil {
 		return err
 	}
 	if change.Action != ssa.Unchanged {
-		r.remember(sb, r.Clock.Now(), fp, conditions)
+		now := r.Clock.Now()
+		r.remember(sb, now, fp, conditions)
+		if firstReady {
+			metrics.ObserveReady(sb, now)
+		}
 	}
 	return nil
+}
+
+// becomesReadyFirstTime reports a status that makes a new Sandbox Ready for
+// the first time: nothing reported Ready before, and the spec never changed
+// (generation 1), so a resume is not mistaken for a creation.
+func (r *SandboxReconciler) becomesReadyFirstTime(sb *sandboxv1beta1.Sandbox, next []metav1.Condition) bool {
+	if sb.Generation != 1 {
+		return false
+	}
+	if c := findCondition(r.reported(sb), sandboxv1beta1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
+		return false
+	}
+	c := findCondition(next, sandboxv1beta1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue
 }
 
 // terminalError is a problem only a user can fix (an invalid spec, an

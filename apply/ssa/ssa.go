@@ -91,6 +91,17 @@ type Engine struct {
 
 	// written remembers, per object, our last write (see write).
 	written sync.Map // string -> write
+
+	observer func(Change)
+}
+
+// Observe sets a function told every outcome (metrics). Call it before use.
+func (e *Engine) Observe(f func(Change)) { e.observer = f }
+
+func (e *Engine) observe(c Change) {
+	if e.observer != nil {
+		e.observer(c)
+	}
 }
 
 // CreateExpectation is how long an object we created is expected to show up
@@ -134,7 +145,10 @@ type Stats struct {
 
 // Saved counts a write a caller did not send because it knew the server
 // already had it (for the same counter as the engine's own diff).
-func (e *Engine) Saved() { e.skipped.Add(1) }
+func (e *Engine) Saved(kind, namespace, name string) {
+	e.skipped.Add(1)
+	e.observe(Change{Kind: kind, Namespace: namespace, Name: name, Action: Unchanged})
+}
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
@@ -162,6 +176,7 @@ type Options struct {
 func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engine, kind string, desired AC, live O,
 	extract func(O, string) (AC, error), opts Options) (Change, error) {
 	change := Change{Kind: kind, Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Created}
+	defer func() { e.observe(change) }()
 	if isNil(live) && e.recentlyCreated(change, desired) {
 		e.skipped.Add(1)
 		change.Action, change.Pending = Unchanged, true
@@ -266,6 +281,7 @@ func resourceVersion(ac any) string {
 func ApplyStatus[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engine, kind string, desired AC, live O,
 	extractStatus func(O, string) (AC, error)) (Change, error) {
 	change := Change{Kind: kind + "Status", Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Configured}
+	defer func() { e.observe(change) }()
 	owned, err := extractStatus(live, e.statusManager)
 	if err != nil {
 		return change, fmt.Errorf("extracting the status fields %s owns of %s: %w", e.statusManager, kind, err)
@@ -289,6 +305,7 @@ func ApplyStatus[O client.Object, AC ApplyConfiguration](ctx context.Context, e 
 // deleted is unchanged.
 func (e *Engine) Delete(ctx context.Context, kind string, obj client.Object, opts ...client.DeleteOption) (Change, error) {
 	change := Change{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Deleted}
+	defer func() { e.observe(change) }()
 	if obj.GetDeletionTimestamp() != nil {
 		change.Action = Unchanged
 		return change, nil

@@ -17,12 +17,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/controllers"
+	"github.com/agentsandbox/reconciler/apply/metrics"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 )
 
@@ -180,6 +181,7 @@ func run(o options) error {
 	}
 
 	engine := ssa.New(mgr.GetClient(), o.fieldManager, o.fieldManager+"-status")
+	engine.Observe(metrics.ObserveChange)
 	sandboxes := &controllers.SandboxReconciler{
 		Client: mgr.GetClient(), Engine: engine, Recorder: mgr.GetEventRecorder("sandbox-controller"),
 		ClusterDomain: o.clusterDomain, StatusCoalesceWindow: o.statusCoalesceWindow,
@@ -196,7 +198,10 @@ func run(o options) error {
 		Help: "Build information of the running controller; the value is always 1.",
 	}, []string{"version", "commit", "go_version"})
 	buildInfo.WithLabelValues(version, commit, runtime.Version()).Set(1)
-	if err := metrics.Registry.Register(buildInfo); err != nil {
+	if err := crmetrics.Registry.Register(buildInfo); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	if err := crmetrics.Registry.Register(&metrics.SandboxCollector{Reader: mgr.GetCache()}); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 

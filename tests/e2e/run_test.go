@@ -3,9 +3,12 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,7 +55,7 @@ func TestMakeRun(t *testing.T) {
 	}
 	defer func() { _ = cmd.Process.Kill() }()
 
-	kubeconfig, controllerPID := "", 0
+	kubeconfig, controllerPID, metricsURL := "", 0, ""
 	lines := bufio.NewScanner(stdout)
 	deadline := time.AfterFunc(3*time.Minute, func() { _ = cmd.Process.Kill() })
 	for lines.Scan() {
@@ -64,13 +67,16 @@ func TestMakeRun(t *testing.T) {
 		if _, err := fmt.Sscanf(line, "The controller runs as pid %d;", &controllerPID); err == nil {
 			continue
 		}
+		if v, ok := strings.CutPrefix(line, "Its metrics: "); ok {
+			metricsURL = v
+		}
 		if strings.HasPrefix(line, "Press Ctrl-C") {
 			break
 		}
 	}
 	deadline.Stop()
-	if kubeconfig == "" || controllerPID == 0 {
-		t.Fatalf("localcluster did not report a kubeconfig and a controller pid")
+	if kubeconfig == "" || controllerPID == 0 || metricsURL == "" {
+		t.Fatalf("localcluster did not report a kubeconfig, a controller pid and a metrics address")
 	}
 	drained := make(chan struct{})
 	go func() {
@@ -91,6 +97,26 @@ func TestMakeRun(t *testing.T) {
 	took := waitFor(t, time.Minute, "sample Sandbox Ready",
 		readyIs(c, types.NamespacedName{Namespace: "default", Name: "sample-sandbox"}, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady))
 	t.Logf("sample Sandbox Ready %s after the cluster was up", took.Round(time.Millisecond))
+
+	// The controller's metrics move with what it does.
+	ready := `agent_sandboxes{launch_type="none",namespace="default",owned_by="none",ready_condition="True",sandbox_template="none"}`
+	waitFor(t, 30*time.Second, "metrics after Ready", func() error {
+		return expectMetrics(metricsURL, map[string]func(float64) bool{
+			`agent_sandbox_build_info`: eq(1),
+			ready:                      eq(1),
+			`agent_sandbox_creation_latency_ms_count{launch_type="none",namespace="default",sandbox_template="none"}`: eq(1),
+			`agent_sandbox_apply_total{action="created",kind="Pod"}`:                                                  atLeast(1),
+			`agent_sandbox_apply_total{action="created",kind="Service"}`:                                              atLeast(1),
+		})
+	})
+	setMode(t, c, types.NamespacedName{Namespace: "default", Name: "sample-sandbox"}, sandboxv1beta1.SandboxOperatingModeSuspended)
+	waitFor(t, 30*time.Second, "metrics after suspend", func() error {
+		return expectMetrics(metricsURL, map[string]func(float64) bool{
+			`agent_sandbox_apply_total{action="deleted",kind="Pod"}`:                                                                  eq(1),
+			`agent_sandboxes{launch_type="none",namespace="default",owned_by="none",ready_condition="False",sandbox_template="none"}`: eq(1),
+			`agent_sandbox_apply_requests_saved_total{kind="Service"}`:                                                                atLeast(1),
+		})
+	})
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -114,4 +140,46 @@ func TestMakeRun(t *testing.T) {
 	if left := cluster.Processes(filepath.Join(workdir, "clusters", "run")); len(left) > 0 {
 		t.Errorf("cluster processes left running: %v", left)
 	}
+}
+
+func eq(v float64) func(float64) bool      { return func(x float64) bool { return x == v } }
+func atLeast(v float64) func(float64) bool { return func(x float64) bool { return x >= v } }
+
+// expectMetrics scrapes url and checks each series (name{labels} exactly as
+// Prometheus' text format prints it) against its predicate.
+func expectMetrics(url string, want map[string]func(float64) bool) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	got := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err == nil {
+			series := line[:i]
+			if j := strings.IndexByte(series, '{'); j > 0 && strings.HasPrefix(series, "agent_sandbox_build_info") {
+				series = series[:j]
+			}
+			got[series] = v
+		}
+	}
+	var bad []string
+	for series, ok := range want {
+		if v, found := got[series]; !found || !ok(v) {
+			bad = append(bad, fmt.Sprintf("%s = %v (present %v)", series, v, found))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("metrics not as expected: %s", strings.Join(bad, "; "))
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap/zapcore"
@@ -31,8 +32,9 @@ type Running struct {
 	Sandbox *controllers.SandboxReconciler
 	Engine  *ssa.Engine
 
-	mu       sync.Mutex
-	requests map[string]int64 // by HTTP verb
+	mu          sync.Mutex
+	requests    map[string]int64 // by HTTP verb
+	byNamespace map[string]int64 // by namespace in the request path
 	cancel   context.CancelFunc
 	done     chan error
 }
@@ -53,6 +55,14 @@ func (r *Running) RequestsByVerb() map[string]int64 {
 	return maps.Clone(r.requests)
 }
 
+// RequestsIn returns the number of requests the manager's clients sent for
+// objects in one namespace.
+func (r *Running) RequestsIn(namespace string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byNamespace[namespace]
+}
+
 // Options of a test manager.
 type Options struct {
 	// SandboxWorkers is the number of concurrent Sandbox reconciles (default 8).
@@ -67,12 +77,16 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running,
 		o = opts[0]
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	r := &Running{done: make(chan error, 1), requests: map[string]int64{}}
+	r := &Running{done: make(chan error, 1), requests: map[string]int64{}, byNamespace: map[string]int64{}}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			r.mu.Lock()
 			r.requests[req.Method]++
+			if _, rest, ok := strings.Cut(req.URL.Path, "/namespaces/"); ok {
+				ns, _, _ := strings.Cut(rest, "/")
+				r.byNamespace[ns]++
+			}
 			r.mu.Unlock()
 			return rt.RoundTrip(req)
 		})

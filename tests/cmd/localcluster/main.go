@@ -68,9 +68,10 @@ func run(name, workdir string, nodes int, controller, samples string, deleteAll,
 	}
 
 	var ctrlProc *exec.Cmd
+	var metricsAddr string
 	ctrlLog := filepath.Join(workdir, name+"-controller.log")
 	if controller != "" {
-		if ctrlProc, err = startController(ctx, controller, c.Kubeconfig, ctrlLog); err != nil {
+		if ctrlProc, metricsAddr, err = startController(ctx, controller, c.Kubeconfig, ctrlLog); err != nil {
 			return errors.Join(err, stopCluster())
 		}
 		if samples != "" {
@@ -83,6 +84,7 @@ func run(name, workdir string, nodes int, controller, samples string, deleteAll,
 	fmt.Printf("\nLocal cluster %q is ready in %s.\n\n  export KUBECONFIG=%s\n\n", name, time.Since(start).Round(100*time.Millisecond), c.Kubeconfig)
 	if ctrlProc != nil {
 		fmt.Printf("The controller runs as pid %d; its log: %s\n", ctrlProc.Process.Pid, ctrlLog)
+		fmt.Printf("Its metrics: http://%s/metrics\n", metricsAddr)
 		if samples != "" {
 			fmt.Printf("The samples in %s are applied.\n", samples)
 		}
@@ -109,18 +111,18 @@ their controllers arrive in a later release.)
 
 // startController runs the controller binary against the cluster and waits
 // until it reports ready.
-func startController(ctx context.Context, bin, kubeconfig, logPath string) (*exec.Cmd, error) {
+func startController(ctx context.Context, bin, kubeconfig, logPath string) (*exec.Cmd, string, error) {
 	probe, err := freeAddr()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	metrics, err := freeAddr()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	logFile, err := os.Create(logPath)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=false",
 		"--health-probe-bind-address", probe, "--metrics-bind-address", metrics)
@@ -128,7 +130,7 @@ func startController(ctx context.Context, bin, kubeconfig, logPath string) (*exe
 	// Its own process group: Ctrl-C reaches us, and we stop it in order.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
+		return nil, "", fmt.Errorf("starting %s: %w", bin, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait(); _ = logFile.Close() }()
@@ -138,21 +140,21 @@ func startController(ctx context.Context, bin, kubeconfig, logPath string) (*exe
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return cmd, nil // exited is buffered: the waiting goroutine never blocks
+				return cmd, metrics, nil // exited is buffered: the waiting goroutine never blocks
 			}
 		}
 		select {
 		case err := <-exited:
 			out, _ := os.ReadFile(logPath)
-			return nil, fmt.Errorf("the controller exited before it was ready (%w):\n%s", err, tail(out))
+			return nil, "", fmt.Errorf("the controller exited before it was ready (%w):\n%s", err, tail(out))
 		case <-ctx.Done():
 			_ = cmd.Process.Signal(syscall.SIGTERM)
-			return nil, ctx.Err()
+			return nil, "", ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
-			return nil, fmt.Errorf("the controller was not ready after a minute; see %s", logPath)
+			return nil, "", fmt.Errorf("the controller was not ready after a minute; see %s", logPath)
 		}
 	}
 }

@@ -1,0 +1,116 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/apply/ssa"
+)
+
+// Label values used when a Sandbox has no launch type, template or owner.
+const none = "none"
+
+var (
+	// CreationLatency is the time from a Sandbox's creation to its first Ready.
+	CreationLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "agent_sandbox_creation_latency_ms",
+		Help:    "Milliseconds from a Sandbox's creation to its first Ready condition.",
+		Buckets: []float64{50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000},
+	}, []string{"namespace", "launch_type", "sandbox_template"})
+
+	// Applies counts what the apply engine did, by kind and action
+	// (created, configured, unchanged, deleted).
+	Applies = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agent_sandbox_apply_total",
+		Help: "Objects handled by the server-side apply engine, by kind and action; unchanged ones cost no API request.",
+	}, []string{"kind", "action"})
+
+	// Saved counts API requests not sent because the cluster already held
+	// what would have been applied.
+	Saved = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agent_sandbox_apply_requests_saved_total",
+		Help: "API requests not sent because the diff against what the controller owns found nothing to change.",
+	}, []string{"kind"})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(CreationLatency, Applies, Saved)
+}
+
+// ObserveChange records one outcome of the apply engine.
+func ObserveChange(c ssa.Change) {
+	Applies.WithLabelValues(c.Kind, string(c.Action)).Inc()
+	if c.Action == ssa.Unchanged {
+		Saved.WithLabelValues(c.Kind).Inc()
+	}
+}
+
+// ObserveReady records a Sandbox's first Ready at a time.
+func ObserveReady(sb *sandboxv1beta1.Sandbox, at time.Time) {
+	ms := float64(at.Sub(sb.CreationTimestamp.Time).Milliseconds())
+	CreationLatency.WithLabelValues(sb.Namespace, launchType(sb), template(sb)).Observe(ms)
+}
+
+func launchType(sb *sandboxv1beta1.Sandbox) string {
+	if v := sb.Labels[sandboxv1beta1.LabelLaunchType]; v != "" {
+		return v
+	}
+	return none
+}
+
+func template(sb *sandboxv1beta1.Sandbox) string {
+	if v := sb.Annotations[sandboxv1beta1.AnnotationSandboxTemplateRef]; v != "" {
+		return v
+	}
+	return none
+}
+
+// SandboxCollector reports agent_sandboxes, the number of Sandboxes by
+// namespace, Ready status, launch type, template and owner kind, counted from
+// the controller's cache at scrape time.
+type SandboxCollector struct {
+	Reader client.Reader
+}
+
+var sandboxesDesc = prometheus.NewDesc("agent_sandboxes",
+	"Sandboxes by namespace, Ready condition status, launch type, template and owner kind.",
+	[]string{"namespace", "ready_condition", "launch_type", "sandbox_template", "owned_by"}, nil)
+
+// Describe implements prometheus.Collector.
+func (c *SandboxCollector) Describe(ch chan<- *prometheus.Desc) { ch <- sandboxesDesc }
+
+// Collect implements prometheus.Collector.
+func (c *SandboxCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var list sandboxv1beta1.SandboxList
+	if err := c.Reader.List(ctx, &list); err != nil {
+		ch <- prometheus.NewInvalidMetric(sandboxesDesc, err)
+		return
+	}
+	type key struct{ ns, ready, launch, tpl, owner string }
+	counts := map[key]int{}
+	for i := range list.Items {
+		sb := &list.Items[i]
+		ready := string(metav1.ConditionUnknown)
+		for _, cond := range sb.Status.Conditions {
+			if cond.Type == sandboxv1beta1.ConditionReady {
+				ready = string(cond.Status)
+			}
+		}
+		owner := none
+		if ref := metav1.GetControllerOf(sb); ref != nil {
+			owner = ref.Kind
+		}
+		counts[key{sb.Namespace, ready, launchType(sb), template(sb), owner}]++
+	}
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(sandboxesDesc, prometheus.GaugeValue, float64(n), k.ns, k.ready, k.launch, k.tpl, k.owner)
+	}
+}

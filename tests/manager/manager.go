@@ -35,8 +35,8 @@ type Running struct {
 	mu          sync.Mutex
 	requests    map[string]int64 // by HTTP verb
 	byNamespace map[string]int64 // by namespace in the request path
-	cancel   context.CancelFunc
-	done     chan error
+	cancel      context.CancelFunc
+	done        chan error
 }
 
 // Requests returns the number of HTTP requests the manager's clients sent.

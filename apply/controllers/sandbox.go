@@ -227,21 +227,16 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	changes, drift, err := r.applyChildren(ctx, sb, obs, expired)
 	if err != nil {
 		var terminal *terminalError
-		if errors.As(err, &terminal) || apierrors.IsInvalid(err) {
-			// Only a change to the Sandbox or to the object in the way (both
-			// watched) can fix this: the same request would be refused
-			// again, so report it and do not retry with backoff.
-			statusIn.Error = err.Error()
-			return reconcile.Result{}, r.applyStatus(ctx, sb, statusIn)
-		}
 		var conflict *ssa.ConflictError
-		if errors.As(err, &conflict) {
-			// Terminal until the object or another manager changes: report,
-			// do not fight and do not retry hot.
-			if readyReason(sb) != sandboxv1beta1.ReasonReconcilerError {
+		if errors.As(err, &terminal) || errors.As(err, &conflict) || apierrors.IsInvalid(err) {
+			// Only a change to the Sandbox, to the object in the way or to
+			// another manager's fields (all watched) can fix this: the same
+			// request would be refused again. Report it; do not fight over
+			// fields and do not retry with backoff.
+			if conflict != nil && readyReason(sb) != sandboxv1beta1.ReasonReconcilerError {
 				r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventFieldConflict, "Apply", "%s", conflict.Error())
 			}
-			statusIn.Error = conflict.Error()
+			statusIn.Error = err.Error()
 			return reconcile.Result{}, r.applyStatus(ctx, sb, statusIn)
 		}
 		statusIn.Error = err.Error()

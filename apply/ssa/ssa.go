@@ -199,7 +199,7 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 		applyOpts = append(applyOpts, client.ForceOwnership)
 	}
 	e.applies.Add(1)
-	sent := fingerprint(desired)
+	sent := Fingerprint(desired)
 	if err := e.client.Apply(ctx, desired, applyOpts...); err != nil {
 		return change, wrapConflict(kind, change, err)
 	}
@@ -209,9 +209,7 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 
 // Fingerprint is the JSON of an apply configuration; take it before sending,
 // as the client writes the server's response into the configuration.
-func Fingerprint(ac any) string { return fingerprint(ac) }
-
-func fingerprint(ac any) string {
+func Fingerprint(ac any) string {
 	b, _ := json.Marshal(ac)
 	return string(b)
 }
@@ -247,7 +245,7 @@ func (e *Engine) recentlyCreated(c Change, desired any) bool {
 		return false
 	}
 	w := v.(write)
-	return w.created && time.Since(w.at) < CreateExpectation && w.desired == fingerprint(desired)
+	return w.created && time.Since(w.at) < CreateExpectation && w.desired == Fingerprint(desired)
 }
 
 // Forget drops what the engine remembers about an object (it was deleted).
@@ -292,7 +290,7 @@ func ApplyStatus[O client.Object, AC ApplyConfiguration](ctx context.Context, e 
 		return change, nil
 	}
 	e.applies.Add(1)
-	sent := fingerprint(desired)
+	sent := Fingerprint(desired)
 	if err := e.client.Status().Apply(ctx, desired, client.FieldOwner(e.statusManager), client.ForceOwnership); err != nil {
 		return change, fmt.Errorf("applying %s status: %w", kind, err)
 	}

@@ -57,7 +57,7 @@ func TestRecentlyCreatedExpectation(t *testing.T) {
 	e := New(nil, "m", "s")
 	c := Change{Kind: "Pod", Namespace: "ns", Name: "box", Action: Created}
 	desired := map[string]string{"image": "a"}
-	e.noteWrite(c, desired, fingerprint(desired))
+	e.noteWrite(c, desired, Fingerprint(desired))
 	if !e.recentlyCreated(c, desired) {
 		t.Errorf("a create we just sent is not expected")
 	}

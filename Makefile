@@ -23,11 +23,13 @@ K8S_MAJOR_MINOR := $(subst ., ,$(K8S_VERSION:v%=%))
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 KWOK_VERSION ?= v0.8.0
+KUSTOMIZE_VERSION ?= v5.8.2
 
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 KWOK := $(BIN)/kwok-$(KWOK_VERSION)
 KWOKCTL := $(BIN)/kwokctl-$(KWOK_VERSION)
+KUSTOMIZE := $(BIN)/kustomize-$(KUSTOMIZE_VERSION)
 
 CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/etcd
 ENVTEST_ASSETS := $(BIN)/kube-apiserver $(BIN)/etcd
@@ -101,7 +103,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, apply configurations, CRDs a
 	$(CONTROLLER_GEN) applyconfiguration:externalApplyConfigurations="$(EXTERNAL_ACS)" paths=./api/...
 	rm -rf config/crd/bases
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=agent-sandbox-controller paths=./apply/... paths=./webhooks/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=agent-sandbox-controller paths=./apply/... paths=./webhooks/... paths=./cmd/... output:rbac:artifacts:config=config/rbac
 
 # Types from other packages that our apply configurations refer to, mapped to
 # their apply configurations, so every field (down to a container's ports) is
@@ -116,10 +118,26 @@ EXTERNAL_ACS := $(subst $(SPACE),;,$(strip \
 	$(foreach t,PodTemplate PersistentVolumeClaimTemplate PodMetadata EmbeddedObjectMetadata,$(CORE_API).$(t)@$(CORE_AC)) \
 	$(foreach t,PodSpec PersistentVolumeClaimSpec,k8s.io/api/core/v1.$(t)@$(CG_CORE)) \
 	$(foreach t,NetworkPolicyIngressRule NetworkPolicyEgressRule,k8s.io/api/networking/v1.$(t)@$(CG_NET))))
+##@ Deploy
+
+.PHONY: dist
+dist: $(KUSTOMIZE) ## Render the release bundle dist/install.yaml from config/default.
+	@mkdir -p dist
+	$(KUSTOMIZE) build config/default > dist/install.yaml
+
+.PHONY: deploy
+deploy: $(KUSTOMIZE) ## Install the CRDs, RBAC and controller in the current kubectl context (server-side apply). IMG=<image> to set the image.
+	@if [ -n "$${IMG:-}" ]; then cd config/default && $(KUSTOMIZE) edit set image sandbox-controller=$$IMG; fi
+	$(KUSTOMIZE) build config/default | kubectl apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: $(KUSTOMIZE) ## Remove what deploy installed (deletes the CRDs and so every Sandbox).
+	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
+
 .PHONY: verify
-verify: $(CONTROLLER_GEN) ## Fail when generated code, CRDs, RBAC, go.mod/go.sum or formatting differ from what the tools produce.
+verify: $(CONTROLLER_GEN) $(KUSTOMIZE) ## Fail when generated code, CRDs, RBAC, go.mod/go.sum or formatting differ from what the tools produce.
 	@before=$$($(GENERATED_SUM)); \
-	$(MAKE) --no-print-directory generate >/dev/null; \
+	$(MAKE) --no-print-directory generate dist >/dev/null; \
 	go mod tidy; (cd tests/tools && go mod tidy); \
 	after=$$($(GENERATED_SUM)); \
 	if [ "$$before" != "$$after" ]; then \
@@ -131,7 +149,7 @@ verify: $(CONTROLLER_GEN) ## Fail when generated code, CRDs, RBAC, go.mod/go.sum
 	@echo "verify: generated files, modules and formatting are up to date"
 
 # Checksums of everything generation or tidying may touch.
-GENERATED_SUM := find api config go.mod go.sum tests/tools/go.mod tests/tools/go.sum -type f -print0 | sort -z | xargs -0 sha256sum
+GENERATED_SUM := find api config dist go.mod go.sum tests/tools/go.mod tests/tools/go.sum -type f -print0 | sort -z | xargs -0 sha256sum
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (with importas and depguard).
@@ -144,7 +162,7 @@ fmt: ## gofmt the tree.
 ##@ Binaries (built from Go modules into bin/ when missing or out of date)
 
 .PHONY: tools
-tools: $(CLUSTER_BINS) $(CONTROLLER_GEN) $(GOLANGCI_LINT) ## Build every tool and control-plane binary.
+tools: $(CLUSTER_BINS) $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(KUSTOMIZE) ## Build every tool and control-plane binary.
 
 TOOLS_MOD := tests/tools/go.mod tests/tools/go.sum
 
@@ -166,6 +184,9 @@ $(CONTROLLER_GEN):
 
 $(GOLANGCI_LINT):
 	$(call go-install,github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION),golangci-lint)
+
+$(KUSTOMIZE):
+	$(call go-install,sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION),kustomize)
 
 $(KWOK):
 	$(call go-install,sigs.k8s.io/kwok/cmd/kwok,$(KWOK_VERSION),kwok)

@@ -183,6 +183,16 @@ type observed struct {
 
 // Reconcile brings one Sandbox closer to its spec.
 func (r *SandboxReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	result, err := r.reconcile(ctx, req)
+	if err != nil && ctx.Err() != nil {
+		// Shutting down (or leadership lost): the request was cut short, not
+		// refused. The next leader reconciles everything when it starts.
+		return reconcile.Result{}, nil
+	}
+	return result, err
+}
+
+func (r *SandboxReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	sb := &sandboxv1beta1.Sandbox{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sb); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -37,6 +37,11 @@ var (
 // leaderElectionID names the Lease the replicas compete for.
 const leaderElectionID = "agent-sandbox-controller.agents.x-k8s.io"
 
+// Leader election, in the controller's own namespace only.
+//
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=agent-sandbox-system
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=agent-sandbox-system
+
 type options struct {
 	clusterDomain           string
 	metricsAddr             string

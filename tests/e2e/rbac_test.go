@@ -1,0 +1,237 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/tests"
+	"github.com/agentsandbox/reconciler/tests/envtest"
+	"github.com/agentsandbox/reconciler/tests/manager"
+)
+
+const controllerNS = "agent-sandbox-system"
+
+// TestControllerWithDeployRBAC runs the controller binary as its own
+// ServiceAccount with exactly the RBAC of dist/install.yaml: it must do its
+// job (Ready, suspend) without a single permission error, must not be able to
+// read Secrets or delete PVCs, and must release its Lease on shutdown.
+func TestControllerWithDeployRBAC(t *testing.T) {
+	ctx := context.Background()
+	admin := newClient(t)
+	applyRBACFromBundle(t, admin)
+
+	// Only the binary may act during this test: stop the package's
+	// in-process controller and start a fresh one afterwards.
+	if err := running.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		var err error
+		if running, err = manager.Start(local.Config, envtest.Scheme()); err != nil {
+			t.Errorf("restarting the in-process controller: %v", err)
+		}
+	})
+
+	cs, err := kubernetes.NewForConfig(local.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cs.CoreV1().ServiceAccounts(controllerNS).CreateToken(ctx, "agent-sandbox-controller",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for the controller's ServiceAccount: %v", err)
+	}
+	kubeconfig := serviceAccountKubeconfig(t, tok.Status.Token)
+
+	// What the ServiceAccount may not do.
+	saCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saCS, err := kubernetes.NewForConfig(saCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, attr := range []authorizationv1.ResourceAttributes{
+		{Verb: "list", Resource: "secrets"},
+		{Verb: "get", Resource: "secrets", Namespace: controllerNS},
+		{Verb: "delete", Resource: "persistentvolumeclaims", Namespace: "default"},
+		{Verb: "update", Resource: "pods", Namespace: "default"},
+		{Verb: "create", Group: "coordination.k8s.io", Resource: "leases", Namespace: "default"},
+	} {
+		review, err := saCS.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
+			&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attr}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if review.Status.Allowed {
+			t.Errorf("the controller's role allows %s %s in %q; it must not", attr.Verb, attr.Resource, attr.Namespace)
+		}
+	}
+
+	bin := buildBinary(t, "./cmd/sandbox-controller")
+	probe, metrics := freeAddr(t), freeAddr(t)
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=true", "--leader-election-namespace", controllerNS,
+		"--health-probe-bind-address", probe, "--metrics-bind-address", metrics)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill() }()
+	waitFor(t, time.Minute, "controller ready", func() error {
+		select {
+		case err := <-exited:
+			t.Fatalf("controller exited: %v\n%s", err, logs.String())
+		default:
+		}
+		resp, err := http.Get("http://" + probe + "/readyz")
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return errors.New(resp.Status)
+		}
+		return nil
+	})
+
+	ns := namespace(t, admin)
+	key := types.NamespacedName{Namespace: ns, Name: "rbac-check"}
+	if err := admin.Create(ctx, sandbox(ns, "rbac-check")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "Ready", readyIs(admin, key, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady))
+	setMode(t, admin, key, sandboxv1beta1.SandboxOperatingModeSuspended)
+	waitFor(t, time.Minute, "suspended", readyIs(admin, key, metav1.ConditionFalse, sandboxv1beta1.ReasonSandboxSuspended))
+
+	lease := &coordinationv1.Lease{}
+	if err := admin.Get(ctx, types.NamespacedName{Namespace: controllerNS, Name: "agent-sandbox-controller.agents.x-k8s.io"}, lease); err != nil {
+		t.Fatalf("leader election Lease: %v", err)
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		t.Errorf("Lease has no holder while the controller runs")
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("controller exited with %v after SIGTERM", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("controller did not stop within 30s of SIGTERM")
+	}
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(lease), lease); err != nil {
+		t.Fatal(err)
+	}
+	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
+		t.Errorf("Lease still held by %s after shutdown: it must be released", *lease.Spec.HolderIdentity)
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "forbidden") || strings.Contains(line, `"level":"error"`) {
+			t.Errorf("controller log: %s", line)
+		}
+	}
+}
+
+// applyRBACFromBundle applies the Namespace, ServiceAccount and RBAC objects
+// of dist/install.yaml (the CRDs are installed with the cluster).
+func applyRBACFromBundle(t *testing.T, c client.Client) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(tests.RepoRoot(), "dist", "install.yaml"))
+	if err != nil {
+		t.Fatalf("dist/install.yaml (make dist): %v", err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	applied := 0
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		switch obj.GetKind() {
+		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			if err := c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
+				t.Fatalf("applying %s %s: %v", obj.GetKind(), obj.GetName(), err)
+			}
+			applied++
+		}
+	}
+	if applied != 6 {
+		t.Fatalf("applied %d RBAC objects from dist/install.yaml, want 6", applied)
+	}
+}
+
+// serviceAccountKubeconfig writes a kubeconfig for the local cluster that
+// authenticates with a bearer token.
+func serviceAccountKubeconfig(t *testing.T, token string) string {
+	t.Helper()
+	admin, err := clientcmd.LoadFromFile(local.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := admin.Contexts[admin.CurrentContext]
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = admin.Clusters[ctx.Cluster]
+	cfg.AuthInfos["controller"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["controller"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "controller"}
+	cfg.CurrentContext = "controller"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func buildBinary(t *testing.T, pkg string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	build := exec.Command("go", "build", "-o", out, pkg)
+	build.Dir = tests.RepoRoot()
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}

@@ -130,6 +130,23 @@ deploy: $(KUSTOMIZE) ## Install the CRDs, RBAC and controller in the current kub
 	@if [ -n "$${IMG:-}" ]; then cd config/default && $(KUSTOMIZE) edit set image sandbox-controller=$$IMG; fi
 	$(KUSTOMIZE) build config/default | kubectl apply --server-side -f -
 
+IMG ?= sandbox-controller:$(VERSION)
+KIND_VERSION ?= v0.33.0
+
+.PHONY: docker-build
+docker-build: ## Build the controller image IMG (Docker needed).
+	docker build -t $(IMG) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) .
+
+.PHONY: kind-up
+kind-up: controller ## Like make run, on a kind cluster (Docker needed); the controller runs locally.
+	E2E_CLUSTER=kind go run ./tests/cmd/localcluster --name agent-sandbox --workdir $(WORK)/kind \
+		--controller $(BIN)/sandbox-controller --samples config/samples
+
+.PHONY: kind-deploy
+kind-deploy: docker-build $(KUSTOMIZE) ## Load IMG into the kind cluster agent-sandbox and deploy it there (Docker needed).
+	go run sigs.k8s.io/kind@$(KIND_VERSION) load docker-image $(IMG) --name agent-sandbox
+	$(MAKE) deploy IMG=$(IMG)
+
 .PHONY: undeploy
 undeploy: $(KUSTOMIZE) ## Remove what deploy installed (deletes the CRDs and so every Sandbox).
 	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 
 	"github.com/agentsandbox/reconciler/tests"
 )
@@ -53,6 +54,7 @@ type Cluster struct {
 	Config *rest.Config
 
 	kwokctl string
+	kind    *kindcluster.Provider // set for a kind cluster (E2E_CLUSTER=kind)
 	log     io.Writer
 }
 
@@ -67,7 +69,8 @@ var binaryFlags = []struct{ flag, name string }{
 
 // Start creates the cluster, waits until its nodes are Ready and, if asked,
 // installs the CRDs. A cluster of the same name left over from an earlier run
-// is deleted first. On error nothing is left running.
+// is deleted first. On error nothing is left running. With E2E_CLUSTER=kind
+// it creates a kind cluster instead (Docker needed; Nodes is ignored).
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Name == "" || opts.Workdir == "" {
 		return nil, errors.New("cluster: name and workdir are required")
@@ -77,6 +80,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	if opts.Log == nil {
 		opts.Log = io.Discard
+	}
+	if UseKind() {
+		return startKind(ctx, opts)
 	}
 	kwokctl, err := tests.Binary("kwokctl")
 	if err != nil {
@@ -126,21 +132,31 @@ func (c *Cluster) setup(ctx context.Context, opts Options) error {
 	}
 	cfg.QPS, cfg.Burst = -1, 0
 	c.Config = cfg
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
 	if err := c.ScaleNodes(ctx, opts.Nodes); err != nil {
 		return err
 	}
+	return c.install(ctx, opts, "")
+}
+
+// install creates the RuntimeClasses (handler = name unless handler is set)
+// and, if asked, the CRDs.
+func (c *Cluster) install(ctx context.Context, opts Options, handler string) error {
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
 	for _, name := range opts.RuntimeClasses {
-		rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: name}
+		h := handler
+		if h == "" {
+			h = name
+		}
+		rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: h}
 		if _, err := cs.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating RuntimeClass %s: %w", name, err)
 		}
 	}
 	if opts.InstallCRDs {
-		if _, err := crenvtest.InstallCRDs(cfg, crenvtest.CRDInstallOptions{
+		if _, err := crenvtest.InstallCRDs(c.Config, crenvtest.CRDInstallOptions{
 			Paths: []string{tests.CRDDir()}, ErrorIfPathMissing: true,
 		}); err != nil {
 			return fmt.Errorf("installing CRDs: %w", err)
@@ -187,6 +203,9 @@ func countReady(nodes []corev1.Node) int {
 
 // Stop deletes the cluster and checks that none of its processes survived.
 func (c *Cluster) Stop(ctx context.Context) error {
+	if c.kind != nil {
+		return c.kind.Delete(c.Name, c.Kubeconfig)
+	}
 	err := c.kwok(ctx, "delete", "cluster", "--name", c.Name)
 	clusterDir := filepath.Join(c.Workdir, "clusters", c.Name)
 	// Processes exit asynchronously after their signal; give them a moment.

@@ -29,6 +29,9 @@ import (
 // the cluster starts, the sample Sandbox becomes Ready, and Ctrl-C (SIGINT)
 // stops the controller and every cluster process.
 func TestMakeRun(t *testing.T) {
+	if cluster.UseKind() {
+		t.Skip("checks the kwok cluster's own processes; not applicable with E2E_CLUSTER=kind")
+	}
 	bin := t.TempDir()
 	for _, pkg := range []string{"./cmd/sandbox-controller", "./tests/cmd/localcluster"} {
 		build := exec.Command("go", "build", "-o", bin, pkg)

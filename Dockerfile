@@ -1,0 +1,23 @@
+# syntax=docker/dockerfile:1
+# The controller image: a static binary on distroless, running as non-root.
+# Build: docker build -t sandbox-controller:dev .   (make docker-build)
+
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY api/ api/
+COPY apply/ apply/
+COPY render/ render/
+COPY cmd/ cmd/
+ARG VERSION=dev
+ARG COMMIT=unknown
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 go build -trimpath \
+      -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
+      -o /out/sandbox-controller ./cmd/sandbox-controller
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/sandbox-controller /sandbox-controller
+USER 65532:65532
+ENTRYPOINT ["/sandbox-controller"]

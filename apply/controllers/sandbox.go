@@ -89,6 +89,14 @@ type memo struct {
 	conditions []metav1.Condition
 }
 
+// forget drops what this process remembers about a Sandbox that is gone.
+func (r *SandboxReconciler) forget(key types.NamespacedName) {
+	r.memory.Delete(key)
+	for _, kind := range []string{"Pod", "Service", "SandboxStatus"} {
+		r.Engine.Forget(kind, key.Namespace, key.Name)
+	}
+}
+
 // reported returns the conditions last reported for sb: our memo when we
 // have one, else what the cache holds.
 func (r *SandboxReconciler) reported(sb *sandboxv1beta1.Sandbox) []metav1.Condition {
@@ -196,13 +204,13 @@ func (r *SandboxReconciler) reconcile(ctx context.Context, req reconcile.Request
 	sb := &sandboxv1beta1.Sandbox{}
 	if err := r.Client.Get(ctx, req.NamespacedName, sb); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.memory.Delete(req.NamespacedName)
+			r.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if sb.DeletionTimestamp != nil {
 		// Garbage collection removes what the Sandbox owns.
-		r.memory.Delete(req.NamespacedName)
+		r.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	obs, err := r.observe(ctx, sb)

@@ -2,6 +2,7 @@ package ssa
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -93,6 +95,19 @@ type Engine struct {
 	written sync.Map // string -> write
 
 	observer func(Change)
+
+	// verified remembers, per object, the last time extraction showed that
+	// what we own equals what we want (see verifiedEqual).
+	verified sync.Map // string -> verification
+}
+
+// verification records that, for the object with uid, while our field
+// manager's managedFields entry read managed, what we own equalled the
+// desired configuration with this fingerprint.
+type verification struct {
+	uid     types.UID
+	managed string
+	desired string
 }
 
 // Observe sets a function told every outcome (metrics). Call it before use.
@@ -183,11 +198,11 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 		return change, nil
 	}
 	if !isNil(live) {
-		owned, err := extract(live, e.fieldManager)
+		same, err := e.ownsDesired(change, live, "", desired, func() (any, error) { return extract(live, e.fieldManager) })
 		if err != nil {
 			return change, fmt.Errorf("extracting the fields %s owns of %s: %w", e.fieldManager, kind, err)
 		}
-		if apiequality.Semantic.DeepEqual(owned, desired) {
+		if same {
 			e.skipped.Add(1)
 			change.Action = Unchanged
 			return change, nil
@@ -205,6 +220,65 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 	}
 	e.noteWrite(change, desired, sent)
 	return change, nil
+}
+
+// ownsDesired reports whether what our field manager owns of live equals
+// desired. Extraction (a structured-merge-diff conversion of the whole
+// object) is the expensive part of a reconcile that changes nothing, so its
+// positive result is remembered: the values of fields we own cannot change
+// without our managedFields entry changing (another writer that sets them
+// takes or shares ownership), so while that entry and desired stay the same
+// the answer stays yes.
+func (e *Engine) ownsDesired(c Change, live client.Object, subresource string, desired any, extract func() (any, error)) (bool, error) {
+	manager := e.fieldManager
+	if subresource != "" {
+		manager = e.statusManager
+	}
+	k := key(c)
+	managed := managedEntry(live, manager, subresource)
+	fp := digest(Fingerprint(desired))
+	if v, ok := e.verified.Load(k); ok {
+		if v := v.(verification); managed != "" && v.uid == live.GetUID() && v.managed == managed && v.desired == fp {
+			return true, nil
+		}
+	}
+	owned, err := extract()
+	if err != nil {
+		return false, err
+	}
+	if !apiequality.Semantic.DeepEqual(owned, desired) {
+		e.verified.Delete(k)
+		return false, nil
+	}
+	if managed != "" {
+		e.verified.Store(k, verification{uid: live.GetUID(), managed: managed, desired: fp})
+	}
+	return true, nil
+}
+
+// managedEntry identifies our field manager's Apply entry on an object: its
+// time and owned field set. Empty when there is none.
+func managedEntry(o client.Object, manager, subresource string) string {
+	for _, m := range o.GetManagedFields() {
+		if m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == subresource {
+			t := ""
+			if m.Time != nil {
+				t = m.Time.UTC().String()
+			}
+			raw := ""
+			if m.FieldsV1 != nil {
+				raw = string(m.FieldsV1.Raw)
+			}
+			return digest(m.APIVersion + "|" + t + "|" + raw)
+		}
+	}
+	return ""
+}
+
+// digest keeps remembered values small.
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return string(sum[:16])
 }
 
 // Fingerprint is the JSON of an apply configuration; take it before sending,
@@ -250,7 +324,9 @@ func (e *Engine) recentlyCreated(c Change, desired any) bool {
 
 // Forget drops what the engine remembers about an object (it was deleted).
 func (e *Engine) Forget(kind, namespace, name string) {
-	e.written.Delete(key(Change{Kind: kind, Namespace: namespace, Name: name}))
+	k := key(Change{Kind: kind, Namespace: namespace, Name: name})
+	e.written.Delete(k)
+	e.verified.Delete(k)
 }
 
 func key(c Change) string { return c.Kind + "/" + c.Namespace + "/" + c.Name }
@@ -280,11 +356,11 @@ func ApplyStatus[O client.Object, AC ApplyConfiguration](ctx context.Context, e 
 	extractStatus func(O, string) (AC, error)) (Change, error) {
 	change := Change{Kind: kind + "Status", Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Configured}
 	defer func() { e.observe(change) }()
-	owned, err := extractStatus(live, e.statusManager)
+	same, err := e.ownsDesired(change, live, "status", desired, func() (any, error) { return extractStatus(live, e.statusManager) })
 	if err != nil {
 		return change, fmt.Errorf("extracting the status fields %s owns of %s: %w", e.statusManager, kind, err)
 	}
-	if apiequality.Semantic.DeepEqual(owned, desired) {
+	if same {
 		e.skipped.Add(1)
 		change.Action = Unchanged
 		return change, nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,10 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
-	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/tests/cluster"
 	"github.com/agentsandbox/reconciler/tests/envtest"
-	"github.com/agentsandbox/reconciler/tests/manager"
 )
 
 // Result is the JSON document the benchmark prints.
@@ -41,12 +38,13 @@ type Result struct {
 	Suspend Phase `json:"suspend_all"`
 	Resume  Phase `json:"resume_all"`
 	Delete  Phase `json:"delete_all"`
-	// ControllerRequestsByVerb is every request the controller sent during the run.
+	// ControllerRequestsByVerb is every request the controller sent during
+	// the run, from its rest_client_requests_total.
 	ControllerRequestsByVerb map[string]int64 `json:"controller_requests_by_verb"`
-	// PeakHeapMB is the bench process's peak Go heap (controller in process).
-	PeakHeapMB float64 `json:"peak_heap_mb"`
-	// Engine counts what the apply engine sent and skipped.
-	Engine ssa.Stats `json:"engine"`
+	// ControllerPeakRSSMB is the controller process's peak resident memory.
+	ControllerPeakRSSMB float64 `json:"controller_peak_rss_mb"`
+	// Applies are the controller's agent_sandbox_apply_total by kind/action.
+	Applies map[string]int64 `json:"controller_apply_total"`
 }
 
 // Phase is one measured step.
@@ -145,18 +143,12 @@ func TestBench(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	running, err := manager.Start(local.Config, envtest.Scheme(), manager.Options{SandboxWorkers: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = running.Stop() }()
-	var peak uint64
-	stopHeap := sampleHeap(&peak)
-	defer stopHeap()
+	ctrl := startController(t, local.Kubeconfig)
+	defer ctrl.stop(t)
 
 	ns := mkNamespace(t, c, "sandboxes")
 	measure := func(p *Phase, do func(), done func() bool) {
-		before := running.RequestsByVerb()
+		before := ctrl.requestsByVerb(t)
 		cpu := cpuByProcess(clusterDir)
 		start := time.Now()
 		do()
@@ -166,7 +158,7 @@ func TestBench(t *testing.T) {
 		p.Seconds = time.Since(start).Seconds()
 		p.CPUSeconds = cpuDiff(cpuByProcess(clusterDir), cpu)
 		settle()
-		p.ByVerb = diff(running.RequestsByVerb(), before)
+		p.ByVerb = diff(ctrl.requestsByVerb(t), before)
 		for _, v := range p.ByVerb {
 			p.Requests += v
 		}
@@ -210,9 +202,9 @@ func TestBench(t *testing.T) {
 		return len(l.Items) == 0
 	})
 
-	res.ControllerRequestsByVerb = running.RequestsByVerb()
-	res.Engine = running.Engine.Stats()
-	res.PeakHeapMB = float64(peak) / (1 << 20)
+	res.ControllerRequestsByVerb = ctrl.requestsByVerb(t)
+	res.Applies = ctrl.series(t, "agent_sandbox_apply_total")
+	res.ControllerPeakRSSMB = ctrl.peakRSSMB()
 	out, _ := json.MarshalIndent(res, "", "  ")
 	fmt.Println(string(out))
 	if path := os.Getenv("BENCH_OUT"); path != "" {
@@ -253,10 +245,19 @@ func patch(ctx context.Context, c client.Client, ns string, i int, body string) 
 	return c.Patch(ctx, sb, client.RawPatch(types.MergePatchType, []byte(body)))
 }
 
+// mkNamespace creates a namespace and waits for its default ServiceAccount
+// (Pods are refused until the controller-manager has made it).
 func mkNamespace(t *testing.T, c client.Client, prefix string) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
 	if err := c.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for c.Get(context.Background(), types.NamespacedName{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{}) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("namespace %s has no default ServiceAccount after a minute", ns.Name)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	return ns.Name
 }
@@ -345,32 +346,15 @@ func diff(after, before map[string]int64) map[string]int64 {
 	return out
 }
 
-func sampleHeap(peak *uint64) func() {
-	stop := make(chan struct{})
-	var mu sync.Mutex
-	go func() {
-		for {
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			mu.Lock()
-			if m.HeapAlloc > *peak {
-				*peak = m.HeapAlloc
-			}
-			mu.Unlock()
-			select {
-			case <-stop:
-				return
-			case <-time.After(500 * time.Millisecond):
-			}
-		}
-	}()
-	return func() { close(stop) }
-}
 
 // cpuByProcess returns the CPU seconds (user+system) used so far by the
-// cluster's processes (named by their binary) and by this process.
+// cluster's processes (named by their binary), the controller and this
+// process (the load generator).
 func cpuByProcess(clusterDir string) map[string]float64 {
 	out := map[string]float64{"bench": procCPU(os.Getpid())}
+	if controllerPID > 0 {
+		out["sandbox-controller"] = procCPU(controllerPID)
+	}
 	for _, pid := range cluster.Processes(clusterDir) {
 		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
 		if err != nil {

@@ -1,0 +1,150 @@
+package bench
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentsandbox/reconciler/tests"
+)
+
+// controllerPID is the running controller's pid, for the CPU profile.
+var controllerPID int
+
+// controller is the real sandbox-controller binary under measurement.
+type controller struct {
+	cmd     *exec.Cmd
+	metrics string
+	exited  chan error
+}
+
+// startController builds and starts the controller against the cluster with
+// the production defaults (100 Sandbox workers) and waits for /readyz.
+func startController(t *testing.T, kubeconfig string) *controller {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "sandbox-controller")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/sandbox-controller")
+	build.Dir = tests.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the controller: %v\n%s", err, out)
+	}
+	probe, metrics := freeAddr(t), freeAddr(t)
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "controller.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &controller{metrics: metrics, exited: make(chan error, 1)}
+	c.cmd = exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=false",
+		"--metrics-bind-address", metrics, "--health-probe-bind-address", probe)
+	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	controllerPID = c.cmd.Process.Pid
+	go func() { c.exited <- c.cmd.Wait(); _ = logFile.Close() }()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get("http://" + probe + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return c
+			}
+		}
+		select {
+		case err := <-c.exited:
+			t.Fatalf("controller exited before it was ready: %v (log %s)", err, logFile.Name())
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("controller not ready after a minute")
+		}
+	}
+}
+
+// series scrapes the controller's /metrics and returns the values of one
+// metric by its label set (as printed, without braces).
+func (c *controller) series(t *testing.T, name string) map[string]int64 {
+	t.Helper()
+	resp, err := http.Get("http://" + c.metrics + "/metrics")
+	if err != nil {
+		t.Fatalf("scraping the controller: %v", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	out := map[string]int64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[strings.TrimSuffix(strings.TrimPrefix(line[:i], name+"{"), "}")] += int64(v)
+	}
+	return out
+}
+
+// requestsByVerb sums rest_client_requests_total by its method label.
+func (c *controller) requestsByVerb(t *testing.T) map[string]int64 {
+	out := map[string]int64{}
+	for labels, v := range c.series(t, "rest_client_requests_total") {
+		for _, l := range strings.Split(labels, ",") {
+			if m, ok := strings.CutPrefix(l, `method="`); ok {
+				out[strings.TrimSuffix(m, `"`)] += v
+			}
+		}
+	}
+	return out
+}
+
+// peakRSSMB reads the controller's peak resident set size (VmHWM).
+func (c *controller) peakRSSMB() float64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(c.cmd.Process.Pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func (c *controller) stop(t *testing.T) {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-c.exited:
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Errorf("controller: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		_ = c.cmd.Process.Kill()
+		t.Error("controller did not stop within 30s of SIGTERM")
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}

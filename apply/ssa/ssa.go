@@ -267,7 +267,7 @@ func managedEntry(o client.Object, manager, subresource string) string {
 			}
 			raw := ""
 			if m.FieldsV1 != nil {
-				raw = string(m.FieldsV1.Raw)
+				raw = m.FieldsV1.GetRawString()
 			}
 			return digest(m.APIVersion + "|" + t + "|" + raw)
 		}

@@ -346,7 +346,6 @@ func diff(after, before map[string]int64) map[string]int64 {
 	return out
 }
 
-
 // cpuByProcess returns the CPU seconds (user+system) used so far by the
 // cluster's processes (named by their binary), the controller and this
 // process (the load generator).

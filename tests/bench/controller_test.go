@@ -3,7 +3,6 @@ package bench
 import (
 	"bufio"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -51,24 +50,10 @@ func startController(t *testing.T, kubeconfig string) *controller {
 	}
 	controllerPID = c.cmd.Process.Pid
 	go func() { c.exited <- c.cmd.Wait(); _ = logFile.Close() }()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		resp, err := http.Get("http://" + probe + "/readyz")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return c
-			}
-		}
-		select {
-		case err := <-c.exited:
-			t.Fatalf("controller exited before it was ready: %v (log %s)", err, logFile.Name())
-		case <-time.After(200 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("controller not ready after a minute")
-		}
+	if err := tests.WaitReady(probe, c.exited, time.Minute); err != nil {
+		t.Fatalf("controller: %v (log %s)", err, logFile.Name())
 	}
+	return c
 }
 
 // series scrapes the controller's /metrics and returns the values of one
@@ -141,10 +126,9 @@ func (c *controller) stop(t *testing.T) {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := tests.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
+	return a
 }

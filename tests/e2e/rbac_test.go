@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,22 +104,9 @@ func TestControllerWithDeployRBAC(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	defer func() { _ = cmd.Process.Kill() }()
-	waitFor(t, time.Minute, "controller ready", func() error {
-		select {
-		case err := <-exited:
-			t.Fatalf("controller exited: %v\n%s", err, logs.String())
-		default:
-		}
-		resp, err := http.Get("http://" + probe + "/readyz")
-		if err != nil {
-			return err
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return errors.New(resp.Status)
-		}
-		return nil
-	})
+	if err := tests.WaitReady(probe, exited, time.Minute); err != nil {
+		t.Fatalf("controller: %v\n%s", err, logs.String())
+	}
 
 	ns := namespace(t, admin)
 	key := types.NamespacedName{Namespace: ns, Name: "rbac-check"}
@@ -228,10 +213,9 @@ func buildBinary(t *testing.T, pkg string) string {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := tests.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
+	return a
 }

@@ -7,8 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -112,11 +110,11 @@ their controllers arrive in a later release.)
 // startController runs the controller binary against the cluster and waits
 // until it reports ready.
 func startController(ctx context.Context, bin, kubeconfig, logPath string) (*exec.Cmd, string, error) {
-	probe, err := freeAddr()
+	probe, err := tests.FreeAddr()
 	if err != nil {
 		return nil, "", err
 	}
-	metrics, err := freeAddr()
+	metrics, err := tests.FreeAddr()
 	if err != nil {
 		return nil, "", err
 	}
@@ -134,28 +132,19 @@ func startController(ctx context.Context, bin, kubeconfig, logPath string) (*exe
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait(); _ = logFile.Close() }()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		resp, err := http.Get("http://" + probe + "/readyz")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return cmd, metrics, nil // exited is buffered: the waiting goroutine never blocks
-			}
-		}
-		select {
-		case err := <-exited:
-			out, _ := os.ReadFile(logPath)
-			return nil, "", fmt.Errorf("the controller exited before it was ready (%w):\n%s", err, tail(out))
-		case <-ctx.Done():
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			return nil, "", ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
+	ready := make(chan error, 1)
+	go func() { ready <- tests.WaitReady(probe, exited, time.Minute) }()
+	select {
+	case err := <-ready:
+		if err != nil {
 			_ = cmd.Process.Kill()
-			return nil, "", fmt.Errorf("the controller was not ready after a minute; see %s", logPath)
+			out, _ := os.ReadFile(logPath)
+			return nil, "", fmt.Errorf("controller: %w\n%s", err, tail(out))
 		}
+		return cmd, metrics, nil
+	case <-ctx.Done():
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		return nil, "", ctx.Err()
 	}
 }
 
@@ -214,15 +203,6 @@ func applyDir(ctx context.Context, c *cluster.Cluster, dir string) error {
 		}
 	}
 	return nil
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
 }
 
 func tail(b []byte) string {

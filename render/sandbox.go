@@ -154,6 +154,11 @@ func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerRef
 	}
 	labels := propagated(sb.Spec.PodTemplate.ObjectMeta.Labels)
 	labels[sandboxv1beta1.LabelSandboxNameHash] = hash
+	for _, k := range PodIdentityLabels {
+		if v := sb.Labels[k]; v != "" {
+			labels[k] = v
+		}
+	}
 	p := corev1ac.Pod(name, sb.Namespace).
 		WithLabels(labels).
 		WithOwnerReferences(owner).
@@ -163,6 +168,11 @@ func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerRef
 	}
 	return p, nil
 }
+
+// PodIdentityLabels are the controller's labels a Sandbox passes on to its
+// Pod: the template it was made from (which its template's NetworkPolicy
+// selects) and the claim it serves.
+var PodIdentityLabels = []string{sandboxv1beta1.LabelSandboxTemplateRefHash, sandboxv1beta1.LabelClaimUID}
 
 // propagated copies template metadata without the keys reserved for the
 // controller. The result is never nil.

@@ -36,3 +36,16 @@ const (
 	// IndexTemplateRef indexes warm pools by spec.sandboxTemplateRef.name.
 	IndexTemplateRef = ".spec.sandboxTemplateRef.name"
 )
+
+// Warm pool condition types and reasons, our addition to the public API.
+const (
+	// ConditionProgressing is False when members do not become Ready: they
+	// cannot be scheduled, or stay not Ready past the grace period.
+	ConditionProgressing = "Progressing"
+
+	ReasonWarmPoolReady        = "WarmPoolReady"
+	ReasonWarmPoolNotReady     = "WarmPoolNotReady"
+	ReasonMembersProgressing   = "MembersProgressing"
+	ReasonMembersUnschedulable = "MembersUnschedulable"
+	ReasonMembersNotReady      = "MembersNotReady"
+)

@@ -73,6 +73,14 @@ type SandboxWarmPoolStatus struct {
 	// observedGeneration is the generation of the spec this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions report whether the pool is full of Ready members (Ready)
+	// and whether its members make progress towards Ready (Progressing).
+	// An addition of this controller; the public API has no pool conditions.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // SandboxWarmPool keeps a number of ready Sandboxes, rendered from a

@@ -228,6 +228,14 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.agentsandbox.reconciler.api.extensions.v1beta1.SandboxWarmPoolStatus
   map:
     fields:
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
     - name: observedGeneration
       type:
         scalar: numeric

@@ -2,6 +2,10 @@
 
 package v1beta1
 
+import (
+	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
+)
+
 // SandboxWarmPoolStatusApplyConfiguration represents a declarative configuration of the SandboxWarmPoolStatus type for use
 // with apply.
 //
@@ -16,6 +20,10 @@ type SandboxWarmPoolStatusApplyConfiguration struct {
 	Selector *string `json:"selector,omitempty"`
 	// observedGeneration is the generation of the spec this status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
+	// conditions report whether the pool is full of Ready members (Ready)
+	// and whether its members make progress towards Ready (Progressing).
+	// An addition of this controller; the public API has no pool conditions.
+	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
 // SandboxWarmPoolStatusApplyConfiguration constructs a declarative configuration of the SandboxWarmPoolStatus type for use with
@@ -53,5 +61,18 @@ func (b *SandboxWarmPoolStatusApplyConfiguration) WithSelector(value string) *Sa
 // If called multiple times, the ObservedGeneration field is set to the value of the last call.
 func (b *SandboxWarmPoolStatusApplyConfiguration) WithObservedGeneration(value int64) *SandboxWarmPoolStatusApplyConfiguration {
 	b.ObservedGeneration = &value
+	return b
+}
+
+// WithConditions adds the given value to the Conditions field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Conditions field.
+func (b *SandboxWarmPoolStatusApplyConfiguration) WithConditions(values ...*v1.ConditionApplyConfiguration) *SandboxWarmPoolStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithConditions")
+		}
+		b.Conditions = append(b.Conditions, *values[i])
+	}
 	return b
 }

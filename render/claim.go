@@ -1,0 +1,359 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
+)
+
+// ClaimRejection is a claim the controller cannot serve as written: the
+// reason is one of the claim's Ready reasons, the message says what to change.
+// It is terminal: the same claim is refused again until it or its template
+// changes.
+type ClaimRejection struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+func (r *ClaimRejection) Error() string { return r.Message }
+
+// ClaimInputs is everything a claim's Sandbox renders from.
+type ClaimInputs struct {
+	// Claim is the SandboxClaim. Required, with name, namespace and UID.
+	Claim *extv1beta1.SandboxClaim
+	// Template is the SandboxTemplate of the claim's warm pool.
+	Template *extv1beta1.SandboxTemplate
+	// Defaults are the controller's secure defaults.
+	Defaults Defaults
+}
+
+// NeedsColdStart reports a claim no warm member can serve: one that injects
+// environment variables or asks for its own volumes, which a running Pod
+// cannot take on.
+func NeedsColdStart(c *extv1beta1.SandboxClaim) bool {
+	return len(c.Spec.Env) > 0 || len(c.Spec.VolumeClaimTemplates) > 0
+}
+
+// ValidateClaim checks a claim against its template's injection policies
+// and the rules for additional Pod metadata. Nil means the claim can be
+// served.
+func ValidateClaim(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate) *ClaimRejection {
+	if msg := validatePodMetadata(c.Spec.AdditionalPodMetadata); msg != "" {
+		return &ClaimRejection{Reason: extv1beta1.ReasonInvalidMetadata, Message: msg}
+	}
+	spec := t.Spec.Blueprint()
+	if _, rej := injectEnv(&spec.PodTemplate.Spec, c.Spec.Env, policyOrDefault(t.Spec.EnvVarsInjectionPolicy), t.Name); rej != nil {
+		return rej
+	}
+	if _, rej := mergeVolumeClaimTemplates(spec.VolumeClaimTemplates, c.Spec.VolumeClaimTemplates, policyOrDefault(t.Spec.VolumeClaimTemplatesPolicy), t.Name); rej != nil {
+		return rej
+	}
+	return nil
+}
+
+func policyOrDefault(p extv1beta1.InjectionPolicy) extv1beta1.InjectionPolicy {
+	if p == "" {
+		return extv1beta1.InjectionPolicyDisallowed
+	}
+	return p
+}
+
+// validatePodMetadata refuses keys the controller or Kubernetes reserve and
+// keys or values that are not valid label syntax.
+func validatePodMetadata(m sandboxv1beta1.PodMetadata) string {
+	var problems []string
+	check := func(what, key string) {
+		switch {
+		case IsReservedKey(key):
+			problems = append(problems, fmt.Sprintf("%s %q uses a prefix reserved for the controller", what, key))
+		case isSystemKey(key):
+			problems = append(problems, fmt.Sprintf("%s %q uses a Kubernetes system prefix (kubernetes.io, k8s.io)", what, key))
+		default:
+			for _, e := range validation.IsQualifiedName(key) {
+				problems = append(problems, fmt.Sprintf("%s %q: %s", what, key, e))
+			}
+		}
+	}
+	for _, k := range sortedKeys(m.Labels) {
+		check("label", k)
+		for _, e := range validation.IsValidLabelValue(m.Labels[k]) {
+			problems = append(problems, fmt.Sprintf("label %q value %q: %s", k, m.Labels[k], e))
+		}
+	}
+	for _, k := range sortedKeys(m.Annotations) {
+		check("annotation", k)
+	}
+	if len(problems) == 0 {
+		return ""
+	}
+	return "spec.additionalPodMetadata: " + strings.Join(problems, "; ")
+}
+
+func isSystemKey(key string) bool {
+	prefix, _, found := strings.Cut(key, "/")
+	if !found {
+		return false
+	}
+	for _, d := range []string{"kubernetes.io", "k8s.io"} {
+		if prefix == d || strings.HasSuffix(prefix, "."+d) {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// injectEnv adds a claim's variables to the Pod: to the named container
+// (regular or init), or to the first container when containerName is empty.
+// Under Allowed a variable the template already sets, or a container that
+// takes variables from envFrom, is refused; under Overrides the value is
+// replaced.
+func injectEnv(spec *corev1.PodSpec, env []extv1beta1.EnvVar, policy extv1beta1.InjectionPolicy, template string) (*corev1.PodSpec, *ClaimRejection) {
+	if len(env) == 0 {
+		return spec, nil
+	}
+	reject := func(format string, args ...any) *ClaimRejection {
+		return &ClaimRejection{Reason: extv1beta1.ReasonEnvVarsInjectionRejected, Message: fmt.Sprintf(format, args...)}
+	}
+	if policy == extv1beta1.InjectionPolicyDisallowed {
+		return nil, reject("SandboxTemplate %s does not allow claims to set environment variables (envVarsInjectionPolicy is Disallowed); remove spec.env or use a template that allows it", template)
+	}
+	for _, v := range env {
+		c := targetContainer(spec, v.ContainerName)
+		if c == nil {
+			if v.ContainerName == "" {
+				return nil, reject("SandboxTemplate %s has no containers to set environment variable %s in", template, v.Name)
+			}
+			return nil, reject("environment variable %s names container %q, which SandboxTemplate %s does not have", v.Name, v.ContainerName, template)
+		}
+		if policy != extv1beta1.InjectionPolicyOverrides && len(c.EnvFrom) > 0 {
+			return nil, reject("container %s of SandboxTemplate %s takes variables from envFrom, which environment variable %s could collide with; the template's envVarsInjectionPolicy (Allowed) does not let claims override variables", c.Name, template, v.Name)
+		}
+		found := false
+		for j := range c.Env {
+			if c.Env[j].Name != v.Name {
+				continue
+			}
+			if policy != extv1beta1.InjectionPolicyOverrides {
+				return nil, reject("environment variable %s is already set by SandboxTemplate %s in container %s, and the template's envVarsInjectionPolicy (Allowed) does not let claims override it", v.Name, template, c.Name)
+			}
+			c.Env[j] = corev1.EnvVar{Name: v.Name, Value: v.Value}
+			found = true
+		}
+		if !found {
+			c.Env = append(c.Env, corev1.EnvVar{Name: v.Name, Value: v.Value})
+		}
+	}
+	return spec, nil
+}
+
+func targetContainer(spec *corev1.PodSpec, name string) *corev1.Container {
+	if name == "" {
+		if len(spec.Containers) == 0 {
+			return nil
+		}
+		return &spec.Containers[0]
+	}
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == name {
+			return &spec.Containers[i]
+		}
+	}
+	for i := range spec.InitContainers {
+		if spec.InitContainers[i].Name == name {
+			return &spec.InitContainers[i]
+		}
+	}
+	return nil
+}
+
+// mergeVolumeClaimTemplates adds a claim's volume claim templates to the
+// template's. Under Allowed a name the template already uses is refused;
+// under Overrides the claim's template replaces it.
+func mergeVolumeClaimTemplates(base, extra []sandboxv1beta1.PersistentVolumeClaimTemplate, policy extv1beta1.InjectionPolicy, template string) ([]sandboxv1beta1.PersistentVolumeClaimTemplate, *ClaimRejection) {
+	if len(extra) == 0 {
+		return base, nil
+	}
+	reject := func(format string, args ...any) *ClaimRejection {
+		return &ClaimRejection{Reason: extv1beta1.ReasonVolumeClaimTemplatesError, Message: fmt.Sprintf(format, args...)}
+	}
+	if policy == extv1beta1.InjectionPolicyDisallowed {
+		return nil, reject("SandboxTemplate %s does not allow claims to add volumes (volumeClaimTemplatesPolicy is Disallowed); remove spec.volumeClaimTemplates or ask for a template that allows it", template)
+	}
+	out := append([]sandboxv1beta1.PersistentVolumeClaimTemplate(nil), base...)
+	seen := map[string]bool{}
+	for _, v := range extra {
+		if v.Name == "" {
+			return nil, reject("spec.volumeClaimTemplates: every entry needs metadata.name")
+		}
+		if seen[v.Name] {
+			return nil, reject("spec.volumeClaimTemplates: %s appears twice", v.Name)
+		}
+		seen[v.Name] = true
+		replaced := false
+		for i := range out {
+			if out[i].Name != v.Name {
+				continue
+			}
+			if policy != extv1beta1.InjectionPolicyOverrides {
+				return nil, reject("volume claim template %s is already defined by SandboxTemplate %s, and the template's volumeClaimTemplatesPolicy (Allowed) does not let claims override it", v.Name, template)
+			}
+			out[i] = *v.DeepCopy()
+			replaced = true
+		}
+		if !replaced {
+			out = append(out, *v.DeepCopy())
+		}
+	}
+	return out, nil
+}
+
+// ClaimSandbox renders the Sandbox a claim cold-starts: named after the
+// claim, owned by it, made from the template with the claim's variables,
+// volumes and Pod metadata.
+func ClaimSandbox(in ClaimInputs) (*sandboxac.SandboxApplyConfiguration, error) {
+	c, t := in.Claim, in.Template
+	if c == nil || c.Name == "" || c.Namespace == "" || c.UID == "" {
+		return nil, fmt.Errorf("render: claim needs a name, namespace and uid")
+	}
+	if t == nil || t.Name == "" {
+		return nil, fmt.Errorf("render: claim %s: no template", c.Name)
+	}
+	if rej := ValidateClaim(c, t); rej != nil {
+		return nil, rej
+	}
+	spec := TemplateSpec(t, in.Defaults)
+	if _, rej := injectEnv(&spec.PodTemplate.Spec, c.Spec.Env, policyOrDefault(t.Spec.EnvVarsInjectionPolicy), t.Name); rej != nil {
+		return nil, rej
+	}
+	vcts, rej := mergeVolumeClaimTemplates(spec.VolumeClaimTemplates, c.Spec.VolumeClaimTemplates, policyOrDefault(t.Spec.VolumeClaimTemplatesPolicy), t.Name)
+	if rej != nil {
+		return nil, rej
+	}
+	spec.VolumeClaimTemplates = vcts
+	addPodMetadata(&spec.PodTemplate.ObjectMeta, c.Spec.AdditionalPodMetadata)
+
+	sb, err := templateSandbox(c.Name, c.Namespace, t.Name, &spec)
+	if err != nil {
+		return nil, err
+	}
+	sb.WithLabels(map[string]string{
+		sandboxv1beta1.LabelClaimUID:   string(c.UID),
+		sandboxv1beta1.LabelLaunchType: sandboxv1beta1.LaunchTypeCold,
+	}).WithOwnerReferences(claimOwner(c))
+	return sb, nil
+}
+
+func addPodMetadata(dst *sandboxv1beta1.PodMetadata, extra sandboxv1beta1.PodMetadata) {
+	for k, v := range extra.Labels {
+		if dst.Labels == nil {
+			dst.Labels = map[string]string{}
+		}
+		dst.Labels[k] = v
+	}
+	for k, v := range extra.Annotations {
+		if dst.Annotations == nil {
+			dst.Annotations = map[string]string{}
+		}
+		dst.Annotations[k] = v
+	}
+}
+
+func claimOwner(c *extv1beta1.SandboxClaim) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().
+		WithAPIVersion(extv1beta1.GroupVersion.String()).
+		WithKind("SandboxClaim").
+		WithName(c.Name).
+		WithUID(c.UID).
+		WithController(true).
+		WithBlockOwnerDeletion(true)
+}
+
+// Adoption renders the change that hands a warm member to a claim, as a JSON
+// merge patch: the member's resourceVersion as a precondition (so two claims,
+// or two controllers, can never both take it), ownership moved from the pool
+// to the claim, the pool label removed, the claim's identity labels added,
+// and the claim's additional Pod metadata added to the pod template. Nothing
+// else of the member changes.
+func Adoption(c *extv1beta1.SandboxClaim, member *sandboxv1beta1.Sandbox) ([]byte, error) {
+	if member.ResourceVersion == "" {
+		return nil, fmt.Errorf("render: adopting %s: no resourceVersion to guard the change with", member.Name)
+	}
+	owners := []metav1.OwnerReference{}
+	for _, ref := range member.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			continue
+		}
+		owners = append(owners, ref)
+	}
+	yes := true
+	owners = append(owners, metav1.OwnerReference{
+		APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxClaim", Name: c.Name, UID: c.UID,
+		Controller: &yes, BlockOwnerDeletion: &yes,
+	})
+	labels := map[string]any{
+		sandboxv1beta1.LabelWarmPoolSandbox: nil,
+		sandboxv1beta1.LabelClaimUID:        string(c.UID),
+		sandboxv1beta1.LabelLaunchType:      sandboxv1beta1.LaunchTypeWarm,
+	}
+	patch := map[string]any{
+		"metadata": map[string]any{
+			"resourceVersion": member.ResourceVersion,
+			"ownerReferences": owners,
+			"labels":          labels,
+		},
+	}
+	extra := c.Spec.AdditionalPodMetadata
+	if len(extra.Labels) > 0 || len(extra.Annotations) > 0 {
+		meta := map[string]any{}
+		if len(extra.Labels) > 0 {
+			meta["labels"] = extra.Labels
+		}
+		if len(extra.Annotations) > 0 {
+			meta["annotations"] = extra.Annotations
+		}
+		patch["spec"] = map[string]any{"podTemplate": map[string]any{"metadata": meta}}
+	}
+	return json.Marshal(patch)
+}
+
+// ClaimExpiry is when a claim expires: the earlier of its shutdownTime and
+// ttlSecondsAfterFinished after its Sandbox finished. finished is when the
+// Sandbox's Finished condition became True (zero if it has not). The result
+// is zero when the claim does not expire.
+func ClaimExpiry(c *extv1beta1.SandboxClaim, finished time.Time) time.Time {
+	var at time.Time
+	lc := c.Spec.Lifecycle
+	if lc == nil {
+		return at
+	}
+	if lc.ShutdownTime != nil {
+		at = lc.ShutdownTime.Time
+	}
+	if lc.TTLSecondsAfterFinished != nil && !finished.IsZero() {
+		ttl := finished.Add(time.Duration(*lc.TTLSecondsAfterFinished) * time.Second)
+		if at.IsZero() || ttl.Before(at) {
+			at = ttl
+		}
+	}
+	return at
+}

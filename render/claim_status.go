@@ -1,0 +1,114 @@
+package render
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
+)
+
+// ClaimStatusInputs are the observations a claim's status is derived from.
+type ClaimStatusInputs struct {
+	// Claim whose status is rendered.
+	Claim *extv1beta1.SandboxClaim
+	// Previous are the conditions last reported; nil means the claim's own.
+	Previous []metav1.Condition
+	// SandboxName is the Sandbox bound to the claim, empty when none is.
+	SandboxName string
+	// Sandbox is the bound Sandbox as observed, nil when it is not seen.
+	Sandbox *sandboxv1beta1.Sandbox
+	// Pending reports that the bound Sandbox was created moments ago and is
+	// not observed yet.
+	Pending bool
+	// Rejection, when set, is why the claim cannot be served.
+	Rejection *ClaimRejection
+	// Expired reports that the claim passed its expiry; ExpiredMessage says
+	// what was done about it.
+	Expired        bool
+	ExpiredMessage string
+	// Now stamps conditions whose status changed.
+	Now metav1.Time
+}
+
+// ClaimStatus renders a claim's status: Ready (the claim's own reasons, or
+// its Sandbox's Ready forwarded), Finished mirrored from the Sandbox, and the
+// Sandbox's name and Pod IPs.
+func ClaimStatus(in ClaimStatusInputs) *extac.SandboxClaimApplyConfiguration {
+	c := in.Claim
+	previous := in.Previous
+	if previous == nil {
+		previous = c.Status.Conditions
+	}
+	conds := conditionSet{existing: previous, generation: c.Generation, now: in.Now}
+	sb := in.Sandbox
+	const ready = extv1beta1.ConditionReady
+	switch {
+	case in.Expired:
+		msg := in.ExpiredMessage
+		if msg == "" {
+			msg = "the claim expired"
+		}
+		conds.set(ready, metav1.ConditionFalse, extv1beta1.ReasonClaimExpired, msg)
+	case in.Rejection != nil:
+		conds.set(ready, metav1.ConditionFalse, in.Rejection.Reason, in.Rejection.Message)
+	case in.SandboxName == "":
+		conds.set(ready, metav1.ConditionFalse, extv1beta1.ReasonSandboxCreatePending, "no Sandbox is bound to the claim yet")
+	case sb == nil && in.Pending:
+		conds.set(ready, metav1.ConditionFalse, extv1beta1.ReasonSandboxCreatePending,
+			fmt.Sprintf("Sandbox %s is being created", in.SandboxName))
+	case sb == nil:
+		conds.set(ready, metav1.ConditionFalse, extv1beta1.ReasonSandboxMissing,
+			fmt.Sprintf("Sandbox %s, bound to this claim, no longer exists; delete the claim and create a new one", in.SandboxName))
+	default:
+		r := findCondition(sb.Status.Conditions, sandboxv1beta1.ConditionReady)
+		switch {
+		case r == nil:
+			conds.set(ready, metav1.ConditionFalse, extv1beta1.ReasonSandboxNotReady,
+				fmt.Sprintf("Sandbox %s has not reported readiness yet", sb.Name))
+		case r.Reason == sandboxv1beta1.ReasonSandboxExpired:
+			conds.set(ready, metav1.ConditionFalse, extv1beta1.ReasonSandboxExpired,
+				fmt.Sprintf("Sandbox %s passed its shutdownTime", sb.Name))
+		default:
+			conds.set(ready, r.Status, r.Reason, r.Message)
+		}
+	}
+
+	var finished *metav1.Condition
+	if sb != nil {
+		finished = findCondition(sb.Status.Conditions, sandboxv1beta1.ConditionFinished)
+	} else if in.Expired {
+		// The Sandbox may be gone after expiry; keep what was mirrored.
+		finished = findCondition(previous, extv1beta1.ConditionFinished)
+	}
+	if finished != nil {
+		// Mirrored with the Sandbox's transition time: the claim's TTL
+		// counts from when the Sandbox finished.
+		conds.out = append(conds.out, metav1ac.Condition().
+			WithType(extv1beta1.ConditionFinished).WithStatus(finished.Status).
+			WithReason(finished.Reason).WithMessage(finished.Message).
+			WithObservedGeneration(c.Generation).WithLastTransitionTime(finished.LastTransitionTime))
+	}
+
+	st := extac.SandboxClaimStatus().WithConditions(conds.out...)
+	if in.SandboxName != "" && !(in.Expired && sb == nil) {
+		claimed := extac.ClaimedSandbox().WithName(in.SandboxName)
+		if sb != nil {
+			claimed.WithPodIPs(sb.Status.PodIPs...)
+		}
+		st.WithSandbox(claimed)
+	}
+	return extac.SandboxClaim(c.Name, c.Namespace).WithStatus(st)
+}
+
+// FinishedAt is when a Sandbox's Finished condition became True, zero if
+// it has not.
+func FinishedAt(conds []metav1.Condition) metav1.Time {
+	if c := findCondition(conds, sandboxv1beta1.ConditionFinished); c != nil && c.Status == metav1.ConditionTrue {
+		return c.LastTransitionTime
+	}
+	return metav1.Time{}
+}

@@ -1,0 +1,241 @@
+package render
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/tests/golden"
+)
+
+var goldenNow = metav1.NewTime(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+
+// readObject reads a case file into obj, filling what the API server
+// would (namespace, uid, generation). A missing optional file leaves obj
+// untouched and returns false.
+func readObject(t *testing.T, c golden.Case, file string, obj metav1.Object, optional bool) bool {
+	t.Helper()
+	data, err := os.ReadFile(c.Path(file))
+	if os.IsNotExist(err) && optional {
+		return false
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, obj); err != nil {
+		t.Fatalf("%s/%s: %v", c.Name, file, err)
+	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace("default")
+	}
+	if obj.GetUID() == "" {
+		obj.SetUID(types.UID("5f0d7c2e-0000-4000-8000-" + file[:len(file)-len(".yaml")]))
+	}
+	if obj.GetGeneration() == 0 {
+		obj.SetGeneration(1)
+	}
+	return true
+}
+
+func TestTemplateGolden(t *testing.T) {
+	cases := golden.Cases(t, "template")
+	if len(cases) < 4 {
+		t.Errorf("golden/template has %d cases, want at least 4", len(cases))
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			var tmpl extv1beta1.SandboxTemplate
+			readObject(t, c, "template.yaml", &tmpl, false)
+			d, err := Template(TemplateInputs{Template: &tmpl, ControllerNamespace: "agent-sandbox-system"})
+			if err != nil {
+				t.Fatalf("render: %v", err)
+			}
+			golden.AssertYAML(t, c.Path("desired.yaml"), map[string]any{
+				"networkPolicy":       d.NetworkPolicy,
+				"deleteNetworkPolicy": d.DeleteNetworkPolicy,
+				"templateLabels":      d.Labels,
+			})
+		})
+	}
+}
+
+// warmPoolObserved is a warm pool case's observed.yaml.
+type warmPoolObserved struct {
+	Members []*sandboxv1beta1.Sandbox `json:"members,omitempty"`
+	Pending []string                  `json:"pending,omitempty"`
+	Taken   []string                  `json:"taken,omitempty"`
+	// NoTemplate renders as if the template did not exist.
+	NoTemplate bool         `json:"noTemplate,omitempty"`
+	MaxBatch   int          `json:"maxBatch,omitempty"`
+	Now        *metav1.Time `json:"now,omitempty"`
+}
+
+func TestWarmPoolGolden(t *testing.T) {
+	cases := golden.Cases(t, "warmpool")
+	if len(cases) < 6 {
+		t.Errorf("golden/warmpool has %d cases, want at least 6", len(cases))
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			var pool extv1beta1.SandboxWarmPool
+			readObject(t, c, "pool.yaml", &pool, false)
+			tmpl := &extv1beta1.SandboxTemplate{}
+			readObject(t, c, "template.yaml", tmpl, false)
+			var obs warmPoolObserved
+			if data, err := os.ReadFile(c.Path("observed.yaml")); err == nil {
+				if err := yaml.UnmarshalStrict(data, &obs); err != nil {
+					t.Fatalf("observed.yaml: %v", err)
+				}
+			}
+			if obs.NoTemplate {
+				tmpl = nil
+			}
+			taken := map[string]bool{}
+			for _, n := range obs.Taken {
+				taken[n] = true
+			}
+			for _, m := range obs.Members {
+				taken[m.Name] = true
+			}
+			plan, err := PlanWarmPool(WarmPoolPlanInputs{
+				WarmPoolInputs: WarmPoolInputs{Pool: &pool, Template: tmpl},
+				Members:        obs.Members, Pending: obs.Pending,
+				Taken: func(n string) bool { return taken[n] }, MaxBatch: obs.MaxBatch,
+			})
+			if err != nil {
+				t.Fatalf("plan: %v", err)
+			}
+			var deleted []string
+			for _, m := range plan.Delete {
+				deleted = append(deleted, m.Name)
+			}
+			golden.AssertYAML(t, c.Path("desired.yaml"), map[string]any{
+				"create": plan.Create, "delete": deleted, "stale": plan.Stale, "hash": plan.Hash,
+			})
+			now := goldenNow
+			if obs.Now != nil {
+				now = *obs.Now
+			}
+			status := WarmPoolStatus(WarmPoolStatusInputs{
+				Pool: &pool, Members: obs.Members, TemplateMissing: obs.NoTemplate, Grace: 5 * time.Minute, Now: now,
+			})
+			golden.AssertYAML(t, c.Path("status.yaml"), status.Status)
+		})
+	}
+}
+
+// claimObserved is a claim case's observed.yaml.
+type claimObserved struct {
+	// Member is a warm member to adopt: desired.yaml then holds the
+	// adoption patch instead of a cold Sandbox.
+	Member *sandboxv1beta1.Sandbox `json:"member,omitempty"`
+	// Sandbox is the bound Sandbox as observed, for status.
+	Sandbox        *sandboxv1beta1.Sandbox `json:"sandbox,omitempty"`
+	SandboxName    string                  `json:"sandboxName,omitempty"`
+	Pending        bool                    `json:"pending,omitempty"`
+	Expired        bool                    `json:"expired,omitempty"`
+	ExpiredMessage string                  `json:"expiredMessage,omitempty"`
+	Now            *metav1.Time            `json:"now,omitempty"`
+}
+
+func TestClaimGolden(t *testing.T) {
+	cases := golden.Cases(t, "claim")
+	if len(cases) < 8 {
+		t.Errorf("golden/claim has %d cases, want at least 8", len(cases))
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			var claim extv1beta1.SandboxClaim
+			readObject(t, c, "claim.yaml", &claim, false)
+			var tmpl extv1beta1.SandboxTemplate
+			readObject(t, c, "template.yaml", &tmpl, false)
+			var obs claimObserved
+			if data, err := os.ReadFile(c.Path("observed.yaml")); err == nil {
+				if err := yaml.UnmarshalStrict(data, &obs); err != nil {
+					t.Fatalf("observed.yaml: %v", err)
+				}
+			}
+			out := map[string]any{"coldStart": NeedsColdStart(&claim)}
+			rej := ValidateClaim(&claim, &tmpl)
+			if rej != nil {
+				out["rejection"] = rej
+			}
+			switch {
+			case obs.Member != nil:
+				patch, err := Adoption(&claim, obs.Member)
+				if err != nil {
+					t.Fatalf("adoption: %v", err)
+				}
+				var v any
+				if err := json.Unmarshal(patch, &v); err != nil {
+					t.Fatal(err)
+				}
+				out["adoptionPatch"] = v
+			case rej == nil:
+				sb, err := ClaimSandbox(ClaimInputs{Claim: &claim, Template: &tmpl})
+				if err != nil {
+					t.Fatalf("render: %v", err)
+				}
+				out["sandbox"] = sb
+			}
+			golden.AssertYAML(t, c.Path("desired.yaml"), out)
+
+			now := goldenNow
+			if obs.Now != nil {
+				now = *obs.Now
+			}
+			status := ClaimStatus(ClaimStatusInputs{
+				Claim: &claim, SandboxName: obs.SandboxName, Sandbox: obs.Sandbox, Pending: obs.Pending,
+				Rejection: rej, Expired: obs.Expired, ExpiredMessage: obs.ExpiredMessage, Now: now,
+			})
+			golden.AssertYAML(t, c.Path("status.yaml"), status.Status)
+		})
+	}
+}
+
+func TestMemberNames(t *testing.T) {
+	pool := &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u1"}}
+	seen := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		n := MemberName(pool, i)
+		if n != MemberName(pool, i) {
+			t.Fatalf("MemberName(%d) is not deterministic", i)
+		}
+		seen[n] = true
+	}
+	if len(seen) < 990 {
+		t.Errorf("1000 ordinals gave only %d distinct names", len(seen))
+	}
+	long := &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 80), UID: "u"}}
+	if n := MemberName(long, 0); len(n) != 63 {
+		t.Errorf("member of a long pool name has %d characters, want 63: %s", len(n), n)
+	}
+	other := &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u2"}}
+	if MemberName(pool, 0) == MemberName(other, 0) {
+		t.Error("pools with different UIDs share member names")
+	}
+}
+
+func TestTemplateHashIgnoresMetadata(t *testing.T) {
+	a := sandboxv1beta1.SandboxSpec{}
+	a.PodTemplate.Spec.Containers = append(a.PodTemplate.Spec.Containers, corev1.Container{Name: "main", Image: "busybox"})
+	b := *a.DeepCopy()
+	b.PodTemplate.ObjectMeta.Labels = map[string]string{"team": "x"}
+	b.PodTemplate.ObjectMeta.Annotations = map[string]string{"note": "y"}
+	if TemplateHash(&a) != TemplateHash(&b) {
+		t.Error("a metadata-only edit changed the template hash")
+	}
+	c := *a.DeepCopy()
+	c.PodTemplate.Spec.Containers[0].Image = "busybox:2"
+	if TemplateHash(&a) == TemplateHash(&c) {
+		t.Error("an image change left the template hash unchanged")
+	}
+}

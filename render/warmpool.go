@@ -1,0 +1,290 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/utils/ptr"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
+)
+
+// CreatedBy is the value of the created-by label on Sandboxes the
+// controller makes from templates (warm pool members and cold claims).
+const CreatedBy = "controller"
+
+// Defaults are the controller-wide settings applied to every Sandbox made
+// from a template. They never change user objects: a template keeps what
+// its author wrote, and the defaults only fill what it leaves unset.
+type Defaults struct {
+	// RuntimeClassName, when not empty, is the runtime class of template
+	// Pods that name none.
+	RuntimeClassName string
+}
+
+// TemplateSpec is the Sandbox spec a template stands for, with the secure
+// defaults filled in: no service-account token unless the template asks
+// for one, and the default runtime class when it names none.
+func TemplateSpec(t *extv1beta1.SandboxTemplate, d Defaults) sandboxv1beta1.SandboxSpec {
+	spec := sandboxv1beta1.SandboxSpec{SandboxBlueprint: t.Spec.Blueprint()}
+	pod := &spec.PodTemplate.Spec
+	if pod.AutomountServiceAccountToken == nil {
+		pod.AutomountServiceAccountToken = ptr.To(false)
+	}
+	if pod.RuntimeClassName == nil && d.RuntimeClassName != "" {
+		pod.RuntimeClassName = ptr.To(d.RuntimeClassName)
+	}
+	return spec
+}
+
+// TemplateHash is the sandbox-template-hash of a Sandbox spec: FNV-1a over
+// everything that shapes the Pod and its volumes, leaving out the pod
+// template's metadata, so a label or annotation edit never makes members
+// stale. 8 lowercase hex digits.
+func TemplateHash(spec *sandboxv1beta1.SandboxSpec) string {
+	shape := struct {
+		Pod     any `json:"pod"`
+		Volumes any `json:"volumes,omitempty"`
+		Service any `json:"service,omitempty"`
+	}{spec.PodTemplate.Spec, spec.VolumeClaimTemplates, spec.Service}
+	b, err := json.Marshal(shape)
+	if err != nil {
+		// Marshalling API types does not fail; hash the error so a
+		// failure shows up as staleness rather than a panic.
+		b = []byte(err.Error())
+	}
+	h := fnv.New32a()
+	_, _ = h.Write(b)
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// maxMemberPrefix keeps member names within a DNS label (63 characters),
+// since the name is also the Pod's hostname and the Service's name.
+const maxMemberPrefix = 63 - 1 - memberSuffixLen
+
+const memberSuffixLen = 5
+
+// suffixAlphabet has no vowels, so suffixes never spell words, and no
+// characters that read alike (0/o, 1/l).
+const suffixAlphabet = "bcdfghjklmnpqrstvwxz2456789"
+
+// MemberName is the name of a pool's member number ordinal:
+// <pool>-<suffix>, the suffix derived from the pool's UID and the ordinal.
+// Names are deterministic, so a controller that does not yet see a member
+// it created picks the same name again and the API server refuses the
+// duplicate: a stale cache cannot make a pool over-create.
+func MemberName(pool *extv1beta1.SandboxWarmPool, ordinal int) string {
+	prefix := pool.Name
+	if len(prefix) > maxMemberPrefix {
+		prefix = prefix[:maxMemberPrefix]
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(string(pool.UID) + "/" + strconv.Itoa(ordinal)))
+	n := h.Sum64()
+	suffix := make([]byte, memberSuffixLen)
+	for i := range suffix {
+		suffix[i] = suffixAlphabet[n%uint64(len(suffixAlphabet))]
+		n /= uint64(len(suffixAlphabet))
+	}
+	return prefix + "-" + string(suffix)
+}
+
+// WarmPoolInputs is everything a pool member renders from.
+type WarmPoolInputs struct {
+	// Pool is the SandboxWarmPool. Required, with name, namespace and UID.
+	Pool *extv1beta1.SandboxWarmPool
+	// Template is the SandboxTemplate the pool names.
+	Template *extv1beta1.SandboxTemplate
+	// Defaults are the controller's secure defaults.
+	Defaults Defaults
+}
+
+// PoolSelector is the label selector (as a string) matching a pool's
+// members, reported in status.selector for the scale subresource.
+func PoolSelector(pool string) string {
+	return sandboxv1beta1.LabelWarmPoolSandbox + "=" + NameHash(pool)
+}
+
+// WarmPoolMember renders the Sandbox a pool keeps warm under a given name:
+// the template's spec with the secure defaults, owned by the pool, labeled
+// with the pool, the template and the hash of the spec.
+func WarmPoolMember(in WarmPoolInputs, name string) (*sandboxac.SandboxApplyConfiguration, error) {
+	p, t := in.Pool, in.Template
+	if p == nil || p.Name == "" || p.Namespace == "" || p.UID == "" {
+		return nil, fmt.Errorf("render: warm pool needs a name, namespace and uid")
+	}
+	if t == nil || t.Name == "" {
+		return nil, fmt.Errorf("render: warm pool %s: no template", p.Name)
+	}
+	spec := TemplateSpec(t, in.Defaults)
+	sb, err := templateSandbox(name, p.Namespace, t.Name, &spec)
+	if err != nil {
+		return nil, err
+	}
+	sb.WithLabels(map[string]string{
+		sandboxv1beta1.LabelWarmPoolSandbox: NameHash(p.Name),
+		sandboxv1beta1.LabelLaunchType:      sandboxv1beta1.LaunchTypeWarm,
+	}).
+		WithOwnerReferences(metav1ac.OwnerReference().
+			WithAPIVersion(extv1beta1.GroupVersion.String()).
+			WithKind("SandboxWarmPool").
+			WithName(p.Name).
+			WithUID(p.UID).
+			WithController(true).
+			WithBlockOwnerDeletion(true))
+	return sb, nil
+}
+
+// templateSandbox renders a Sandbox made from a template: the spec and the
+// labels and annotation that tie it to the template.
+func templateSandbox(name, namespace, template string, spec *sandboxv1beta1.SandboxSpec) (*sandboxac.SandboxApplyConfiguration, error) {
+	specAC := &sandboxac.SandboxSpecApplyConfiguration{}
+	if err := convert(spec, specAC); err != nil {
+		return nil, fmt.Errorf("render: sandbox spec from template %s: %w", template, err)
+	}
+	return sandboxac.Sandbox(name, namespace).
+		WithLabels(map[string]string{
+			sandboxv1beta1.LabelSandboxTemplateRefHash: NameHash(template),
+			sandboxv1beta1.LabelSandboxTemplateHash:    TemplateHash(spec),
+			sandboxv1beta1.LabelCreatedBy:              CreatedBy,
+		}).
+		WithAnnotations(map[string]string{sandboxv1beta1.AnnotationSandboxTemplateRef: template}).
+		WithSpec(specAC), nil
+}
+
+// WarmPoolPlanInputs is what a pool's next step is planned from.
+type WarmPoolPlanInputs struct {
+	WarmPoolInputs
+	// Members are the Sandboxes the pool controls, as observed (including
+	// ones being deleted).
+	Members []*sandboxv1beta1.Sandbox
+	// Pending are names of members created moments ago that the observation
+	// does not show yet. They count as members and are never picked for
+	// deletion.
+	Pending []string
+	// Taken reports whether a Sandbox name is in use in the namespace (by
+	// any Sandbox, claimed members included).
+	Taken func(name string) bool
+	// MaxBatch caps the members created in one step; zero means no cap.
+	MaxBatch int
+}
+
+// WarmPoolPlan is one step towards a pool's desired state.
+type WarmPoolPlan struct {
+	// Create are the members to create, lowest free ordinals first.
+	Create []*sandboxac.SandboxApplyConfiguration
+	// Delete are the members to delete: stale ones under Recreate, then the
+	// excess, not-ready first and then newest.
+	Delete []*sandboxv1beta1.Sandbox
+	// Stale counts members whose template hash differs from the template's.
+	Stale int
+	// Hash is the template hash members should carry ("" without a template).
+	Hash string
+}
+
+// PlanWarmPool decides which members a pool creates and deletes next. With
+// no template it creates nothing and touches no member except to remove
+// excess.
+func PlanWarmPool(in WarmPoolPlanInputs) (WarmPoolPlan, error) {
+	var plan WarmPoolPlan
+	p := in.Pool
+	if p == nil || p.Name == "" || p.Namespace == "" || p.UID == "" {
+		return plan, fmt.Errorf("render: warm pool needs a name, namespace and uid")
+	}
+	want := 1
+	if p.Spec.Replicas != nil {
+		want = int(*p.Spec.Replicas)
+	}
+	recreate := p.Spec.UpdateStrategy != nil && p.Spec.UpdateStrategy.Type == extv1beta1.UpdateStrategyRecreate
+	if in.Template != nil {
+		spec := TemplateSpec(in.Template, in.Defaults)
+		plan.Hash = TemplateHash(&spec)
+	}
+
+	var live []*sandboxv1beta1.Sandbox
+	for _, m := range in.Members {
+		if m.DeletionTimestamp != nil {
+			continue
+		}
+		stale := plan.Hash != "" && m.Labels[sandboxv1beta1.LabelSandboxTemplateHash] != plan.Hash
+		if stale {
+			plan.Stale++
+			if recreate {
+				plan.Delete = append(plan.Delete, m)
+				continue
+			}
+		}
+		live = append(live, m)
+	}
+
+	count := len(live) + len(in.Pending)
+	switch {
+	case count > want:
+		excess := count - want
+		if excess > len(live) {
+			excess = len(live)
+		}
+		sortForRemoval(live)
+		plan.Delete = append(plan.Delete, live[:excess]...)
+	case count < want && in.Template != nil:
+		n := want - count
+		if in.MaxBatch > 0 && n > in.MaxBatch {
+			n = in.MaxBatch
+		}
+		pending := map[string]bool{}
+		for _, name := range in.Pending {
+			pending[name] = true
+		}
+		for ordinal := 0; len(plan.Create) < n; ordinal++ {
+			name := MemberName(p, ordinal)
+			if pending[name] || (in.Taken != nil && in.Taken(name)) {
+				continue
+			}
+			pending[name] = true
+			m, err := WarmPoolMember(in.WarmPoolInputs, name)
+			if err != nil {
+				return WarmPoolPlan{}, err
+			}
+			plan.Create = append(plan.Create, m)
+		}
+	}
+	return plan, nil
+}
+
+// sortForRemoval orders members so the first ones are the best to remove:
+// not Ready before Ready, then newest first (by creation time, then name).
+func sortForRemoval(members []*sandboxv1beta1.Sandbox) {
+	sort.SliceStable(members, func(i, j int) bool {
+		a, b := members[i], members[j]
+		ra, rb := IsSandboxReady(a), IsSandboxReady(b)
+		if ra != rb {
+			return !ra
+		}
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return b.CreationTimestamp.Before(&a.CreationTimestamp)
+		}
+		return a.Name > b.Name
+	})
+}
+
+// IsSandboxReady reports a Sandbox whose Ready condition is True.
+func IsSandboxReady(sb *sandboxv1beta1.Sandbox) bool {
+	c := findCondition(sb.Status.Conditions, sandboxv1beta1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue
+}
+
+func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}

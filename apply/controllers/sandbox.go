@@ -131,18 +131,6 @@ func (r *SandboxReconciler) remember(sb *sandboxv1beta1.Sandbox, at time.Time, s
 	r.memory.Store(client.ObjectKeyFromObject(sb), m)
 }
 
-// typedConditions copies the conditions of a status apply configuration.
-func typedConditions(ac *sandboxac.SandboxApplyConfiguration) []metav1.Condition {
-	out := make([]metav1.Condition, 0, len(ac.Status.Conditions))
-	for _, c := range ac.Status.Conditions {
-		out = append(out, metav1.Condition{
-			Type: *c.Type, Status: *c.Status, Reason: *c.Reason, Message: *c.Message,
-			ObservedGeneration: *c.ObservedGeneration, LastTransitionTime: *c.LastTransitionTime,
-		})
-	}
-	return out
-}
-
 // SetupWithManager registers the reconciler, its watches and the pod index.
 func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	if r.Clock == nil {
@@ -496,7 +484,7 @@ func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.
 		r.Engine.Saved("SandboxStatus", sb.Namespace, sb.Name)
 		return nil
 	}
-	conditions := typedConditions(desired)
+	conditions := conditionsOf(desired.Status.Conditions)
 	firstReady := r.becomesReadyFirstTime(sb, conditions)
 	change, err := ssa.ApplyStatus(ctx, r.Engine, "Sandbox", desired, sb, sandboxac.ExtractSandboxStatus)
 	if err != nil {

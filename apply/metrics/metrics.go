@@ -39,8 +39,49 @@ var (
 	}, []string{"kind"})
 )
 
+// Claim metrics, with the names and labels the public controller uses.
+var (
+	claimBuckets = []float64{10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000}
+
+	// ClaimStartupLatency is the time from a claim's creation (as stamped by
+	// the API server, to the second) to its first Ready.
+	ClaimStartupLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "agent_sandbox_claim_startup_latency_ms",
+		Help:    "Milliseconds from a SandboxClaim's creation timestamp (second precision) to its first Ready condition.",
+		Buckets: claimBuckets,
+	}, []string{"launch_type", "sandbox_template"})
+
+	// ClaimControllerStartupLatency is the time from the controller first
+	// seeing a claim to reporting it Ready.
+	ClaimControllerStartupLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "agent_sandbox_claim_controller_startup_latency_ms",
+		Help:    "Milliseconds from the controller first seeing a SandboxClaim to reporting it Ready.",
+		Buckets: claimBuckets,
+	}, []string{"launch_type", "sandbox_template"})
+
+	// ClaimCreations counts Sandboxes bound to claims, by how.
+	ClaimCreations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agent_sandbox_claim_creation_total",
+		Help: "Sandboxes bound to SandboxClaims: taken from a warm pool (warm) or created for the claim (cold).",
+	}, []string{"launch_type", "sandbox_template"})
+)
+
 func init() {
-	crmetrics.Registry.MustRegister(CreationLatency, Applies, Saved)
+	crmetrics.Registry.MustRegister(CreationLatency, Applies, Saved, ClaimStartupLatency, ClaimControllerStartupLatency, ClaimCreations)
+}
+
+// ObserveClaimReady records a claim's first Ready: at is now, seen is when
+// the controller first saw the claim.
+func ObserveClaimReady(created, seen, at time.Time, launchType, template string) {
+	ClaimStartupLatency.WithLabelValues(orNone(launchType), orNone(template)).Observe(float64(at.Sub(created).Milliseconds()))
+	ClaimControllerStartupLatency.WithLabelValues(orNone(launchType), orNone(template)).Observe(float64(at.Sub(seen).Milliseconds()))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return none
+	}
+	return s
 }
 
 // ObserveChange records one outcome of the apply engine.

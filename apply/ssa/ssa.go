@@ -455,3 +455,39 @@ func isNil(o any) bool {
 	v := reflect.ValueOf(o)
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
+
+// Create creates obj, which must not exist yet: the way to make an object
+// whose name is derived deterministically, so that a caller acting on a
+// stale view can never end up with two. An object that already exists is
+// reported as Unchanged with exists set; nothing is overwritten. The object
+// is owned by the engine's field manager.
+func (e *Engine) Create(ctx context.Context, kind string, obj client.Object) (change Change, exists bool, err error) {
+	change = Change{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Created}
+	e.applies.Add(1)
+	if err := e.client.Create(ctx, obj, client.FieldOwner(e.fieldManager)); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			// A request was spent, so this is not a saving: not observed.
+			change.Action = Unchanged
+			return change, true, nil
+		}
+		return change, false, fmt.Errorf("creating %s: %w", kind, err)
+	}
+	e.observe(change)
+	return change, false, nil
+}
+
+// Patch sends a patch to obj under the given field manager and reads the
+// result back into obj. It is for changes server-side apply cannot express
+// safely, such as moving ownership of an object between owners under a
+// resourceVersion precondition carried in the patch; a failed precondition
+// comes back as a Conflict error (apierrors.IsConflict).
+func (e *Engine) Patch(ctx context.Context, kind string, obj client.Object, patch client.Patch, fieldManager string) (Change, error) {
+	change := Change{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Configured}
+	e.applies.Add(1)
+	e.Forget(kind, obj.GetNamespace(), obj.GetName())
+	if err := e.client.Patch(ctx, obj, patch, client.FieldOwner(fieldManager)); err != nil {
+		return change, err
+	}
+	e.observe(change)
+	return change, nil
+}

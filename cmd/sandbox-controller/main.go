@@ -25,6 +25,7 @@ import (
 	"github.com/agentsandbox/reconciler/apply/controllers"
 	"github.com/agentsandbox/reconciler/apply/metrics"
 	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/render"
 )
 
 // Build information, injected with -ldflags "-X main.version=... -X main.commit=... -X main.date=...".
@@ -64,6 +65,9 @@ type options struct {
 	showVersion             bool
 	fieldManager            string
 	statusCoalesceWindow    time.Duration
+	controllerNamespace     string
+	defaultRuntimeClass     string
+	warmPoolGrace           time.Duration
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -91,6 +95,16 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.fieldManager, "field-manager", "agent-sandbox-controller", "Server-side apply field manager of the objects the controller writes; status uses <field-manager>-status.")
 	fs.DurationVar(&o.statusCoalesceWindow, "status-coalesce-window", 5*time.Second,
 		"How long transitional status changes (a Pod starting or terminating) are held after the controller's last write for a Sandbox; resting states (Ready, Suspended, failed) are written at once. Negative writes every change at once.")
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "agent-sandbox-system"
+	}
+	fs.StringVar(&o.controllerNamespace, "controller-namespace", ns,
+		"Namespace the controller and the sandbox router run in (default: $POD_NAMESPACE, else agent-sandbox-system); template NetworkPolicies admit ingress from sandbox-router pods there.")
+	fs.StringVar(&o.defaultRuntimeClass, "default-runtime-class", "",
+		"Runtime class given to Pods of template-made Sandboxes (warm pool members, claims) whose template names none, e.g. gvisor. Templates themselves are never changed.")
+	fs.DurationVar(&o.warmPoolGrace, "warm-pool-grace-period", 5*time.Minute,
+		"How long a warm pool member may take to become Ready before its pool reports it (Progressing=False and a WarmPoolNotProgressing event).")
 }
 
 // validate rejects flag values and combinations that cannot work.
@@ -114,8 +128,14 @@ func (o *options) validate() error {
 	if o.burst < 1 && o.qps > 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst=%d: must be at least 1 when --kube-api-qps is set", o.burst))
 	}
-	if o.extensions {
-		errs = append(errs, errors.New("--extensions: the SandboxTemplate, SandboxWarmPool and SandboxClaim controllers are not in this build yet; run without --extensions"))
+	if len(validation.IsDNS1123Label(o.controllerNamespace)) > 0 {
+		errs = append(errs, fmt.Errorf("--controller-namespace=%q is not a namespace name", o.controllerNamespace))
+	}
+	if o.defaultRuntimeClass != "" && len(validation.IsDNS1123Subdomain(o.defaultRuntimeClass)) > 0 {
+		errs = append(errs, fmt.Errorf("--default-runtime-class=%q is not a RuntimeClass name", o.defaultRuntimeClass))
+	}
+	if o.warmPoolGrace <= 0 {
+		errs = append(errs, fmt.Errorf("--warm-pool-grace-period=%s: must be positive", o.warmPoolGrace))
 	}
 	if o.webhookPort < 1 || o.webhookPort > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port=%d: not a port", o.webhookPort))
@@ -193,6 +213,16 @@ func run(o options) error {
 	}
 	if err := sandboxes.SetupWithManager(mgr, o.sandboxWorkers); err != nil {
 		return fmt.Errorf("setting up the Sandbox controller: %w", err)
+	}
+	if o.extensions {
+		if _, err := controllers.SetupExtensions(mgr, controllers.ExtensionsOptions{
+			Engine: engine, ControllerNamespace: o.controllerNamespace,
+			Defaults:        render.Defaults{RuntimeClassName: o.defaultRuntimeClass},
+			TemplateWorkers: o.templateWorkers, WarmPoolWorkers: o.warmPoolWorkers, ClaimWorkers: o.claimWorkers,
+			WarmPoolMaxBatch: o.warmPoolMaxBatch, WarmPoolGrace: o.warmPoolGrace,
+		}); err != nil {
+			return err
+		}
 	}
 	if o.enableWebhook {
 		log.Info("no admission webhooks are part of this build yet; --enable-webhook, --webhook-port and --webhook-cert-dir have no effect")

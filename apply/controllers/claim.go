@@ -1,0 +1,494 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/apply/metrics"
+	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/render"
+)
+
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxclaims,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxclaims/status,verbs=get;patch
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxclaims/finalizers,verbs=update
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxtemplates,verbs=get;list;watch
+
+// bindingHold is how long a binding this process made is trusted over a
+// cache that does not show it yet.
+const bindingHold = 30 * time.Second
+
+// maxAdoptionAttempts bounds the members one claim tries before it
+// cold-starts instead.
+const maxAdoptionAttempts = 8
+
+// ClaimReconciler binds each SandboxClaim to exactly one Sandbox, taken warm
+// from its pool or created cold from the pool's template, and reports the
+// Sandbox's state on the claim.
+type ClaimReconciler struct {
+	Client client.Client
+	// APIReader reads past the cache, to look at a member again after an
+	// adoption lost a race.
+	APIReader client.Reader
+	Engine    *ssa.Engine
+	Recorder  events.EventRecorder
+	// Queue offers each pool's Ready members.
+	Queue *WarmQueue
+	// Defaults are applied to cold-started Sandboxes.
+	Defaults render.Defaults
+	Clock    clock.PassiveClock
+
+	status statusMemory
+	// bindings remember, per claim, what this process bound it to.
+	bindings sync.Map // types.NamespacedName -> *binding
+}
+
+// binding is what this process knows about a claim beyond the cache.
+type binding struct {
+	uid types.UID
+	// seen is when this process first saw the claim.
+	seen time.Time
+	// name of the bound Sandbox, empty until one is bound.
+	name string
+	// sandbox is the Sandbox as the API server returned it when bound.
+	sandbox *sandboxv1beta1.Sandbox
+	// at is when the binding was made.
+	at time.Time
+	// launchType is how the Sandbox was bound (warm or cold).
+	launchType string
+	// readyReported is set once the claim was reported Ready.
+	readyReported bool
+}
+
+// SetupWithManager registers the reconciler and its watches.
+func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("sandboxclaim").
+		For(&extv1beta1.SandboxClaim{}).
+		Owns(&sandboxv1beta1.Sandbox{}).
+		// A claim waiting for its pool or template, or refused by the
+		// template's policies, looks again when they change.
+		Watches(&extv1beta1.SandboxWarmPool{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfPool)).
+		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfTemplate)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// claimsOfPool maps a pool to the unbound claims that name it.
+func (r *ClaimReconciler) claimsOfPool(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.unboundClaims(ctx, o.GetNamespace(), o.GetName())
+}
+
+func (r *ClaimReconciler) unboundClaims(ctx context.Context, namespace, pool string) []reconcile.Request {
+	var claims extv1beta1.SandboxClaimList
+	if err := r.Client.List(ctx, &claims, client.InNamespace(namespace), client.MatchingFields{extv1beta1.IndexWarmPoolRef: pool}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range claims.Items {
+		c := &claims.Items[i]
+		if c.Status.Sandbox.Name != "" {
+			continue
+		}
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+	}
+	return out
+}
+
+// claimsOfTemplate maps a template to the unbound claims of the pools that
+// name it.
+func (r *ClaimReconciler) claimsOfTemplate(ctx context.Context, o client.Object) []reconcile.Request {
+	var pools extv1beta1.SandboxWarmPoolList
+	if err := r.Client.List(ctx, &pools, client.InNamespace(o.GetNamespace()), client.MatchingFields{extv1beta1.IndexTemplateRef: o.GetName()}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, p := range pools.Items {
+		out = append(out, r.unboundClaims(ctx, p.Namespace, p.Name)...)
+	}
+	return out
+}
+
+func (r *ClaimReconciler) recall(c *extv1beta1.SandboxClaim) *binding {
+	v, ok := r.bindings.Load(client.ObjectKeyFromObject(c))
+	if !ok {
+		return nil
+	}
+	b := v.(*binding)
+	if b.uid != c.UID {
+		return nil
+	}
+	return b
+}
+
+func (r *ClaimReconciler) forget(key types.NamespacedName) {
+	r.bindings.Delete(key)
+	r.status.forget(key)
+	r.Engine.Forget("SandboxClaimStatus", key.Namespace, key.Name)
+	r.Engine.Forget("SandboxClaim", key.Namespace, key.Name)
+}
+
+// Reconcile brings one claim closer to being served.
+func (r *ClaimReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	result, err := r.reconcile(ctx, req)
+	if err != nil && ctx.Err() != nil {
+		return reconcile.Result{}, nil
+	}
+	return result, err
+}
+
+func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	claim := &extv1beta1.SandboxClaim{}
+	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if claim.DeletionTimestamp != nil {
+		// Garbage collection removes the Sandbox the claim owns.
+		r.forget(req.NamespacedName)
+		return reconcile.Result{}, nil
+	}
+	now := r.Clock.Now()
+	b := r.recall(claim)
+	if b == nil {
+		b = &binding{uid: claim.UID, seen: now}
+		r.bindings.Store(req.NamespacedName, b)
+	}
+
+	statusIn := render.ClaimStatusInputs{
+		Claim: claim, Previous: r.status.previous(claim), Now: metav1.NewTime(now.Truncate(time.Second)),
+	}
+	sb, name, pending, err := r.bound(ctx, claim, b, now)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+
+	// Expiry comes first: an expired claim never binds again.
+	conds := claim.Status.Conditions
+	if sb != nil {
+		conds = sb.Status.Conditions
+	}
+	expiry := render.ClaimExpiry(claim, render.FinishedAt(conds).Time)
+	if !expiry.IsZero() && !now.Before(expiry) {
+		return r.expire(ctx, claim, sb, name, statusIn)
+	}
+	var result reconcile.Result
+	if !expiry.IsZero() {
+		result.RequeueAfter = expiry.Sub(now)
+	}
+
+	if name == "" {
+		var rej *render.ClaimRejection
+		sb, rej, err = r.bind(ctx, claim, b, now)
+		if err != nil {
+			statusIn.Rejection = &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: err.Error()}
+			if serr := r.writeStatus(ctx, claim, b, statusIn); serr != nil {
+				log.FromContext(ctx).V(1).Info("status not updated", "error", serr)
+			}
+			return reconcile.Result{}, err
+		}
+		if rej != nil {
+			// Terminal until the claim, its pool or its template changes
+			// (all watched): report, do not retry.
+			statusIn.Rejection = rej
+			return result, r.writeStatus(ctx, claim, b, statusIn)
+		}
+		name = b.name
+		pending = sb == nil
+	}
+	statusIn.SandboxName, statusIn.Sandbox, statusIn.Pending = name, sb, pending
+	if pending && (result.RequeueAfter == 0 || result.RequeueAfter > ssa.CreateExpectation) {
+		result.RequeueAfter = ssa.CreateExpectation
+	}
+	if err := r.writeStatus(ctx, claim, b, statusIn); err != nil {
+		return result, err
+	}
+	return result, r.annotate(ctx, claim, name)
+}
+
+// bound finds the Sandbox bound to a claim: the one it controls as the cache
+// shows it, or the one this process bound it to moments ago. It returns the
+// Sandbox (nil when not seen), its name (empty when none is bound) and
+// whether it is still expected to show up.
+func (r *ClaimReconciler) bound(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, now time.Time) (*sandboxv1beta1.Sandbox, string, bool, error) {
+	var list sandboxv1beta1.SandboxList
+	if err := r.Client.List(ctx, &list, client.InNamespace(claim.Namespace), client.MatchingFields{IndexControllerUID: string(claim.UID)}); err != nil {
+		return nil, "", false, fmt.Errorf("listing sandboxes: %w", err)
+	}
+	if len(list.Items) > 0 {
+		sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+		pick := &list.Items[0]
+		for i := range list.Items {
+			if list.Items[i].Name == b.name {
+				pick = &list.Items[i]
+			}
+		}
+		if b.name == "" {
+			b.name = pick.Name
+		}
+		return pick, pick.Name, false, nil
+	}
+	fresh := b.name != "" && now.Sub(b.at) < bindingHold
+	if fresh {
+		// Bound by us moments ago; the cache has not caught up.
+		return b.sandbox, b.name, b.sandbox == nil, nil
+	}
+	name := b.name
+	if name == "" {
+		name = claim.Status.Sandbox.Name
+	}
+	// Bound once, and the Sandbox is gone (or no longer ours): report it
+	// missing rather than binding another, which would lose the state the
+	// user expects to find.
+	return nil, name, false, nil
+}
+
+// bind gives an unbound claim a Sandbox: a warm member when the claim can
+// take one and the pool has one Ready, else a new one from the template.
+func (r *ClaimReconciler) bind(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, now time.Time) (*sandboxv1beta1.Sandbox, *render.ClaimRejection, error) {
+	pool := &extv1beta1.SandboxWarmPool{}
+	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: claim.Spec.WarmPoolRef.Name}, pool); {
+	case apierrors.IsNotFound(err):
+		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonWarmPoolNotFound,
+			Message: fmt.Sprintf("SandboxWarmPool %s does not exist; create it, or point spec.warmPoolRef at an existing pool", claim.Spec.WarmPoolRef.Name)}, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("reading warm pool: %w", err)
+	}
+	tmpl := &extv1beta1.SandboxTemplate{}
+	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: pool.Spec.TemplateRef.Name}, tmpl); {
+	case apierrors.IsNotFound(err):
+		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonTemplateNotFound,
+			Message: fmt.Sprintf("SandboxTemplate %s, named by SandboxWarmPool %s, does not exist", pool.Spec.TemplateRef.Name, pool.Name)}, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("reading template: %w", err)
+	}
+	if rej := render.ValidateClaim(claim, tmpl); rej != nil {
+		return nil, rej, nil
+	}
+	if !render.NeedsColdStart(claim) {
+		sb, err := r.adoptWarm(ctx, claim, pool)
+		if err != nil {
+			return nil, nil, err
+		}
+		if sb != nil {
+			r.bindTo(b, sb, sandboxv1beta1.LaunchTypeWarm, now)
+			metrics.ClaimCreations.WithLabelValues(sandboxv1beta1.LaunchTypeWarm, tmpl.Name).Inc()
+			r.Recorder.Eventf(claim, sb, corev1.EventTypeNormal, sandboxv1beta1.EventSandboxAdopted, "Adopt",
+				"took warm Sandbox %s from SandboxWarmPool %s", sb.Name, pool.Name)
+			return sb, nil, nil
+		}
+	}
+	return r.coldStart(ctx, claim, tmpl, b, now)
+}
+
+func (r *ClaimReconciler) bindTo(b *binding, sb *sandboxv1beta1.Sandbox, launchType string, now time.Time) {
+	b.name, b.sandbox, b.at, b.launchType = sb.Name, sb, now, launchType
+}
+
+// adoptWarm takes a Ready member of the pool for the claim. It returns nil
+// when the pool has none to give.
+func (r *ClaimReconciler) adoptWarm(ctx context.Context, claim *extv1beta1.SandboxClaim, pool *extv1beta1.SandboxWarmPool) (*sandboxv1beta1.Sandbox, error) {
+	key := client.ObjectKeyFromObject(pool)
+	for range maxAdoptionAttempts {
+		m := r.Queue.Take(key)
+		if m == nil {
+			return nil, nil
+		}
+		if !controlledBy(m, pool.UID) {
+			// A member of an earlier pool of the same name.
+			continue
+		}
+		sb, err := r.adopt(ctx, claim, m)
+		switch {
+		case err == nil:
+			return sb, nil
+		case apierrors.IsNotFound(err):
+			continue
+		case apierrors.IsConflict(err):
+			// The member changed since the cache saw it: another claim
+			// may have taken it, or only its status moved on. Look again.
+			live := &sandboxv1beta1.Sandbox{}
+			if gerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), live); gerr != nil {
+				continue
+			}
+			if !controlledBy(live, pool.UID) || !claimable(live) {
+				continue
+			}
+			if sb, err := r.adopt(ctx, claim, live); err == nil {
+				return sb, nil
+			}
+			continue
+		default:
+			r.Queue.Return(m)
+			return nil, fmt.Errorf("adopting Sandbox %s: %w", m.Name, err)
+		}
+	}
+	return nil, nil
+}
+
+// adopt moves a member from its pool to the claim, guarded by the member's
+// resourceVersion.
+func (r *ClaimReconciler) adopt(ctx context.Context, claim *extv1beta1.SandboxClaim, m *sandboxv1beta1.Sandbox) (*sandboxv1beta1.Sandbox, error) {
+	patch, err := render.Adoption(claim, m)
+	if err != nil {
+		return nil, err
+	}
+	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name}}
+	if _, err := r.Engine.Patch(ctx, "Sandbox", sb, client.RawPatch(types.MergePatchType, patch), r.Engine.FieldManager()); err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+// coldStart creates the claim's own Sandbox from the template. The name is
+// the claim's, so a retry can never make a second one.
+func (r *ClaimReconciler) coldStart(ctx context.Context, claim *extv1beta1.SandboxClaim, tmpl *extv1beta1.SandboxTemplate, b *binding, now time.Time) (*sandboxv1beta1.Sandbox, *render.ClaimRejection, error) {
+	desired, err := render.ClaimSandbox(render.ClaimInputs{Claim: claim, Template: tmpl, Defaults: r.Defaults})
+	if rej, ok := err.(*render.ClaimRejection); ok {
+		return nil, rej, nil
+	} else if err != nil {
+		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: err.Error()}, nil
+	}
+	sb := &sandboxv1beta1.Sandbox{}
+	if err := convert(desired, sb); err != nil {
+		return nil, nil, err
+	}
+	_, exists, err := r.Engine.Create(ctx, "Sandbox", sb)
+	switch {
+	case apierrors.IsInvalid(err):
+		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError,
+			Message: fmt.Sprintf("the Sandbox made from SandboxTemplate %s is invalid: %v", tmpl.Name, err)}, nil
+	case err != nil:
+		return nil, nil, err
+	case exists:
+		live := &sandboxv1beta1.Sandbox{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(sb), live); err != nil {
+			return nil, nil, fmt.Errorf("reading Sandbox %s: %w", sb.Name, err)
+		}
+		if !controlledBy(live, claim.UID) {
+			return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError,
+				Message: fmt.Sprintf("a Sandbox named %s exists that this claim does not own; delete or rename it so the claim can create its own", sb.Name)}, nil
+		}
+		sb = live
+	default:
+		metrics.ClaimCreations.WithLabelValues(sandboxv1beta1.LaunchTypeCold, tmpl.Name).Inc()
+		r.Recorder.Eventf(claim, sb, corev1.EventTypeNormal, sandboxv1beta1.EventSandboxProvisioned, "Create",
+			"created Sandbox %s from SandboxTemplate %s", sb.Name, tmpl.Name)
+	}
+	r.bindTo(b, sb, sandboxv1beta1.LaunchTypeCold, now)
+	return sb, nil, nil
+}
+
+// expire handles a claim past its expiry according to its shutdownPolicy:
+// Delete and DeleteForeground delete the claim (and with it the Sandbox),
+// Retain deletes the Sandbox and keeps the claim, reporting ClaimExpired.
+func (r *ClaimReconciler) expire(ctx context.Context, claim *extv1beta1.SandboxClaim, sb *sandboxv1beta1.Sandbox, name string, statusIn render.ClaimStatusInputs) (reconcile.Result, error) {
+	if c := findCondition(claim.Status.Conditions, extv1beta1.ConditionReady); c == nil || c.Reason != extv1beta1.ReasonClaimExpired {
+		r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, sandboxv1beta1.EventClaimExpired, "Expire", "the claim expired")
+	}
+	policy := extv1beta1.ShutdownPolicyRetain
+	if claim.Spec.Lifecycle != nil && claim.Spec.Lifecycle.ShutdownPolicy != "" {
+		policy = claim.Spec.Lifecycle.ShutdownPolicy
+	}
+	switch policy {
+	case extv1beta1.ShutdownPolicyDelete, extv1beta1.ShutdownPolicyDeleteForeground:
+		propagation := metav1.DeletePropagationBackground
+		if policy == extv1beta1.ShutdownPolicyDeleteForeground {
+			propagation = metav1.DeletePropagationForeground
+		}
+		_, err := r.Engine.Delete(ctx, "SandboxClaim", claim, client.PropagationPolicy(propagation))
+		return reconcile.Result{}, err
+	}
+	statusIn.Expired = true
+	statusIn.SandboxName = name
+	statusIn.ExpiredMessage = "the claim expired; shutdownPolicy Retain keeps the claim and deletes its Sandbox"
+	if sb != nil && controlledBy(sb, claim.UID) {
+		if _, err := r.Engine.Delete(ctx, "Sandbox", sb, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	b := r.recall(claim)
+	if b == nil {
+		b = &binding{uid: claim.UID}
+	}
+	return reconcile.Result{}, r.writeStatus(ctx, claim, b, statusIn)
+}
+
+func (r *ClaimReconciler) writeStatus(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimStatusInputs) error {
+	desired := render.ClaimStatus(in)
+	fp := ssa.Fingerprint(desired)
+	if r.status.written(claim, fp) {
+		r.Engine.Saved("SandboxClaimStatus", claim.Namespace, claim.Name)
+		return nil
+	}
+	conditions := conditionsOf(desired.Status.Conditions)
+	change, err := ssa.ApplyStatus(ctx, r.Engine, "SandboxClaim", desired, claim, extac.ExtractSandboxClaimStatus)
+	if err != nil {
+		return err
+	}
+	now := r.Clock.Now()
+	if change.Action != ssa.Unchanged {
+		r.status.remember(claim, fp, conditions, now)
+	}
+	if c := findCondition(conditions, extv1beta1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue && !b.readyReported {
+		b.readyReported = true
+		if old := findCondition(claim.Status.Conditions, extv1beta1.ConditionReady); old == nil || old.Status != metav1.ConditionTrue {
+			seen := b.seen
+			if seen.IsZero() {
+				seen = now
+			}
+			metrics.ObserveClaimReady(claim.CreationTimestamp.Time, seen, now, b.launchType, templateOf(b.sandbox))
+		}
+	}
+	return nil
+}
+
+func templateOf(sb *sandboxv1beta1.Sandbox) string {
+	if sb == nil {
+		return ""
+	}
+	return sb.Annotations[sandboxv1beta1.AnnotationSandboxTemplateRef]
+}
+
+// annotate records the bound Sandbox's name on the claim (annotation
+// agents.x-k8s.io/sandbox-name), after the status that matters more.
+func (r *ClaimReconciler) annotate(ctx context.Context, claim *extv1beta1.SandboxClaim, name string) error {
+	if name == "" || claim.Annotations[extv1beta1.AnnotationSandboxName] == name {
+		return nil
+	}
+	desired := extac.SandboxClaim(claim.Name, claim.Namespace).
+		WithUID(claim.UID). // never recreate a claim deleted meanwhile
+		WithAnnotations(map[string]string{extv1beta1.AnnotationSandboxName: name})
+	_, err := ssa.Apply(ctx, r.Engine, "SandboxClaim", desired, claim, extac.ExtractSandboxClaim, ssa.Options{})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}

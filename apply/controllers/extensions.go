@@ -1,0 +1,94 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/render"
+)
+
+// ExtensionsOptions configure the SandboxTemplate, SandboxWarmPool and
+// SandboxClaim controllers.
+type ExtensionsOptions struct {
+	Engine *ssa.Engine
+	// ControllerNamespace is where the controller and the sandbox router run.
+	ControllerNamespace string
+	// Defaults apply to every Sandbox made from a template.
+	Defaults render.Defaults
+	// Workers per controller.
+	TemplateWorkers, WarmPoolWorkers, ClaimWorkers int
+	// WarmPoolMaxBatch caps the members a pool creates in one pass.
+	WarmPoolMaxBatch int
+	// WarmPoolGrace is how long a member may take to become Ready before
+	// its pool reports it.
+	WarmPoolGrace time.Duration
+}
+
+// Extensions are the running extension controllers.
+type Extensions struct {
+	Templates *TemplateReconciler
+	WarmPools *WarmPoolReconciler
+	Claims    *ClaimReconciler
+	Queue     *WarmQueue
+}
+
+// SetupExtensions registers the indexes, the warm-member queue and the three
+// extension controllers with the manager.
+func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error) {
+	ctx := context.Background()
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &sandboxv1beta1.Sandbox{}, IndexControllerUID, controllerUID); err != nil {
+		return nil, fmt.Errorf("indexing sandboxes by controller: %w", err)
+	}
+	if err := idx.IndexField(ctx, &extv1beta1.SandboxWarmPool{}, extv1beta1.IndexTemplateRef, func(o client.Object) []string {
+		return []string{o.(*extv1beta1.SandboxWarmPool).Spec.TemplateRef.Name}
+	}); err != nil {
+		return nil, fmt.Errorf("indexing warm pools by template: %w", err)
+	}
+	if err := idx.IndexField(ctx, &extv1beta1.SandboxClaim{}, extv1beta1.IndexWarmPoolRef, func(o client.Object) []string {
+		return []string{o.(*extv1beta1.SandboxClaim).Spec.WarmPoolRef.Name}
+	}); err != nil {
+		return nil, fmt.Errorf("indexing claims by warm pool: %w", err)
+	}
+
+	queue := NewWarmQueue()
+	informer, err := mgr.GetCache().GetInformer(ctx, &sandboxv1beta1.Sandbox{})
+	if err != nil {
+		return nil, fmt.Errorf("getting the sandbox informer: %w", err)
+	}
+	if _, err := informer.AddEventHandler(queue.Handler()); err != nil {
+		return nil, fmt.Errorf("watching warm members: %w", err)
+	}
+
+	x := &Extensions{
+		Queue: queue,
+		Templates: &TemplateReconciler{
+			Client: mgr.GetClient(), Engine: o.Engine, ControllerNamespace: o.ControllerNamespace,
+		},
+		WarmPools: &WarmPoolReconciler{
+			Client: mgr.GetClient(), Engine: o.Engine, Recorder: mgr.GetEventRecorder("sandbox-warmpool-controller"),
+			Defaults: o.Defaults, MaxBatch: o.WarmPoolMaxBatch, Grace: o.WarmPoolGrace,
+		},
+		Claims: &ClaimReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Engine: o.Engine,
+			Recorder: mgr.GetEventRecorder("sandbox-claim-controller"), Queue: queue, Defaults: o.Defaults,
+		},
+	}
+	if err := x.Templates.SetupWithManager(mgr, max(o.TemplateWorkers, 1)); err != nil {
+		return nil, fmt.Errorf("setting up the SandboxTemplate controller: %w", err)
+	}
+	if err := x.WarmPools.SetupWithManager(mgr, max(o.WarmPoolWorkers, 1)); err != nil {
+		return nil, fmt.Errorf("setting up the SandboxWarmPool controller: %w", err)
+	}
+	if err := x.Claims.SetupWithManager(mgr, max(o.ClaimWorkers, 1)); err != nil {
+		return nil, fmt.Errorf("setting up the SandboxClaim controller: %w", err)
+	}
+	return x, nil
+}

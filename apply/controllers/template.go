@@ -1,0 +1,112 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
+	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/render"
+)
+
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxtemplates,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
+
+// TemplateReconciler keeps each SandboxTemplate's shared NetworkPolicy in
+// line with it and labels the template with its ref hash. It changes
+// nothing else of the template.
+type TemplateReconciler struct {
+	Client client.Client
+	Engine *ssa.Engine
+	// ControllerNamespace is where the sandbox router runs (the secure
+	// default admits ingress only from there).
+	ControllerNamespace string
+}
+
+// SetupWithManager registers the reconciler and its watches.
+func (r *TemplateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("sandboxtemplate").
+		For(&extv1beta1.SandboxTemplate{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// Reconcile renders one template and applies the difference.
+func (r *TemplateReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	t := &extv1beta1.SandboxTemplate{}
+	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Engine.Forget("SandboxTemplate", req.Namespace, req.Name)
+			r.Engine.Forget("NetworkPolicy", req.Namespace, render.NetworkPolicyName(req.Name))
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if t.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	desired, err := render.Template(render.TemplateInputs{Template: t, ControllerNamespace: r.ControllerNamespace})
+	if err != nil {
+		log.FromContext(ctx).Info("template cannot be rendered", "error", err.Error())
+		return reconcile.Result{}, nil
+	}
+	var changes ssa.ChangeSet
+	c, err := ssa.Apply(ctx, r.Engine, "SandboxTemplate", desired.Labels, t, extac.ExtractSandboxTemplate, ssa.Options{})
+	changes = append(changes, c)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+
+	np := &networkingv1.NetworkPolicy{}
+	key := types.NamespacedName{Namespace: t.Namespace, Name: render.NetworkPolicyName(t.Name)}
+	switch err := r.Client.Get(ctx, key, np); {
+	case apierrors.IsNotFound(err):
+		np = nil
+	case err != nil:
+		return reconcile.Result{}, fmt.Errorf("reading network policy: %w", err)
+	}
+	switch {
+	case desired.NetworkPolicy != nil:
+		if np != nil && !controlledBy(np, t.UID) {
+			// Someone else's policy has the name: leave it alone, and say so.
+			log.FromContext(ctx).Info("a NetworkPolicy with the template's policy name exists that the template does not own; leaving it", "networkPolicy", key.Name)
+			break
+		}
+		c, err := ssa.Apply(ctx, r.Engine, "NetworkPolicy", desired.NetworkPolicy, np, networkingv1ac.ExtractNetworkPolicy, ssa.Options{})
+		changes = append(changes, c)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+	case desired.DeleteNetworkPolicy && np != nil && controlledBy(np, t.UID):
+		c, err := r.Engine.Delete(ctx, "NetworkPolicy", np)
+		changes = append(changes, c)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if changes.Changed() {
+		log.FromContext(ctx).V(1).Info("applied", "changes", changes.String())
+	}
+	return reconcile.Result{}, nil
+}
+
+func controlledBy(o client.Object, uid types.UID) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller && ref.UID == uid {
+			return true
+		}
+	}
+	return false
+}

@@ -49,8 +49,8 @@ func NeedsColdStart(c *extv1beta1.SandboxClaim) bool {
 // and the rules for additional Pod metadata. Nil means the claim can be
 // served.
 func ValidateClaim(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate) *ClaimRejection {
-	if msg := validatePodMetadata(c.Spec.AdditionalPodMetadata); msg != "" {
-		return &ClaimRejection{Reason: extv1beta1.ReasonInvalidMetadata, Message: msg}
+	if rej := ValidateClaimMetadata(c); rej != nil {
+		return rej
 	}
 	spec := t.Spec.Blueprint()
 	if _, rej := injectEnv(&spec.PodTemplate.Spec, c.Spec.Env, policyOrDefault(t.Spec.EnvVarsInjectionPolicy), t.Name); rej != nil {
@@ -58,6 +58,15 @@ func ValidateClaim(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate) *C
 	}
 	if _, rej := mergeVolumeClaimTemplates(spec.VolumeClaimTemplates, c.Spec.VolumeClaimTemplates, policyOrDefault(t.Spec.VolumeClaimTemplatesPolicy), t.Name); rej != nil {
 		return rej
+	}
+	return nil
+}
+
+// ValidateClaimMetadata checks the additional Pod metadata of a claim, the
+// only part of a claim that applies to a warm member.
+func ValidateClaimMetadata(c *extv1beta1.SandboxClaim) *ClaimRejection {
+	if msg := validatePodMetadata(c.Spec.AdditionalPodMetadata); msg != "" {
+		return &ClaimRejection{Reason: extv1beta1.ReasonInvalidMetadata, Message: msg}
 	}
 	return nil
 }

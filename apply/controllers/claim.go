@@ -281,29 +281,35 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *extv1beta1.SandboxCla
 	case err != nil:
 		return nil, nil, fmt.Errorf("reading warm pool: %w", err)
 	}
-	tmpl := &extv1beta1.SandboxTemplate{}
-	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: pool.Spec.TemplateRef.Name}, tmpl); {
-	case apierrors.IsNotFound(err):
-		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonTemplateNotFound,
-			Message: fmt.Sprintf("SandboxTemplate %s, named by SandboxWarmPool %s, does not exist", pool.Spec.TemplateRef.Name, pool.Name)}, nil
-	case err != nil:
-		return nil, nil, fmt.Errorf("reading template: %w", err)
-	}
-	if rej := render.ValidateClaim(claim, tmpl); rej != nil {
+	if rej := render.ValidateClaimMetadata(claim); rej != nil {
 		return nil, rej, nil
 	}
+	template := pool.Spec.TemplateRef.Name
 	if !render.NeedsColdStart(claim) {
+		// A warm member needs nothing from the template: it is taken even
+		// while the template is missing.
 		sb, err := r.adoptWarm(ctx, claim, pool)
 		if err != nil {
 			return nil, nil, err
 		}
 		if sb != nil {
 			r.bindTo(b, sb, sandboxv1beta1.LaunchTypeWarm, now)
-			metrics.ClaimCreations.WithLabelValues(sandboxv1beta1.LaunchTypeWarm, tmpl.Name).Inc()
+			metrics.ClaimCreations.WithLabelValues(sandboxv1beta1.LaunchTypeWarm, template).Inc()
 			r.Recorder.Eventf(claim, sb, corev1.EventTypeNormal, sandboxv1beta1.EventSandboxAdopted, "Adopt",
 				"took warm Sandbox %s from SandboxWarmPool %s", sb.Name, pool.Name)
 			return sb, nil, nil
 		}
+	}
+	tmpl := &extv1beta1.SandboxTemplate{}
+	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: template}, tmpl); {
+	case apierrors.IsNotFound(err):
+		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonTemplateNotFound,
+			Message: fmt.Sprintf("SandboxTemplate %s, named by SandboxWarmPool %s, does not exist", template, pool.Name)}, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("reading template: %w", err)
+	}
+	if rej := render.ValidateClaim(claim, tmpl); rej != nil {
+		return nil, rej, nil
 	}
 	return r.coldStart(ctx, claim, tmpl, b, now)
 }

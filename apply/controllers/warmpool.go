@@ -254,11 +254,18 @@ func (r *WarmPoolReconciler) settle(ctx context.Context, namespace string, exp *
 	return members, pending
 }
 
-// taken reports whether a Sandbox named name exists in the namespace, as far
-// as the cache knows; the API server refuses the name if the cache is behind.
+// taken reports whether a member name is in use in the namespace, as far as
+// the cache knows: by a Sandbox, or by a Pod (a deleted member's Pod may
+// still be terminating, and a new member of the same name would wait for
+// it). The API server refuses a Sandbox name if the cache is behind.
 func (r *WarmPoolReconciler) taken(ctx context.Context, namespace, name string) bool {
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &sandboxv1beta1.Sandbox{})
-	return err == nil || !apierrors.IsNotFound(err)
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	for _, o := range []client.Object{&sandboxv1beta1.Sandbox{}, &corev1.Pod{}} {
+		if err := r.Client.Get(ctx, key, o); err == nil || !apierrors.IsNotFound(err) {
+			return true
+		}
+	}
+	return false
 }
 
 // invalidMember reports a member the API server refuses as invalid.

@@ -33,6 +33,8 @@ const (
 type Running struct {
 	Sandbox *controllers.SandboxReconciler
 	Engine  *ssa.Engine
+	// Extensions are the extension controllers, with Options.Extensions.
+	Extensions *controllers.Extensions
 
 	mu          sync.Mutex
 	requests    map[string]int64 // by HTTP verb
@@ -69,14 +71,20 @@ func (r *Running) RequestsIn(namespace string) int64 {
 type Options struct {
 	// SandboxWorkers is the number of concurrent Sandbox reconciles (default 8).
 	SandboxWorkers int
+	// Extensions also runs the SandboxTemplate, SandboxWarmPool and
+	// SandboxClaim controllers.
+	Extensions bool
 }
 
 // Start starts a manager with the reconcilers against cfg and waits for its
 // caches to sync.
 func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running, error) {
-	o := Options{SandboxWorkers: 8}
-	if len(opts) > 0 && opts[0].SandboxWorkers > 0 {
+	o := Options{}
+	if len(opts) > 0 {
 		o = opts[0]
+	}
+	if o.SandboxWorkers <= 0 {
+		o.SandboxWorkers = 8
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	r := &Running{done: make(chan error, 1), requests: map[string]int64{}, byNamespace: map[string]int64{}}
@@ -109,6 +117,15 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running,
 	}
 	if err := r.Sandbox.SetupWithManager(mgr, o.SandboxWorkers); err != nil {
 		return nil, err
+	}
+	if o.Extensions {
+		r.Extensions, err = controllers.SetupExtensions(mgr, controllers.ExtensionsOptions{
+			Engine: r.Engine, ControllerNamespace: "agent-sandbox-system",
+			TemplateWorkers: 2, WarmPoolWorkers: 2, ClaimWorkers: 16, WarmPoolMaxBatch: 300,
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel

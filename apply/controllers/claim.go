@@ -222,6 +222,12 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 		}
 		name = b.name
 		pending = sb == nil
+		statusIn.SandboxName, statusIn.Sandbox, statusIn.Pending = name, sb, pending
+		won, err := r.commit(ctx, claim, b, statusIn)
+		if err != nil || !won {
+			return reconcile.Result{Requeue: !won}, err
+		}
+		return result, r.annotate(ctx, claim, name)
 	}
 	statusIn.SandboxName, statusIn.Sandbox, statusIn.Pending = name, sb, pending
 	if pending && (result.RequeueAfter == 0 || result.RequeueAfter > ssa.CreateExpectation) {
@@ -244,10 +250,29 @@ func (r *ClaimReconciler) bound(ctx context.Context, claim *extv1beta1.SandboxCl
 	}
 	if len(list.Items) > 0 {
 		sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+		want := claim.Status.Sandbox.Name
+		if want == "" {
+			want = b.name
+		}
 		pick := &list.Items[0]
 		for i := range list.Items {
-			if list.Items[i].Name == b.name {
+			if list.Items[i].Name == want {
 				pick = &list.Items[i]
+			}
+		}
+		if len(list.Items) > 1 && claim.Status.Sandbox.Name == pick.Name {
+			// Two controllers raced (leader election overlapped) and both
+			// bound this claim; the status names the winner. The others
+			// were never reported to anyone: remove them.
+			for i := range list.Items {
+				extra := &list.Items[i]
+				if extra.Name == pick.Name || (extra.Name == b.name && now.Sub(b.at) < bindingHold) {
+					continue
+				}
+				if _, err := r.Engine.Delete(ctx, "Sandbox", extra); err != nil {
+					return nil, "", false, err
+				}
+				log.FromContext(ctx).Info("removed a second Sandbox bound to the claim by a concurrent controller", "sandbox", extra.Name, "kept", pick.Name)
 			}
 		}
 		if b.name == "" {
@@ -412,6 +437,49 @@ func (r *ClaimReconciler) coldStart(ctx context.Context, claim *extv1beta1.Sandb
 	return sb, nil, nil
 }
 
+// commit writes the status that binds a claim to its new Sandbox, guarded by
+// the claim's resourceVersion: the commit point of a binding. Should another
+// controller have bound the claim first (two replicas while leader election
+// overlaps), the write fails, the claim is read again, and the Sandbox bound
+// here, never reported to anyone, is removed. It reports whether this
+// binding stands.
+func (r *ClaimReconciler) commit(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimStatusInputs) (bool, error) {
+	rv := claim.ResourceVersion
+	if m := r.status.recall(claim); m != nil && m.rv != "" {
+		// Our own last status write is newer than the cache.
+		rv = m.rv
+	}
+	for range 3 {
+		desired := render.ClaimStatus(in)
+		desired.WithResourceVersion(rv)
+		err := r.applyStatus(ctx, claim, b, desired)
+		if err == nil {
+			return true, nil
+		}
+		if !apierrors.IsConflict(err) {
+			// The Sandbox is bound (it names the claim as controller); the
+			// next pass finds it and writes the status.
+			return true, err
+		}
+		live := &extv1beta1.SandboxClaim{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(claim), live); err != nil {
+			return true, client.IgnoreNotFound(err)
+		}
+		if other := live.Status.Sandbox.Name; other != "" && other != b.name {
+			log.FromContext(ctx).Info("another controller bound the claim first; releasing ours", "sandbox", b.name, "kept", other)
+			if b.sandbox != nil && controlledBy(b.sandbox, claim.UID) && b.sandbox.Name != other {
+				if _, err := r.Engine.Delete(ctx, "Sandbox", b.sandbox); err != nil {
+					return false, err
+				}
+			}
+			b.name, b.sandbox, b.at = other, nil, r.Clock.Now()
+			return false, nil
+		}
+		in.Claim, rv = live, live.ResourceVersion
+	}
+	return true, fmt.Errorf("binding status of claim %s kept conflicting", claim.Name)
+}
+
 // expire handles a claim past its expiry according to its shutdownPolicy:
 // Delete and DeleteForeground delete the claim (and with it the Sandbox),
 // Retain deletes the Sandbox and keeps the claim, reporting ClaimExpired.
@@ -449,11 +517,16 @@ func (r *ClaimReconciler) expire(ctx context.Context, claim *extv1beta1.SandboxC
 
 func (r *ClaimReconciler) writeStatus(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimStatusInputs) error {
 	desired := render.ClaimStatus(in)
-	fp := ssa.Fingerprint(desired)
+	fp := ssa.Fingerprint(desired.Status)
 	if r.status.written(claim, fp) {
 		r.Engine.Saved("SandboxClaimStatus", claim.Namespace, claim.Name)
 		return nil
 	}
+	return r.applyStatus(ctx, claim, b, desired)
+}
+
+func (r *ClaimReconciler) applyStatus(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, desired *extac.SandboxClaimApplyConfiguration) error {
+	fp := ssa.Fingerprint(desired.Status)
 	conditions := conditionsOf(desired.Status.Conditions)
 	change, err := ssa.ApplyStatus(ctx, r.Engine, "SandboxClaim", desired, claim, extac.ExtractSandboxClaimStatus)
 	if err != nil {
@@ -462,6 +535,7 @@ func (r *ClaimReconciler) writeStatus(ctx context.Context, claim *extv1beta1.San
 	now := r.Clock.Now()
 	if change.Action != ssa.Unchanged {
 		r.status.remember(claim, fp, conditions, now)
+		r.status.rememberVersion(claim, deref(desired.ResourceVersion))
 	}
 	if c := findCondition(conditions, extv1beta1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue && !b.readyReported {
 		b.readyReported = true

@@ -25,6 +25,8 @@ type statusMemo struct {
 	fingerprint string
 	conditions  []metav1.Condition
 	at          time.Time
+	// rv is the resourceVersion our last write produced, when known.
+	rv string
 }
 
 // recall returns the memo for o, nil when there is none for this object.
@@ -56,6 +58,22 @@ func (s *statusMemory) written(o client.Object, fingerprint string) bool {
 
 func (s *statusMemory) remember(o client.Object, fingerprint string, conditions []metav1.Condition, at time.Time) {
 	s.m.Store(client.ObjectKeyFromObject(o), &statusMemo{uid: o.GetUID(), fingerprint: fingerprint, conditions: conditions, at: at})
+}
+
+// rememberVersion records the resourceVersion our last write produced.
+func (s *statusMemory) rememberVersion(o client.Object, rv string) {
+	if m := s.recall(o); m != nil && rv != "" {
+		c := *m
+		c.rv = rv
+		s.m.Store(client.ObjectKeyFromObject(o), &c)
+	}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 func (s *statusMemory) forget(key types.NamespacedName) { s.m.Delete(key) }

@@ -71,12 +71,7 @@ type expectations struct {
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *WarmPoolReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
-	}
-	if r.Grace == 0 {
-		r.Grace = 5 * time.Minute
-	}
+	r.SetDefaults()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxwarmpool").
 		For(&extv1beta1.SandboxWarmPool{}).
@@ -84,6 +79,17 @@ func (r *WarmPoolReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.poolsOfTemplate)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
+}
+
+// SetDefaults fills the fields left zero: the real clock and a 5 minute
+// grace period.
+func (r *WarmPoolReconciler) SetDefaults() {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Grace == 0 {
+		r.Grace = 5 * time.Minute
+	}
 }
 
 // poolsOfTemplate maps a template to the pools that name it.

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/tests/cluster"
 	"github.com/agentsandbox/reconciler/tests/envtest"
@@ -45,6 +46,8 @@ type Result struct {
 	ControllerPeakRSSMB float64 `json:"controller_peak_rss_mb"`
 	// Applies are the controller's agent_sandbox_apply_total by kind/action.
 	Applies map[string]int64 `json:"controller_apply_total"`
+	// WarmClaims is the warm pool and claims scenario.
+	WarmClaims Claims `json:"warm_claims"`
 }
 
 // Phase is one measured step.
@@ -74,6 +77,13 @@ func TestBench(t *testing.T) {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
 			t.Fatalf("BENCH_N=%q: want a positive integer", v)
+		}
+	}
+	claims := 100
+	if v := os.Getenv("BENCH_CLAIMS"); v != "" {
+		var err error
+		if claims, err = strconv.Atoi(v); err != nil || claims <= 0 {
+			t.Fatalf("BENCH_CLAIMS=%q: want a positive integer", v)
 		}
 	}
 	nodes := max(10, n/100+1)
@@ -106,7 +116,7 @@ func TestBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []client.Object{&corev1.Pod{}, &sandboxv1beta1.Sandbox{}} {
+	for _, o := range []client.Object{&corev1.Pod{}, &sandboxv1beta1.Sandbox{}, &extv1beta1.SandboxClaim{}, &extv1beta1.SandboxWarmPool{}} {
 		if _, err := watched.GetInformer(ctx, o); err != nil {
 			t.Fatal(err)
 		}
@@ -119,6 +129,7 @@ func TestBench(t *testing.T) {
 	}
 
 	clusterDir := filepath.Join(local.Workdir, "clusters", local.Name)
+	clusterDirOf = clusterDir
 	cpuBefore := cpuByProcess(clusterDir)
 
 	// The lower bound, in its own namespace.
@@ -201,6 +212,8 @@ func TestBench(t *testing.T) {
 		_ = watched.List(ctx, &l, client.InNamespace(ns))
 		return len(l.Items) == 0
 	})
+
+	res.WarmClaims = benchClaims(t, c, watched, ctrl, mkNamespace(t, c, "claims"), claims)
 
 	res.ControllerRequestsByVerb = ctrl.requestsByVerb(t)
 	res.Applies = ctrl.series(t, "agent_sandbox_apply_total")
@@ -331,6 +344,9 @@ func countCondition(t *testing.T, c client.Reader, ns, typ string, status metav1
 	}
 	return n
 }
+
+// clusterDirOf is the running cluster's directory, for CPU accounting.
+var clusterDirOf string
 
 // settle waits for the controller to finish reacting to the last events, so
 // that a phase's request count includes its tail.

@@ -121,14 +121,17 @@ EXTERNAL_ACS := $(subst $(SPACE),;,$(strip \
 ##@ Deploy
 
 .PHONY: dist
-dist: $(KUSTOMIZE) ## Render the release bundle dist/install.yaml from config/default.
+dist: $(KUSTOMIZE) ## Render the release bundles dist/install.yaml (config/default) and dist/install-extensions.yaml (config/extensions).
 	@mkdir -p dist
 	$(KUSTOMIZE) build config/default > dist/install.yaml
+	$(KUSTOMIZE) build config/extensions > dist/install-extensions.yaml
 
 .PHONY: deploy
-deploy: $(KUSTOMIZE) ## Install the CRDs, RBAC and controller in the current kubectl context (server-side apply). IMG=<image> to set the image.
+OVERLAY ?= default
+
+deploy: $(KUSTOMIZE) ## Install the CRDs, RBAC and controller in the current kubectl context (server-side apply). IMG=<image> sets the image; OVERLAY=extensions adds the extension controllers.
 	@if [ -n "$${IMG:-}" ]; then cd config/default && $(KUSTOMIZE) edit set image sandbox-controller=$$IMG; fi
-	$(KUSTOMIZE) build config/default | kubectl apply --server-side -f -
+	$(KUSTOMIZE) build config/$(OVERLAY) | kubectl apply --server-side -f -
 
 IMG ?= sandbox-controller:$(VERSION)
 KIND_VERSION ?= v0.33.0
@@ -149,7 +152,7 @@ kind-deploy: docker-build $(KUSTOMIZE) ## Load IMG into the kind cluster agent-s
 
 .PHONY: undeploy
 undeploy: $(KUSTOMIZE) ## Remove what deploy installed (deletes the CRDs and so every Sandbox).
-	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
+	$(KUSTOMIZE) build config/$(OVERLAY) | kubectl delete --ignore-not-found -f -
 
 .PHONY: verify
 verify: $(CONTROLLER_GEN) $(KUSTOMIZE) ## Fail when generated code, CRDs, RBAC, go.mod/go.sum or formatting differ from what the tools produce.

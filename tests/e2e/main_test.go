@@ -43,7 +43,7 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "e2e: stopping the local cluster:", err)
 		}
 	}()
-	running, err = manager.Start(local.Config, envtest.Scheme())
+	running, err = manager.Start(local.Config, envtest.Scheme(), manager.Options{Extensions: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the controller:", err)
 		return 1

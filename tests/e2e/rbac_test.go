@@ -16,6 +16,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -50,7 +51,7 @@ func TestControllerWithDeployRBAC(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		var err error
-		if running, err = manager.Start(local.Config, envtest.Scheme()); err != nil {
+		if running, err = manager.Start(local.Config, envtest.Scheme(), manager.Options{Extensions: true}); err != nil {
 			t.Errorf("restarting the in-process controller: %v", err)
 		}
 	})
@@ -95,7 +96,7 @@ func TestControllerWithDeployRBAC(t *testing.T) {
 	bin := buildBinary(t, "./cmd/sandbox-controller")
 	probe, metrics := freeAddr(t), freeAddr(t)
 	var logs bytes.Buffer
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=true", "--leader-election-namespace", controllerNS,
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=true", "--leader-election-namespace", controllerNS, "--extensions",
 		"--health-probe-bind-address", probe, "--metrics-bind-address", metrics)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -116,6 +117,24 @@ func TestControllerWithDeployRBAC(t *testing.T) {
 	waitFor(t, time.Minute, "Ready", readyIs(admin, key, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady))
 	setMode(t, admin, key, sandboxv1beta1.SandboxOperatingModeSuspended)
 	waitFor(t, time.Minute, "suspended", readyIs(admin, key, metav1.ConditionFalse, sandboxv1beta1.ReasonSandboxSuspended))
+
+	// The extension controllers, with the same role: a template's
+	// NetworkPolicy, a pool, and a claim served from it.
+	if err := admin.Create(ctx, e2eTemplate(ns, "tpl")); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Create(ctx, e2ePool(ns, "pool", "tpl", 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "pool Ready", poolReady(admin, ns, "pool", 1))
+	if err := admin.Create(ctx, e2eClaim(ns, "claim", "pool")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "claim Ready", claimReady(admin, ns, "claim"))
+	waitFor(t, time.Minute, "pool refilled", poolReady(admin, ns, "pool", 1))
+	if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "tpl-network-policy"}, &networkingv1.NetworkPolicy{}); err != nil {
+		t.Errorf("template NetworkPolicy: %v", err)
+	}
 
 	lease := &coordinationv1.Lease{}
 	if err := admin.Get(ctx, types.NamespacedName{Namespace: controllerNS, Name: "agent-sandbox-controller.agents.x-k8s.io"}, lease); err != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,11 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
@@ -100,6 +103,26 @@ func TestMakeRun(t *testing.T) {
 	took := waitFor(t, time.Minute, "sample Sandbox Ready",
 		readyIs(c, types.NamespacedName{Namespace: "default", Name: "sample-sandbox"}, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady))
 	t.Logf("sample Sandbox Ready %s after the cluster was up", took.Round(time.Millisecond))
+
+	// The extension samples: the claim is served (warm or cold, depending
+	// on whether the pool was Ready when it arrived) and the pool is full.
+	waitFor(t, time.Minute, "sample claim Ready and python-pool full", func() error {
+		claim := &extv1beta1.SandboxClaim{}
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "sample-claim"}, claim); err != nil {
+			return err
+		}
+		if r := meta.FindStatusCondition(claim.Status.Conditions, extv1beta1.ConditionReady); r == nil || r.Status != metav1.ConditionTrue {
+			return fmt.Errorf("claim Ready is %+v", r)
+		}
+		pool := &extv1beta1.SandboxWarmPool{}
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "python-pool"}, pool); err != nil {
+			return err
+		}
+		if pool.Status.ReadyReplicas != 2 {
+			return fmt.Errorf("pool has %d Ready members", pool.Status.ReadyReplicas)
+		}
+		return nil
+	})
 
 	// The controller's metrics move with what it does.
 	ready := `agent_sandboxes{launch_type="none",namespace="default",owned_by="none",ready_condition="True",sandbox_template="none"}`

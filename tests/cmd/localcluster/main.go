@@ -90,10 +90,8 @@ func run(name, workdir string, nodes int, controller, samples string, deleteAll,
 Try:
   kubectl get agent-sandbox
   kubectl patch sandbox sample-sandbox --type merge -p '{"spec":{"operatingMode":"Suspended"}}'
-  kubectl get sandbox sample-sandbox -o jsonpath='{.status.conditions}'
-
-(SandboxTemplate, SandboxWarmPool and SandboxClaim are stored and validated;
-their controllers arrive in a later release.)
+  kubectl create -f - <<<'{"apiVersion":"extensions.agents.x-k8s.io/v1beta1","kind":"SandboxClaim","metadata":{"name":"my-claim"},"spec":{"warmPoolRef":{"name":"python-pool"}}}'
+  kubectl get sandboxclaim my-claim; kubectl get swp python-pool
 `)
 	}
 	fmt.Println("\nPress Ctrl-C to stop everything.")
@@ -122,7 +120,7 @@ func startController(ctx context.Context, bin, kubeconfig, logPath string) (*exe
 	if err != nil {
 		return nil, "", err
 	}
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=false",
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=false", "--extensions",
 		"--health-probe-bind-address", probe, "--metrics-bind-address", metrics)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group: Ctrl-C reaches us, and we stop it in order.

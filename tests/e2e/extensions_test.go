@@ -1,0 +1,140 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+)
+
+func e2eTemplate(ns, name string) *extv1beta1.SandboxTemplate {
+	return &extv1beta1.SandboxTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: extv1beta1.SandboxTemplateSpec{PodTemplate: sandboxv1beta1.PodTemplate{Spec: corev1.PodSpec{
+			RuntimeClassName: ptr.To("gvisor"),
+			Containers:       []corev1.Container{{Name: "agent", Image: "python:3.13-slim", Ports: []corev1.ContainerPort{{ContainerPort: 8888}}}},
+		}}},
+	}
+}
+
+func e2ePool(ns, name, template string, replicas int32) *extv1beta1.SandboxWarmPool {
+	return &extv1beta1.SandboxWarmPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       extv1beta1.SandboxWarmPoolSpec{Replicas: ptr.To(replicas), TemplateRef: extv1beta1.SandboxTemplateRef{Name: template}},
+	}
+}
+
+func e2eClaim(ns, name, pool string, mutate ...func(*extv1beta1.SandboxClaim)) *extv1beta1.SandboxClaim {
+	c := &extv1beta1.SandboxClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: pool}},
+	}
+	for _, m := range mutate {
+		m(c)
+	}
+	return c
+}
+
+func poolReady(c client.Client, ns, name string, want int32) func() error {
+	return func() error {
+		p := &extv1beta1.SandboxWarmPool{}
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, p); err != nil {
+			return err
+		}
+		if p.Status.ReadyReplicas != want || p.Status.Replicas != want {
+			return fmt.Errorf("pool %s: %d members, %d Ready", name, p.Status.Replicas, p.Status.ReadyReplicas)
+		}
+		return nil
+	}
+}
+
+func claimReady(c client.Client, ns, name string) func() error {
+	return func() error {
+		cl := &extv1beta1.SandboxClaim{}
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, cl); err != nil {
+			return err
+		}
+		if r := meta.FindStatusCondition(cl.Status.Conditions, extv1beta1.ConditionReady); r == nil || r.Status != metav1.ConditionTrue {
+			return fmt.Errorf("claim %s Ready is %+v", name, r)
+		}
+		return nil
+	}
+}
+
+// TestClaimsOnLocalCluster runs claims against a real control plane with
+// the garbage collector: a warm claim whose pool refills, and the three
+// shutdown policies, whose deletions GC carries through to the Pods.
+func TestClaimsOnLocalCluster(t *testing.T) {
+	c := newClient(t)
+	ns := namespace(t, c)
+	ctx := context.Background()
+	for _, o := range []client.Object{e2eTemplate(ns, "tpl"), e2ePool(ns, "pool", "tpl", 2)} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took := waitFor(t, 2*time.Minute, "pool of 2 Ready", poolReady(c, ns, "pool", 2))
+	t.Logf("pool filled in %s", took.Round(time.Millisecond))
+
+	soon := metav1.NewTime(time.Now().Add(20 * time.Second))
+	expiring := func(policy extv1beta1.ShutdownPolicy) func(*extv1beta1.SandboxClaim) {
+		return func(cl *extv1beta1.SandboxClaim) {
+			cl.Spec.Lifecycle = &extv1beta1.Lifecycle{ShutdownTime: &soon, ShutdownPolicy: policy}
+		}
+	}
+	claims := map[string]extv1beta1.ShutdownPolicy{
+		"delete": extv1beta1.ShutdownPolicyDelete, "foreground": extv1beta1.ShutdownPolicyDeleteForeground,
+		"retain": extv1beta1.ShutdownPolicyRetain,
+	}
+	for name, policy := range claims {
+		if err := c.Create(ctx, e2eClaim(ns, name, "pool", expiring(policy))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bound := map[string]string{}
+	for name := range claims {
+		took := waitFor(t, time.Minute, "claim "+name+" Ready", claimReady(c, ns, name))
+		cl := &extv1beta1.SandboxClaim{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cl); err != nil {
+			t.Fatal(err)
+		}
+		bound[name] = cl.Status.Sandbox.Name
+		t.Logf("claim %s Ready (%s) on Sandbox %s", name, took.Round(time.Millisecond), cl.Status.Sandbox.Name)
+	}
+	waitFor(t, 2*time.Minute, "pool refilled", poolReady(c, ns, "pool", 2))
+
+	// After expiry: Delete and DeleteForeground take the claim, its Sandbox
+	// and its Pod; Retain keeps the claim and removes Sandbox and Pod.
+	for name, policy := range claims {
+		sb := types.NamespacedName{Namespace: ns, Name: bound[name]}
+		waitFor(t, time.Minute, name+": Sandbox gone", gone(c, sb, &sandboxv1beta1.Sandbox{}))
+		waitFor(t, time.Minute, name+": Pod gone", gone(c, sb, &corev1.Pod{}))
+		claimKey := types.NamespacedName{Namespace: ns, Name: name}
+		if policy == extv1beta1.ShutdownPolicyRetain {
+			waitFor(t, time.Minute, "retained claim reports expiry", func() error {
+				cl := &extv1beta1.SandboxClaim{}
+				if err := c.Get(ctx, claimKey, cl); err != nil {
+					return err
+				}
+				if r := meta.FindStatusCondition(cl.Status.Conditions, extv1beta1.ConditionReady); r == nil || r.Reason != extv1beta1.ReasonClaimExpired {
+					return fmt.Errorf("Ready is %+v", r)
+				}
+				return nil
+			})
+			continue
+		}
+		waitFor(t, time.Minute, name+": claim gone", gone(c, claimKey, &extv1beta1.SandboxClaim{}))
+	}
+	// The pool kept its members through all of it.
+	waitFor(t, time.Minute, "pool still full", poolReady(c, ns, "pool", 2))
+}

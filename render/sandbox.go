@@ -170,9 +170,10 @@ func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerRef
 }
 
 // PodIdentityLabels are the controller's labels a Sandbox passes on to its
-// Pod: the template it was made from (which its template's NetworkPolicy
-// selects) and the claim it serves.
-var PodIdentityLabels = []string{sandboxv1beta1.LabelSandboxTemplateRefHash, sandboxv1beta1.LabelClaimUID}
+// Pod: the template it was made from, which the template's NetworkPolicy
+// selects. (Claim identity stays on the Sandbox: putting it on the Pod would
+// cost a Pod write on every warm claim, on the claim's critical path.)
+var PodIdentityLabels = []string{sandboxv1beta1.LabelSandboxTemplateRefHash}
 
 // propagated copies template metadata without the keys reserved for the
 // controller. The result is never nil.

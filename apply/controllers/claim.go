@@ -227,7 +227,7 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 		if err != nil || !won {
 			return reconcile.Result{Requeue: !won}, err
 		}
-		return result, r.annotate(ctx, claim, name)
+		return r.annotateLater(ctx, claim, b, name, result, now)
 	}
 	statusIn.SandboxName, statusIn.Sandbox, statusIn.Pending = name, sb, pending
 	if pending && (result.RequeueAfter == 0 || result.RequeueAfter > ssa.CreateExpectation) {
@@ -235,6 +235,25 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	if err := r.writeStatus(ctx, claim, b, statusIn); err != nil {
 		return result, err
+	}
+	return r.annotateLater(ctx, claim, b, name, result, now)
+}
+
+// annotateDelay keeps the claim's annotation write out of a burst of claims:
+// the status that makes the claim Ready goes first, the annotation follows.
+const annotateDelay = 2 * time.Second
+
+// annotateLater writes the sandbox-name annotation once the binding is
+// annotateDelay old, asking to come back then if it is younger.
+func (r *ClaimReconciler) annotateLater(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, name string, result reconcile.Result, now time.Time) (reconcile.Result, error) {
+	if name == "" || claim.Annotations[extv1beta1.AnnotationSandboxName] == name {
+		return result, nil
+	}
+	if wait := b.at.Add(annotateDelay).Sub(now); !b.at.IsZero() && wait > 0 {
+		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
+			result.RequeueAfter = wait
+		}
+		return result, nil
 	}
 	return result, r.annotate(ctx, claim, name)
 }

@@ -74,7 +74,7 @@ func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error)
 		},
 		WarmPools: &WarmPoolReconciler{
 			Client: mgr.GetClient(), Engine: o.Engine, Recorder: mgr.GetEventRecorder("sandbox-warmpool-controller"),
-			Defaults: o.Defaults, MaxBatch: o.WarmPoolMaxBatch, Grace: o.WarmPoolGrace,
+			Defaults: o.Defaults, MaxBatch: o.WarmPoolMaxBatch, Grace: o.WarmPoolGrace, Queue: queue,
 		},
 		Claims: &ClaimReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Engine: o.Engine,

@@ -56,11 +56,19 @@ type WarmPoolReconciler struct {
 	// reports it as not progressing. Zero means 5 minutes.
 	Grace time.Duration
 	Clock clock.PassiveClock
+	// Queue, when set, tells when claims last took members: while claims
+	// are taking members, refilling waits (RefillQuiet after the last take,
+	// for at most RefillMaxDelay), so a burst of claims is served before the
+	// API server is busy with replacements.
+	Queue                       *WarmQueue
+	RefillQuiet, RefillMaxDelay time.Duration
 
 	status statusMemory
 	// expected holds, per pool UID, the members created or deleted and not
 	// yet reflected by the cache.
 	expected sync.Map // types.UID -> *expectations
+	// deferredSince is, per pool UID, when refilling was first put off.
+	deferredSince sync.Map // types.UID -> time.Time
 }
 
 type expectations struct {
@@ -90,6 +98,33 @@ func (r *WarmPoolReconciler) SetDefaults() {
 	if r.Grace == 0 {
 		r.Grace = 5 * time.Minute
 	}
+	if r.RefillQuiet == 0 {
+		r.RefillQuiet = 300 * time.Millisecond
+	}
+	if r.RefillMaxDelay == 0 {
+		r.RefillMaxDelay = 2 * time.Second
+	}
+}
+
+// refillWait says how long to put off creating members because claims are
+// taking them right now; zero means go ahead.
+func (r *WarmPoolReconciler) refillWait(pool *extv1beta1.SandboxWarmPool, now time.Time) time.Duration {
+	if r.Queue == nil {
+		return 0
+	}
+	last := r.Queue.LastTake(client.ObjectKeyFromObject(pool))
+	quiet := last.Add(r.RefillQuiet).Sub(now)
+	if last.IsZero() || quiet <= 0 {
+		r.deferredSince.Delete(pool.UID)
+		return 0
+	}
+	v, _ := r.deferredSince.LoadOrStore(pool.UID, now)
+	limit := v.(time.Time).Add(r.RefillMaxDelay).Sub(now)
+	if limit <= 0 {
+		r.deferredSince.Delete(pool.UID)
+		return 0
+	}
+	return min(quiet, limit)
 }
 
 // poolsOfTemplate maps a template to the pools that name it.
@@ -161,6 +196,14 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	if err != nil {
 		statusIn.BlockedReason, statusIn.BlockedMessage = extv1beta1.ReasonReconcilerError, err.Error()
 		return reconcile.Result{}, r.writeStatus(ctx, pool, statusIn)
+	}
+
+	if len(plan.Create) > 0 && len(plan.Delete) == 0 {
+		if wait := r.refillWait(pool, now); wait > 0 {
+			// Claims are taking members: serve them first. Nothing is
+			// written now, not even status; the pool looks again shortly.
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
 	}
 
 	var changes ssa.ChangeSet

@@ -30,7 +30,9 @@ type WarmQueue struct {
 	where map[types.NamespacedName]types.NamespacedName
 	// taken are members handed out, with when.
 	taken map[types.UID]time.Time
-	now   func() time.Time
+	// lastTake is, per pool, when a claim last took a member.
+	lastTake map[types.NamespacedName]time.Time
+	now      func() time.Time
 }
 
 type memberQueue struct {
@@ -41,10 +43,11 @@ type memberQueue struct {
 // NewWarmQueue returns an empty queue.
 func NewWarmQueue() *WarmQueue {
 	return &WarmQueue{
-		pools: map[types.NamespacedName]*memberQueue{},
-		where: map[types.NamespacedName]types.NamespacedName{},
-		taken: map[types.UID]time.Time{},
-		now:   time.Now,
+		pools:    map[types.NamespacedName]*memberQueue{},
+		where:    map[types.NamespacedName]types.NamespacedName{},
+		taken:    map[types.UID]time.Time{},
+		lastTake: map[types.NamespacedName]time.Time{},
+		now:      time.Now,
 	}
 }
 
@@ -156,7 +159,16 @@ func (q *WarmQueue) Take(pool types.NamespacedName) *sandboxv1beta1.Sandbox {
 	sb := mq.members[key]
 	q.remove(key)
 	q.taken[sb.UID] = q.now()
+	q.lastTake[pool] = q.now()
 	return sb
+}
+
+// LastTake returns when a claim last took a member of the pool (zero if
+// never, as far as this process knows).
+func (q *WarmQueue) LastTake(pool types.NamespacedName) time.Time {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.lastTake[pool]
 }
 
 // Return puts back a member taken but not adopted (the adoption failed for a

@@ -94,7 +94,7 @@ func ClaimStatus(in ClaimStatusInputs) *extac.SandboxClaimApplyConfiguration {
 	}
 
 	st := extac.SandboxClaimStatus().WithConditions(conds.out...)
-	if in.SandboxName != "" && !(in.Expired && sb == nil) {
+	if in.SandboxName != "" && (!in.Expired || sb != nil) {
 		claimed := extac.ClaimedSandbox().WithName(in.SandboxName)
 		if sb != nil {
 			claimed.WithPodIPs(sb.Status.PodIPs...)

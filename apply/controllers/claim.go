@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -225,7 +226,11 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 		statusIn.SandboxName, statusIn.Sandbox, statusIn.Pending = name, sb, pending
 		won, err := r.commit(ctx, claim, b, statusIn)
 		if err != nil || !won {
-			return reconcile.Result{Requeue: !won}, err
+			if !won {
+				// Another controller bound the claim: look again at once.
+				return reconcile.Result{RequeueAfter: time.Millisecond}, err
+			}
+			return reconcile.Result{}, err
 		}
 		return r.annotateLater(ctx, claim, b, name, result, now)
 	}
@@ -421,7 +426,8 @@ func (r *ClaimReconciler) adopt(ctx context.Context, claim *extv1beta1.SandboxCl
 // the claim's, so a retry can never make a second one.
 func (r *ClaimReconciler) coldStart(ctx context.Context, claim *extv1beta1.SandboxClaim, tmpl *extv1beta1.SandboxTemplate, b *binding, now time.Time) (*sandboxv1beta1.Sandbox, *render.ClaimRejection, error) {
 	desired, err := render.ClaimSandbox(render.ClaimInputs{Claim: claim, Template: tmpl, Defaults: r.Defaults})
-	if rej, ok := err.(*render.ClaimRejection); ok {
+	var rej *render.ClaimRejection
+	if errors.As(err, &rej) {
 		return nil, rej, nil
 	} else if err != nil {
 		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: err.Error()}, nil

@@ -58,7 +58,7 @@ func TestTemplateNetworkPolicy(t *testing.T) {
 	})
 	eventually(t, "policy removed under Unmanaged", func() error {
 		if _, err := get(t, ns, npName, &networkingv1.NetworkPolicy{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("policy still there (%v)", err)
+			return fmt.Errorf("policy still there (%w)", err)
 		}
 		return nil
 	})
@@ -463,13 +463,13 @@ func TestClaimExpiry(t *testing.T) {
 	}
 	eventually(t, "Retain deletes the Sandbox, keeps the claim", func() error {
 		if _, err := get(t, ns, "retain", &sandboxv1beta1.Sandbox{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("sandbox still there (%v)", err)
+			return fmt.Errorf("sandbox still there (%w)", err)
 		}
 		return nil
 	})
 	eventually(t, "Delete deletes the claim", func() error {
 		if _, err := get(t, ns, "delete", &extv1beta1.SandboxClaim{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("claim still there (%v)", err)
+			return fmt.Errorf("claim still there (%w)", err)
 		}
 		return nil
 	})
@@ -519,7 +519,7 @@ func TestClaimTTLAfterFinished(t *testing.T) {
 	})
 	eventually(t, "claim deleted after the TTL", func() error {
 		if _, err := get(t, ns, "job", &extv1beta1.SandboxClaim{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("claim still there (%v)", err)
+			return fmt.Errorf("claim still there (%w)", err)
 		}
 		return nil
 	})

@@ -1,0 +1,113 @@
+package controllers
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+)
+
+func member(name, pool string, ready bool) *sandboxv1beta1.Sandbox {
+	yes := true
+	status := metav1.ConditionFalse
+	if ready {
+		status = metav1.ConditionTrue
+	}
+	return &sandboxv1beta1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name),
+			OwnerReferences: []metav1.OwnerReference{{Kind: "SandboxWarmPool", Name: pool, UID: "pool-uid", Controller: &yes}}},
+		Status: sandboxv1beta1.SandboxStatus{Conditions: []metav1.Condition{{Type: sandboxv1beta1.ConditionReady, Status: status}}},
+	}
+}
+
+func TestWarmQueue(t *testing.T) {
+	q := NewWarmQueue()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	q.now = func() time.Time { return now }
+	h := q.Handler()
+	pool := types.NamespacedName{Namespace: "ns", Name: "p"}
+
+	h.OnAdd(member("a", "p", false), false)
+	if q.Len(pool) != 0 {
+		t.Fatal("a member that is not Ready is offered")
+	}
+	h.OnUpdate(nil, member("a", "p", true))
+	h.OnAdd(member("b", "p", true), false)
+	h.OnAdd(member("c", "other", true), false)
+	if q.Len(pool) != 2 {
+		t.Fatalf("%d members offered, want 2", q.Len(pool))
+	}
+	if got := q.Take(pool); got == nil || got.Name != "a" {
+		t.Fatalf("Take gave %v, want the member Ready first (a)", got)
+	}
+	// The informer still shows a as a Ready member (the adoption is in
+	// flight): it is not offered again.
+	h.OnUpdate(nil, member("a", "p", true))
+	if got := q.Take(pool); got == nil || got.Name != "b" {
+		t.Fatalf("Take gave %v, want b", got)
+	}
+	if got := q.Take(pool); got != nil {
+		t.Fatalf("Take gave %s from an empty pool", got.Name)
+	}
+	if !q.LastTake(pool).Equal(now) {
+		t.Errorf("LastTake %v, want %v", q.LastTake(pool), now)
+	}
+	// A member handed out but not adopted goes back.
+	q.Return(member("b", "p", true))
+	if q.Len(pool) != 1 {
+		t.Fatalf("returned member not offered")
+	}
+	// Leaving the pool (adopted by a claim) or going away removes it.
+	adopted := member("b", "p", true)
+	adopted.OwnerReferences[0].Kind = "SandboxClaim"
+	h.OnUpdate(nil, adopted)
+	if q.Len(pool) != 0 {
+		t.Fatal("an adopted member is still offered")
+	}
+	h.OnAdd(member("d", "p", true), false)
+	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "ns/d", Obj: member("d", "p", true)})
+	if q.Len(pool) != 0 {
+		t.Fatal("a deleted member is still offered")
+	}
+	// After the hold, a member taken but never adopted is offered again.
+	now = now.Add(takenHold + time.Second)
+	h.OnUpdate(nil, member("a", "p", true))
+	if q.Len(pool) != 1 {
+		t.Fatal("a member taken long ago and still in the pool is not offered again")
+	}
+}
+
+func TestWarmQueueTakesEachMemberOnce(t *testing.T) {
+	q := NewWarmQueue()
+	h := q.Handler()
+	pool := types.NamespacedName{Namespace: "ns", Name: "p"}
+	for i := range 100 {
+		h.OnAdd(member(string(rune('A'+i%26))+string(rune('a'+i/26)), "p", true), false)
+	}
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			for sb := q.Take(pool); sb != nil; sb = q.Take(pool) {
+				mu.Lock()
+				got[sb.Name]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(got) != 100 {
+		t.Errorf("%d members handed out, want 100", len(got))
+	}
+	for name, n := range got {
+		if n != 1 {
+			t.Errorf("%s handed out %d times", name, n)
+		}
+	}
+}

@@ -73,12 +73,26 @@ func benchClaims(t *testing.T, c client.Client, watched cache.Cache, ctrl *contr
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool"},
 		Spec:       extv1beta1.SandboxWarmPoolSpec{Replicas: ptr.To(int32(m)), TemplateRef: extv1beta1.SandboxTemplateRef{Name: "agent"}},
 	}
+	// The pool is full when m Ready Sandboxes carry its label (counted
+	// from the watch; the pool's own status may lag while claims are
+	// being served).
 	poolReady := func() bool {
-		p := &extv1beta1.SandboxWarmPool{}
-		if err := watched.Get(ctx, client.ObjectKeyFromObject(pool), p); err != nil {
+		var list sandboxv1beta1.SandboxList
+		if err := watched.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return false
 		}
-		return p.Status.ReadyReplicas == int32(m) && p.Status.Replicas == int32(m)
+		n := 0
+		for _, sb := range list.Items {
+			if _, member := sb.Labels[sandboxv1beta1.LabelWarmPoolSandbox]; !member || sb.DeletionTimestamp != nil {
+				continue
+			}
+			for _, c := range sb.Status.Conditions {
+				if c.Type == sandboxv1beta1.ConditionReady && c.Status == metav1.ConditionTrue {
+					n++
+				}
+			}
+		}
+		return n == m
 	}
 
 	start := time.Now()

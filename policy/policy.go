@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	celtypes "github.com/google/cel-go/common/types"
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,9 +23,9 @@ import (
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/environment"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
 )
 
@@ -105,9 +107,14 @@ type Set struct {
 }
 
 type compiled struct {
-	policy    *admissionregistrationv1.ValidatingAdmissionPolicy
-	validator validating.Validator
-	bindings  []*bound
+	policy   *admissionregistrationv1.ValidatingAdmissionPolicy
+	bindings []*bound
+	matcher  matchconditions.Matcher
+	// validations evaluates every validation expression at once; messages
+	// holds one evaluator per messageExpression (nil where there is none),
+	// evaluated only for a failed validation.
+	validations plugincel.ConditionEvaluator
+	messages    []plugincel.ConditionEvaluator
 }
 
 type bound struct {
@@ -154,6 +161,7 @@ func Load(sources ...Source) (*Set, error) {
 	}
 
 	var errs []error
+	failed := map[string]bool{}
 	policies := map[string]*compiled{}
 	var order []string
 	var bindings []doc
@@ -168,6 +176,7 @@ func Load(sources ...Source) (*Set, error) {
 			}
 			p := &admissionregistrationv1.ValidatingAdmissionPolicy{}
 			if err := strictConvert(d.obj, p); err != nil {
+				failed[d.obj.GetName()] = true
 				errs = append(errs, &LoadError{Source: d.source, Policy: d.obj.GetName(), Rule: -1, Message: err.Error()})
 				continue
 			}
@@ -177,6 +186,7 @@ func Load(sources ...Source) (*Set, error) {
 			}
 			c, err := compile(d.source, p)
 			if err != nil {
+				failed[p.Name] = true
 				errs = append(errs, err)
 				continue
 			}
@@ -195,6 +205,9 @@ func Load(sources ...Source) (*Set, error) {
 			continue
 		}
 		c := policies[b.Spec.PolicyName]
+		if c == nil && failed[b.Spec.PolicyName] {
+			continue // the policy's own error says it all
+		}
 		if c == nil {
 			errs = append(errs, &LoadError{Source: d.source, Rule: -1, Message: fmt.Sprintf("binding %s names policy %q, which is not defined", b.Name, b.Spec.PolicyName)})
 			continue
@@ -299,27 +312,91 @@ func compile(source string, p *admissionregistrationv1.ValidatingAdmissionPolicy
 		}
 		matcher = matchconditions.NewMatcher(compiler.CompileCondition(accs, vars, environment.StoredExpressions), spec.FailurePolicy, "policy", "validate", p.Name)
 	}
+	c := &compiled{policy: p, matcher: matcher, messages: make([]plugincel.ConditionEvaluator, len(spec.Validations))}
 	validations := make([]plugincel.ExpressionAccessor, len(spec.Validations))
-	messages := make([]plugincel.ExpressionAccessor, len(spec.Validations))
 	for i, v := range spec.Validations {
 		validations[i] = &validating.ValidationCondition{Expression: v.Expression, Message: v.Message, Reason: v.Reason}
 		if err := check("spec.validations", i, validations[i], vars); err != nil {
 			return nil, err
 		}
 		if v.MessageExpression != "" {
-			messages[i] = &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}
-			if err := check("spec.validations.messageExpression", i, messages[i], exprVars); err != nil {
+			m := &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}
+			if err := check("spec.validations.messageExpression", i, m, exprVars); err != nil {
 				return nil, err
 			}
+			c.messages[i] = compiler.CompileCondition([]plugincel.ExpressionAccessor{m}, exprVars, environment.StoredExpressions)
 		}
 	}
-	validator := validating.NewValidator(
-		compiler.CompileCondition(validations, vars, environment.StoredExpressions),
-		matcher,
-		compiler.CompileCondition(nil, vars, environment.StoredExpressions),
-		compiler.CompileCondition(messages, exprVars, environment.StoredExpressions),
-		spec.FailurePolicy, nil)
-	return &compiled{policy: p, validator: validator}, nil
+	c.validations = compiler.CompileCondition(validations, vars, environment.StoredExpressions)
+	return c, nil
+}
+
+// failure is one failed validation (or an evaluation error, rule -1 when
+// it is not tied to one validation).
+type failure struct {
+	rule            int
+	reason, message string
+}
+
+// evaluate runs the policy's validations for one object and params the way
+// the API server's validator does, except that a messageExpression is only
+// evaluated for a validation that failed.
+func (c *compiled) evaluate(ctx context.Context, attrs *admission.VersionedAttributes, request *admissionv1.AdmissionRequest, params runtime.Object) []failure {
+	failClosed := c.policy.Spec.FailurePolicy == nil || *c.policy.Spec.FailurePolicy == admissionregistrationv1.Fail
+	onError := func(rule int, err error) []failure {
+		if !failClosed {
+			return nil
+		}
+		return []failure{{rule: rule, reason: string(metav1.StatusReasonInvalid), message: err.Error()}}
+	}
+	if c.matcher != nil {
+		m := c.matcher.Match(ctx, attrs, params, nil)
+		if m.Error != nil {
+			return onError(-1, m.Error)
+		}
+		if !m.Matches {
+			return nil
+		}
+	}
+	vars := plugincel.OptionalVariableBindings{VersionedParams: params}
+	results, budget, err := c.validations.ForInput(ctx, attrs, request, vars, nil, celconfig.RuntimeCELCostBudget)
+	if err != nil {
+		return onError(-1, err)
+	}
+	var out []failure
+	for i, r := range results {
+		if r.Error != nil {
+			out = append(out, onError(i, r.Error)...)
+			continue
+		}
+		if r.EvalResult == celtypes.True {
+			continue
+		}
+		v := c.policy.Spec.Validations[i]
+		f := failure{rule: i, reason: string(metav1.StatusReasonInvalid)}
+		if v.Reason != nil {
+			f.reason = string(*v.Reason)
+		}
+		if c.messages[i] != nil {
+			if mr, left, err := c.messages[i].ForInput(ctx, attrs, request, vars, nil, budget); err == nil && len(mr) == 1 && mr[0].Error == nil && mr[0].EvalResult != nil {
+				budget = left
+				if msg, ok := mr[0].EvalResult.Value().(string); ok {
+					msg = strings.TrimSpace(msg)
+					if len(msg) <= celconfig.MaxEvaluatedMessageExpressionSizeBytes && !strings.Contains(msg, "\n") {
+						f.message = msg
+					}
+				}
+			}
+		}
+		if f.message == "" {
+			f.message = strings.TrimSpace(v.Message)
+		}
+		if f.message == "" {
+			f.message = "failed expression: " + strings.TrimSpace(v.Expression)
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // checkMatchResources refuses the parts of MatchResources we cannot honour
@@ -446,6 +523,7 @@ func (s *Set) Check(ctx context.Context, o Object) []Decision {
 	}
 	var decisions []Decision
 	var attrs *admission.VersionedAttributes
+	var request *admissionv1.AdmissionRequest
 	for _, c := range s.policies {
 		if !matches(c.policy.Spec.MatchConstraints, o.GVR, op, obj) {
 			continue
@@ -467,21 +545,11 @@ func (s *Set) Check(ctx context.Context, o Object) []Decision {
 					VersionedObject:    admission.NewLazyObject(obj),
 					VersionedOldObject: admission.NewLazyObject(old),
 				}
+				request = plugincel.CreateAdmissionRequest(attrs.Attributes, metav1.GroupVersionResource(o.GVR), metav1.GroupVersionKind(gvk))
 			}
 			for _, params := range b.params {
-				res := c.validator.Validate(ctx, o.GVR, attrs, params, nil, celconfig.RuntimeCELCostBudget, nil)
-				for i, d := range res.Decisions {
-					if d.Action != validating.ActionDeny {
-						continue
-					}
-					rule := i
-					if d.Evaluation == validating.EvalError {
-						rule = -1
-						if len(res.Decisions) == len(c.policy.Spec.Validations) {
-							rule = i
-						}
-					}
-					decisions = append(decisions, b.decide(c, rule, what, string(d.Reason), d.Message)...)
+				for _, f := range c.evaluate(ctx, attrs, request, params) {
+					decisions = append(decisions, b.decide(c, f.rule, what, f.reason, f.message)...)
 				}
 			}
 		}

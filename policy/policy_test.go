@@ -1,0 +1,233 @@
+package policy
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func loadBundles(t testing.TB, names ...string) *Set {
+	t.Helper()
+	var srcs []Source
+	for _, n := range names {
+		src, err := Bundle(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, src)
+	}
+	s, err := Load(srcs...)
+	if err != nil {
+		t.Fatalf("loading bundles %v: %v", names, err)
+	}
+	return s
+}
+
+// sandboxPod is a Pod as render makes it: the sandbox label, gVisor, no
+// token, nothing privileged.
+func sandboxPod(mutate ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "box", Namespace: "default", Labels: map[string]string{"agents.x-k8s.io/sandbox-name-hash": "0badc0de"}},
+		Spec: corev1.PodSpec{
+			RuntimeClassName:             ptr.To("gvisor"),
+			AutomountServiceAccountToken: ptr.To(false),
+			SecurityContext:              &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)},
+			Containers: []corev1.Container{{
+				Name: "agent", Image: "python:3.13",
+				Ports:           []corev1.ContainerPort{{ContainerPort: 8888}},
+				SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}},
+			}},
+		},
+	}
+	for _, m := range mutate {
+		m(p)
+	}
+	return p
+}
+
+func dropAll() *corev1.Capabilities { return &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}} }
+
+func TestBuiltInRules(t *testing.T) {
+	all := loadBundles(t, BundleRuntimeIsolation, BundleBaseline, BundleRestricted)
+	yes := true
+	cases := []struct {
+		name   string
+		mutate func(*corev1.Pod)
+		policy string // "" means allowed
+		rule   int
+		want   string // part of the message
+	}{
+		{name: "compliant", mutate: func(*corev1.Pod) {}},
+		{name: "kata allowed", mutate: func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("kata-qemu") }},
+		{name: "no runtime class", mutate: func(p *corev1.Pod) { p.Spec.RuntimeClassName = nil },
+			policy: "agent-sandbox-runtime-isolation", rule: 0, want: "runtimeClassName (unset) is not allowed"},
+		{name: "runc", mutate: func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("runc") },
+			policy: "agent-sandbox-runtime-isolation", rule: 0, want: "to one of: gvisor, kata, kata-qemu, kata-clh, kata-fc"},
+		{name: "privileged container", mutate: func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.Privileged = &yes },
+			policy: "agent-sandbox-baseline", rule: 0, want: "privileged containers are not allowed: agent"},
+		{name: "privileged init container", mutate: func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: "x", SecurityContext: &corev1.SecurityContext{Privileged: &yes, Capabilities: dropAll()}}}
+		}, policy: "agent-sandbox-baseline", rule: 0, want: "setup"},
+		{name: "privileged ephemeral container", mutate: func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: "debug", Image: "x", SecurityContext: &corev1.SecurityContext{Privileged: &yes, Capabilities: dropAll()}}}}
+		}, policy: "agent-sandbox-baseline", rule: 0, want: "debug"},
+		{name: "hostNetwork", mutate: func(p *corev1.Pod) { p.Spec.HostNetwork = true },
+			policy: "agent-sandbox-baseline", rule: 1, want: "hostNetwork"},
+		{name: "hostPID", mutate: func(p *corev1.Pod) { p.Spec.HostPID = true },
+			policy: "agent-sandbox-baseline", rule: 1},
+		{name: "hostIPC", mutate: func(p *corev1.Pod) { p.Spec.HostIPC = true },
+			policy: "agent-sandbox-baseline", rule: 1},
+		{name: "hostPath volume", mutate: func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+		}, policy: "agent-sandbox-baseline", rule: 2, want: "hostPath volumes are not allowed: root"},
+		{name: "hostPort", mutate: func(p *corev1.Pod) { p.Spec.Containers[0].Ports[0].HostPort = 80 },
+			policy: "agent-sandbox-baseline", rule: 3},
+		{name: "added capability", mutate: func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"NET_ADMIN"}
+		}, policy: "agent-sandbox-baseline", rule: 4, want: "adding capabilities"},
+		{name: "sysctls", mutate: func(p *corev1.Pod) {
+			p.Spec.SecurityContext.Sysctls = []corev1.Sysctl{{Name: "net.ipv4.ip_forward", Value: "1"}}
+		}, policy: "agent-sandbox-baseline", rule: 5},
+		{name: "procMount Unmasked", mutate: func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext.ProcMount = ptr.To(corev1.UnmaskedProcMount)
+		}, policy: "agent-sandbox-baseline", rule: 6},
+		{name: "procMount Default allowed", mutate: func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext.ProcMount = ptr.To(corev1.DefaultProcMount)
+		}},
+		{name: "projected token", mutate: func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "tok", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}}}
+		}, policy: "agent-sandbox-baseline", rule: 7},
+		{name: "automount true", mutate: func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = &yes },
+			policy: "agent-sandbox-baseline", rule: 8},
+		{name: "root", mutate: func(p *corev1.Pod) { p.Spec.SecurityContext.RunAsNonRoot = nil },
+			policy: "agent-sandbox-restricted", rule: 0},
+		{name: "container non-root overrides", mutate: func(p *corev1.Pod) {
+			p.Spec.SecurityContext.RunAsNonRoot = nil
+			p.Spec.Containers[0].SecurityContext.RunAsNonRoot = &yes
+		}},
+		{name: "capabilities kept", mutate: func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.Capabilities = nil },
+			policy: "agent-sandbox-restricted", rule: 1},
+		{name: "no limits", mutate: func(p *corev1.Pod) { p.Spec.Containers[0].Resources = corev1.ResourceRequirements{} },
+			policy: "agent-sandbox-restricted", rule: 2, want: "missing on: agent"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ds, err := all.CheckAll(context.Background(), sandboxPod(tc.mutate))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.policy == "" {
+				if len(ds) > 0 {
+					t.Fatalf("denied: %v", ds)
+				}
+				return
+			}
+			if len(ds) != 1 {
+				t.Fatalf("got %d decisions, want 1: %v", len(ds), ds)
+			}
+			d := ds[0]
+			if d.Policy != tc.policy || d.Rule != tc.rule || d.Action != Deny || d.Object != "Pod default/box" {
+				t.Errorf("decision %+v, want policy %s rule %d Deny", d, tc.policy, tc.rule)
+			}
+			if !strings.Contains(d.Message, tc.want) {
+				t.Errorf("message %q does not contain %q", d.Message, tc.want)
+			}
+		})
+	}
+}
+
+func TestPodsOutsideSandboxesAreNotChecked(t *testing.T) {
+	s := loadBundles(t, BundleRuntimeIsolation, BundleBaseline)
+	p := sandboxPod(func(p *corev1.Pod) {
+		p.Labels = nil
+		p.Spec.HostNetwork = true
+		p.Spec.RuntimeClassName = nil
+	})
+	if ds, _ := s.CheckAll(context.Background(), p); len(ds) != 0 {
+		t.Errorf("a Pod without the sandbox label was checked: %v", ds)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	valid, _ := Bundle(BundleBaseline)
+	cases := []struct {
+		name, yaml, want string
+	}{
+		{"bad CEL", strings.Replace(string(valid.Data), "object.spec.hostNetwork) &&", "object.spec.hostNetwork) &&&", 1),
+			"policy agent-sandbox-baseline: spec.validations[1]: line 1, column"},
+		{"unknown field", strings.Replace(string(valid.Data), "failurePolicy: Fail", "failurePolicy: Fail\n  surprise: true", 1),
+			`unknown field "surprise"`},
+		{"audit annotations", strings.Replace(string(valid.Data), "failurePolicy: Fail", "failurePolicy: Fail\n  auditAnnotations:\n  - key: k\n    valueExpression: \"'v'\"", 1),
+			"audit annotations are not supported"},
+		{"namespace selector", strings.Replace(string(valid.Data), "  matchConstraints:\n", "  matchConstraints:\n    namespaceSelector:\n      matchLabels: {team: a}\n", 1),
+			"namespaceSelector is not supported"},
+		{"binding to nothing", strings.Replace(string(valid.Data), "policyName: agent-sandbox-baseline", "policyName: nope", 1),
+			`names policy "nope", which is not defined`},
+		{"bad action", strings.Replace(string(valid.Data), "validationActions: [Deny]", "validationActions: [Block]", 1),
+			`validationAction "Block"`},
+		{"yaml syntax", "apiVersion: v1\nkind: [", "document 0"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(Source{Name: "test.yaml", Data: []byte(tc.yaml)})
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestMissingParamsDeny(t *testing.T) {
+	src, _ := Bundle(BundleRuntimeIsolation)
+	withoutParams := string(src.Data)[:strings.LastIndex(string(src.Data), "---")]
+	s, err := Load(Source{Name: "x", Data: []byte(withoutParams)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, _ := s.CheckAll(context.Background(), sandboxPod())
+	if len(ds) != 1 || !strings.Contains(ds[0].Message, "do not exist") {
+		t.Errorf("decisions %v, want a denial for the missing params", ds)
+	}
+}
+
+func TestWarnAndAudit(t *testing.T) {
+	src, _ := Bundle(BundleBaseline)
+	s, err := Load(Source{Name: "x", Data: []byte(strings.Replace(string(src.Data), "validationActions: [Deny]", "validationActions: [Warn, Audit]", 1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, _ := s.CheckAll(context.Background(), sandboxPod(func(p *corev1.Pod) { p.Spec.HostNetwork = true }))
+	if len(ds) != 2 || ds[0].Action != Warn || ds[1].Action != Audit || len(Denied(ds)) != 0 {
+		t.Errorf("decisions %v, want one Warn and one Audit", ds)
+	}
+}
+
+// BenchmarkCheckRenderedPod is the policy check of a rendered sandbox Pod
+// with every built-in bundle on.
+func BenchmarkCheckRenderedPod(b *testing.B) {
+	s := loadBundles(b, BundleRuntimeIsolation, BundleBaseline, BundleRestricted)
+	o, err := ObjectOf(sandboxPod())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if ds := s.Check(ctx, o); len(ds) != 0 {
+			b.Fatal(ds)
+		}
+	}
+}

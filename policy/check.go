@@ -82,3 +82,71 @@ func (h *Holder) Get() *Set {
 
 // Set replaces the current set.
 func (h *Holder) Set(s *Set) { h.p.Store(s) }
+
+// Wants reports whether any policy can match objects of this group and
+// resource; callers skip converting objects no policy looks at.
+func (s *Set) Wants(gvr schema.GroupVersionResource) bool {
+	if s == nil {
+		return false
+	}
+	for _, c := range s.policies {
+		for _, r := range c.policy.Spec.MatchConstraints.ResourceRules {
+			if contains(r.APIGroups, gvr.Group) && contains(r.APIVersions, gvr.Version) && contains(r.Resources, gvr.Resource) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == "*" || x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckAs checks v (a typed object, possibly without apiVersion and kind as
+// read from a cache, or an apply configuration) as an object of kind gvk
+// being created. Objects no policy looks at cost nothing.
+func (s *Set) CheckAs(ctx context.Context, gvk schema.GroupVersionKind, v any) ([]Decision, error) {
+	res, ok := resources[gvk.GroupKind()]
+	if !ok {
+		return nil, fmt.Errorf("policy: %s is not a kind policies check", gvk)
+	}
+	gvr := gvk.GroupVersion().WithResource(res)
+	if !s.Wants(gvr) {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("policy: encoding %s: %w", gvk.Kind, err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(b); err != nil {
+		// UnmarshalJSON needs a kind; set it and try again.
+		m := map[string]any{}
+		if jerr := json.Unmarshal(b, &m); jerr != nil {
+			return nil, fmt.Errorf("policy: decoding %s: %w", gvk.Kind, jerr)
+		}
+		u.Object = m
+	}
+	u.SetGroupVersionKind(gvk)
+	return s.Check(ctx, Object{GVR: gvr, Object: u}), nil
+}
+
+// Summary is one line for conditions and events: the first denial and how
+// many more there are.
+func Summary(ds []Decision) string {
+	if len(ds) == 0 {
+		return ""
+	}
+	d := ds[0]
+	msg := fmt.Sprintf("%s: %s (policy %s)", d.Object, d.Message, d.Policy)
+	if len(ds) > 1 {
+		msg += fmt.Sprintf("; and %d more", len(ds)-1)
+	}
+	return msg
+}

@@ -44,6 +44,9 @@ type SandboxStatusInputs struct {
 	PodTemplateDrift string
 	// Error, when not empty, is a reconcile error to report as ReconcilerError.
 	Error string
+	// PolicyDenied, when not empty, says which policy refused what the
+	// Sandbox would create; nothing was applied.
+	PolicyDenied string
 	// ClusterDomain is the cluster's DNS domain (e.g. cluster.local).
 	ClusterDomain string
 	// Now stamps conditions whose status changed.
@@ -116,6 +119,8 @@ func readiness(in SandboxStatusInputs) (metav1.ConditionStatus, string, string) 
 			"more than one Pod is owned by this Sandbox; the controller changes nothing until only one remains"
 	case in.Expired:
 		return metav1.ConditionFalse, sandboxv1beta1.ReasonSandboxExpired, "the Sandbox passed its shutdownTime"
+	case in.PolicyDenied != "":
+		return metav1.ConditionFalse, sandboxv1beta1.ReasonPolicyDenied, in.PolicyDenied
 	case in.Error != "":
 		return metav1.ConditionFalse, sandboxv1beta1.ReasonReconcilerError, in.Error
 	case in.Sandbox.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended:

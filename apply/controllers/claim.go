@@ -26,6 +26,7 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/metrics"
 	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
 )
 
@@ -56,7 +57,9 @@ type ClaimReconciler struct {
 	Queue *WarmQueue
 	// Defaults are applied to cold-started Sandboxes.
 	Defaults render.Defaults
-	Clock    clock.PassiveClock
+	// Policy holds the policies a cold-started Sandbox is checked against.
+	Policy *policy.Holder
+	Clock  clock.PassiveClock
 
 	status statusMemory
 	// bindings remember, per claim, what this process bound it to.
@@ -434,6 +437,12 @@ func (r *ClaimReconciler) coldStart(ctx context.Context, claim *extv1beta1.Sandb
 	}
 	sb := &sandboxv1beta1.Sandbox{}
 	if err := convert(desired, sb); err != nil {
+		return nil, nil, err
+	}
+	var denied *policyError
+	if err := checkNewSandbox(ctx, r.Policy.Get(), sb); errors.As(err, &denied) {
+		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonPolicyDenied, Message: denied.Error()}, nil
+	} else if err != nil {
 		return nil, nil, err
 	}
 	_, exists, err := r.Engine.Create(ctx, "Sandbox", sb)

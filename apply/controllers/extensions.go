@@ -11,6 +11,7 @@ import (
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
 )
 
@@ -22,6 +23,8 @@ type ExtensionsOptions struct {
 	ControllerNamespace string
 	// Defaults apply to every Sandbox made from a template.
 	Defaults render.Defaults
+	// Policy holds the policies checked before anything is created.
+	Policy *policy.Holder
 	// Workers per controller.
 	TemplateWorkers, WarmPoolWorkers, ClaimWorkers int
 	// WarmPoolMaxBatch caps the members a pool creates in one pass.
@@ -71,14 +74,17 @@ func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error)
 		Queue: queue,
 		Templates: &TemplateReconciler{
 			Client: mgr.GetClient(), Engine: o.Engine, ControllerNamespace: o.ControllerNamespace,
+			Policy: o.Policy, Recorder: mgr.GetEventRecorder("sandbox-template-controller"),
 		},
 		WarmPools: &WarmPoolReconciler{
 			Client: mgr.GetClient(), Engine: o.Engine, Recorder: mgr.GetEventRecorder("sandbox-warmpool-controller"),
 			Defaults: o.Defaults, MaxBatch: o.WarmPoolMaxBatch, Grace: o.WarmPoolGrace, Queue: queue,
+			Policy: o.Policy,
 		},
 		Claims: &ClaimReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Engine: o.Engine,
 			Recorder: mgr.GetEventRecorder("sandbox-claim-controller"), Queue: queue, Defaults: o.Defaults,
+			Policy: o.Policy,
 		},
 	}
 	if err := x.Templates.SetupWithManager(mgr, max(o.TemplateWorkers, 1)); err != nil {

@@ -27,6 +27,7 @@ import (
 	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/metrics"
 	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
 )
 
@@ -67,6 +68,9 @@ type SandboxReconciler struct {
 	// Changes into or out of Ready are written at once. Zero means 5s;
 	// negative disables coalescing.
 	StatusCoalesceWindow time.Duration
+	// Policy holds the policies rendered objects are checked against before
+	// anything is applied; nil checks nothing.
+	Policy *policy.Holder
 
 	// memory holds, per Sandbox, what this process last wrote (see memo).
 	memory sync.Map // types.NamespacedName -> *memo
@@ -231,6 +235,16 @@ func (r *SandboxReconciler) reconcile(ctx context.Context, req reconcile.Request
 	}
 
 	changes, drift, err := r.applyChildren(ctx, sb, obs, expired)
+	var denied *policyError
+	if errors.As(err, &denied) {
+		// Nothing was applied. Only a change to the Sandbox or to the
+		// policies (which re-checks everything) can fix this.
+		if readyReason(sb) != sandboxv1beta1.ReasonPolicyDenied {
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventPolicyDenied, "Check", "%s", denied.Error())
+		}
+		statusIn.PolicyDenied = denied.Error()
+		return reconcile.Result{}, r.applyStatus(ctx, sb, statusIn)
+	}
 	if err != nil {
 		var terminal *terminalError
 		var conflict *ssa.ConflictError
@@ -402,6 +416,17 @@ func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta
 	if err != nil {
 		// The spec cannot be rendered: retrying will not help until it changes.
 		return nil, "", &terminalError{err.Error()}
+	}
+	if set := r.Policy.Get(); set != nil {
+		c := creating{pod: obs.pod == nil && !obs.foreignPod, service: obs.service == nil, pvcs: map[string]bool{}}
+		for _, want := range desired.PVCs {
+			if obs.pvcs[*want.Name] == nil {
+				c.pvcs[*want.Name] = true
+			}
+		}
+		if _, err := checkSandbox(ctx, set, sb, desired, c); err != nil {
+			return nil, "", err
+		}
 	}
 	var changes ssa.ChangeSet
 	record := func(c ssa.Change, err error) error {

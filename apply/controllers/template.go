@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -17,6 +19,7 @@ import (
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
 )
 
@@ -32,6 +35,9 @@ type TemplateReconciler struct {
 	// ControllerNamespace is where the sandbox router runs (the secure
 	// default admits ingress only from there).
 	ControllerNamespace string
+	// Policy holds the policies the NetworkPolicy is checked against.
+	Policy   *policy.Holder
+	Recorder events.EventRecorder
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -83,6 +89,18 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 			// Someone else's policy has the name: leave it alone, and say so.
 			log.FromContext(ctx).Info("a NetworkPolicy with the template's policy name exists that the template does not own; leaving it", "networkPolicy", key.Name)
 			break
+		}
+		if np == nil {
+			ds, err := r.Policy.Get().CheckAs(ctx, gvkNetworkPolicy, desired.NetworkPolicy)
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			if denied := policy.Denied(ds); len(denied) > 0 {
+				if r.Recorder != nil {
+					r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, EventPolicyDenied, "Check", "NetworkPolicy not created: %s", policy.Summary(denied))
+				}
+				break
+			}
 		}
 		c, err := ssa.Apply(ctx, r.Engine, "NetworkPolicy", desired.NetworkPolicy, np, networkingv1ac.ExtractNetworkPolicy, ssa.Options{})
 		changes = append(changes, c)

@@ -26,6 +26,7 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
 )
 
@@ -62,6 +63,9 @@ type WarmPoolReconciler struct {
 	// API server is busy with replacements.
 	Queue                       *WarmQueue
 	RefillQuiet, RefillMaxDelay time.Duration
+	// Policy holds the policies members are checked against before any is
+	// created.
+	Policy *policy.Holder
 
 	status statusMemory
 	// expected holds, per pool UID, the members created or deleted and not
@@ -198,6 +202,25 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Reques
 		return reconcile.Result{}, r.writeStatus(ctx, pool, statusIn)
 	}
 
+	if len(plan.Create) > 0 {
+		// Every member renders alike: checking the first judges them all.
+		probe := &sandboxv1beta1.Sandbox{}
+		if err := convert(plan.Create[0], probe); err != nil {
+			return reconcile.Result{}, err
+		}
+		var denied *policyError
+		switch err := checkNewSandbox(ctx, r.Policy.Get(), probe); {
+		case errors.As(err, &denied):
+			plan.Create = nil
+			statusIn.BlockedReason, statusIn.BlockedMessage = sandboxv1beta1.ReasonPolicyDenied,
+				"no members are created: "+denied.Error()
+			if c := findCondition(r.previousOrOwn(pool), extv1beta1.ConditionReady); c == nil || c.Reason != sandboxv1beta1.ReasonPolicyDenied {
+				r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, EventPolicyDenied, "Check", "%s", statusIn.BlockedMessage)
+			}
+		case err != nil:
+			return reconcile.Result{}, err
+		}
+	}
 	if len(plan.Create) > 0 && len(plan.Delete) == 0 {
 		if wait := r.refillWait(pool, now); wait > 0 {
 			// Claims are taking members: serve them first. Nothing is

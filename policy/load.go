@@ -1,0 +1,114 @@
+package policy
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Config says where policies come from: built-in bundles by name and YAML
+// files in a directory (every *.yaml, *.yml and *.json in it).
+type Config struct {
+	Bundles []string
+	Dir     string
+}
+
+// Sources reads the configured bundles and files.
+func (c Config) Sources() ([]Source, error) {
+	var out []Source
+	for _, name := range c.Bundles {
+		src, err := Bundle(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, src)
+	}
+	if c.Dir == "" {
+		return out, nil
+	}
+	entries, err := os.ReadDir(c.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading policy directory: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		switch strings.ToLower(filepath.Ext(e.Name())) {
+		case ".yaml", ".yml", ".json":
+			if !e.IsDir() {
+				names = append(names, e.Name())
+			}
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		path := filepath.Join(c.Dir, n)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading policy file: %w", err)
+		}
+		out = append(out, Source{Name: path, Data: data})
+	}
+	return out, nil
+}
+
+// LoadConfig reads and compiles the configured policies.
+func LoadConfig(c Config) (*Set, error) {
+	srcs, err := c.Sources()
+	if err != nil {
+		return nil, err
+	}
+	return Load(srcs...)
+}
+
+func digestOf(srcs []Source) string {
+	h := sha256.New()
+	for _, s := range srcs {
+		fmt.Fprintf(h, "%s\x00%d\x00", s.Name, len(s.Data))
+		h.Write(s.Data)
+	}
+	return string(h.Sum(nil))
+}
+
+// Watch reloads the policies whenever the files change (checked every
+// interval) until ctx ends. A set that fails to load never replaces the
+// current one: onError gets the error and the last good set stays. onLoad is
+// called after each successful reload.
+func Watch(ctx context.Context, c Config, h *Holder, interval time.Duration, onLoad func(*Set), onError func(error)) {
+	last := ""
+	if srcs, err := c.Sources(); err == nil {
+		last = digestOf(srcs)
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		srcs, err := c.Sources()
+		if err != nil {
+			onError(err)
+			continue
+		}
+		d := digestOf(srcs)
+		if d == last {
+			continue
+		}
+		last = d
+		set, err := Load(srcs...)
+		if err != nil {
+			onError(err)
+			continue
+		}
+		h.Set(set)
+		if onLoad != nil {
+			onLoad(set)
+		}
+	}
+}

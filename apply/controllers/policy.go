@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/apply/metrics"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
 )
@@ -71,6 +72,7 @@ func checkSandbox(ctx context.Context, set *policy.Set, sb *sandboxv1beta1.Sandb
 			}
 		}
 	}
+	metrics.ObserveDecisions(all)
 	if denied := policy.Denied(all); len(denied) > 0 {
 		return all, &policyError{decisions: denied}
 	}

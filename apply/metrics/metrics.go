@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,6 +12,7 @@ import (
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/policy"
 )
 
 // Label values used when a Sandbox has no launch type, template or owner.
@@ -66,8 +68,36 @@ var (
 	}, []string{"launch_type", "sandbox_template"})
 )
 
+// Policy metrics.
+var (
+	// PolicyDecisions counts failed validations by policy, rule and action.
+	PolicyDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agent_sandbox_policy_decisions_total",
+		Help: "Failed policy validations, by policy, rule index and action (Deny, Warn, Audit).",
+	}, []string{"policy", "rule", "action"})
+	// PolicyLoadErrors counts policy reloads refused (the last good set stays).
+	PolicyLoadErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "agent_sandbox_policy_load_errors_total",
+		Help: "Policy reloads that failed; the last good policy set stays in force.",
+	})
+	// PoliciesActive is 1 for each policy in force.
+	PoliciesActive = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "agent_sandbox_policies",
+		Help: "The policies in force (value 1 each).",
+	}, []string{"policy"})
+)
+
+// PolicyLoaded records the policies now in force.
+func PolicyLoaded(names []string) {
+	PoliciesActive.Reset()
+	for _, n := range names {
+		PoliciesActive.WithLabelValues(n).Set(1)
+	}
+}
+
 func init() {
-	crmetrics.Registry.MustRegister(CreationLatency, Applies, Saved, ClaimStartupLatency, ClaimControllerStartupLatency, ClaimCreations)
+	crmetrics.Registry.MustRegister(CreationLatency, Applies, Saved, ClaimStartupLatency, ClaimControllerStartupLatency, ClaimCreations,
+		PolicyDecisions, PolicyLoadErrors, PoliciesActive)
 }
 
 // ObserveClaimReady records a claim's first Ready: at is now, seen is when
@@ -153,5 +183,12 @@ func (c *SandboxCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(sandboxesDesc, prometheus.GaugeValue, float64(n), k.ns, k.ready, k.launch, k.tpl, k.owner)
+	}
+}
+
+// ObserveDecisions counts failed policy validations.
+func ObserveDecisions(ds []policy.Decision) {
+	for _, d := range ds {
+		PolicyDecisions.WithLabelValues(d.Policy, strconv.Itoa(d.Rule), string(d.Action)).Inc()
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -25,6 +27,7 @@ import (
 	"github.com/agentsandbox/reconciler/apply/controllers"
 	"github.com/agentsandbox/reconciler/apply/metrics"
 	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
 )
 
@@ -68,6 +71,9 @@ type options struct {
 	controllerNamespace     string
 	defaultRuntimeClass     string
 	warmPoolGrace           time.Duration
+	policyBundles           string
+	policyDir               string
+	policyReload            time.Duration
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -103,6 +109,11 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Namespace the controller and the sandbox router run in (default: $POD_NAMESPACE, else agent-sandbox-system); template NetworkPolicies admit ingress from sandbox-router pods there.")
 	fs.StringVar(&o.defaultRuntimeClass, "default-runtime-class", "",
 		"Runtime class given to Pods of template-made Sandboxes (warm pool members, claims) whose template names none, e.g. gvisor. Templates themselves are never changed.")
+	fs.StringVar(&o.policyBundles, "policy-bundles", strings.Join(policy.DefaultBundles, ","),
+		"Built-in policy bundles to enforce, comma-separated ("+strings.Join(policy.Bundles(), ", ")+"); \"none\" for none.")
+	fs.StringVar(&o.policyDir, "policy-dir", "",
+		"Directory of ValidatingAdmissionPolicy YAML (policies, bindings, params) enforced in addition to the bundles; reloaded on change.")
+	fs.DurationVar(&o.policyReload, "policy-reload-interval", 10*time.Second, "How often --policy-dir is checked for changes.")
 	fs.DurationVar(&o.warmPoolGrace, "warm-pool-grace-period", 5*time.Minute,
 		"How long a warm pool member may take to become Ready before its pool reports it (Progressing=False and a WarmPoolNotProgressing event).")
 }
@@ -134,6 +145,12 @@ func (o *options) validate() error {
 	if o.defaultRuntimeClass != "" && len(validation.IsDNS1123Subdomain(o.defaultRuntimeClass)) > 0 {
 		errs = append(errs, fmt.Errorf("--default-runtime-class=%q is not a RuntimeClass name", o.defaultRuntimeClass))
 	}
+	if _, err := o.policyConfig(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.policyReload <= 0 {
+		errs = append(errs, fmt.Errorf("--policy-reload-interval=%s: must be positive", o.policyReload))
+	}
 	if o.warmPoolGrace <= 0 {
 		errs = append(errs, fmt.Errorf("--warm-pool-grace-period=%s: must be positive", o.warmPoolGrace))
 	}
@@ -144,6 +161,24 @@ func (o *options) validate() error {
 		errs = append(errs, errors.New("--field-manager must not be empty"))
 	}
 	return errors.Join(errs...)
+}
+
+// policyConfig turns the policy flags into a policy configuration and
+// loads it once, so that invalid policies stop the controller at start.
+func (o *options) policyConfig() (policy.Config, error) {
+	var c policy.Config
+	for _, b := range strings.Split(o.policyBundles, ",") {
+		b = strings.TrimSpace(b)
+		if b == "" || b == "none" {
+			continue
+		}
+		c.Bundles = append(c.Bundles, b)
+	}
+	c.Dir = o.policyDir
+	if _, err := policy.LoadConfig(c); err != nil {
+		return c, fmt.Errorf("--policy-bundles/--policy-dir: %w", err)
+	}
+	return c, nil
 }
 
 func main() {
@@ -205,11 +240,38 @@ func run(o options) error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 
+	policyConfig, err := o.policyConfig()
+	if err != nil {
+		return err
+	}
+	policies := &policy.Holder{}
+	set, err := policy.LoadConfig(policyConfig)
+	if err != nil {
+		return err
+	}
+	policies.Set(set)
+	metrics.PolicyLoaded(set.Policies())
+	log.Info("policies loaded", "policies", set.Policies())
+	if policyConfig.Dir != "" {
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			policy.Watch(ctx, policyConfig, policies, o.policyReload, func(s *policy.Set) {
+				metrics.PolicyLoaded(s.Policies())
+				log.Info("policies reloaded", "policies", s.Policies())
+			}, func(err error) {
+				metrics.PolicyLoadErrors.Inc()
+				log.Error(err, "policies not reloaded; the last good set stays in force")
+			})
+			return nil
+		})); err != nil {
+			return err
+		}
+	}
+
 	engine := ssa.New(mgr.GetClient(), o.fieldManager, o.fieldManager+"-status")
 	engine.Observe(metrics.ObserveChange)
 	sandboxes := &controllers.SandboxReconciler{
 		Client: mgr.GetClient(), Engine: engine, Recorder: mgr.GetEventRecorder("sandbox-controller"),
-		ClusterDomain: o.clusterDomain, StatusCoalesceWindow: o.statusCoalesceWindow,
+		ClusterDomain: o.clusterDomain, StatusCoalesceWindow: o.statusCoalesceWindow, Policy: policies,
 	}
 	if err := sandboxes.SetupWithManager(mgr, o.sandboxWorkers); err != nil {
 		return fmt.Errorf("setting up the Sandbox controller: %w", err)
@@ -219,7 +281,7 @@ func run(o options) error {
 			Engine: engine, ControllerNamespace: o.controllerNamespace,
 			Defaults:        render.Defaults{RuntimeClassName: o.defaultRuntimeClass},
 			TemplateWorkers: o.templateWorkers, WarmPoolWorkers: o.warmPoolWorkers, ClaimWorkers: o.claimWorkers,
-			WarmPoolMaxBatch: o.warmPoolMaxBatch, WarmPoolGrace: o.warmPoolGrace,
+			WarmPoolMaxBatch: o.warmPoolMaxBatch, WarmPoolGrace: o.warmPoolGrace, Policy: policies,
 		}); err != nil {
 			return err
 		}

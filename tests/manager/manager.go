@@ -21,6 +21,8 @@ import (
 
 	"github.com/agentsandbox/reconciler/apply/controllers"
 	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/policy"
+	"github.com/agentsandbox/reconciler/render"
 )
 
 // Field managers the tests run the controller with.
@@ -74,6 +76,10 @@ type Options struct {
 	// Extensions also runs the SandboxTemplate, SandboxWarmPool and
 	// SandboxClaim controllers.
 	Extensions bool
+	// Policy, when set, is enforced by every controller.
+	Policy *policy.Holder
+	// Defaults apply to template-made Sandboxes.
+	Defaults render.Defaults
 }
 
 // Start starts a manager with the reconcilers against cfg and waits for its
@@ -113,7 +119,7 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running,
 	}
 	r.Engine = ssa.New(mgr.GetClient(), FieldManager, StatusManager)
 	r.Sandbox = &controllers.SandboxReconciler{
-		Client: mgr.GetClient(), Engine: r.Engine, Recorder: mgr.GetEventRecorder("sandbox-controller"),
+		Client: mgr.GetClient(), Engine: r.Engine, Recorder: mgr.GetEventRecorder("sandbox-controller"), Policy: o.Policy,
 	}
 	if err := r.Sandbox.SetupWithManager(mgr, o.SandboxWorkers); err != nil {
 		return nil, err
@@ -122,6 +128,7 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running,
 		r.Extensions, err = controllers.SetupExtensions(mgr, controllers.ExtensionsOptions{
 			Engine: r.Engine, ControllerNamespace: "agent-sandbox-system",
 			TemplateWorkers: 2, WarmPoolWorkers: 2, ClaimWorkers: 16, WarmPoolMaxBatch: 300,
+			Policy: o.Policy, Defaults: o.Defaults,
 		})
 		if err != nil {
 			return nil, err

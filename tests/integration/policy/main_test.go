@@ -1,0 +1,51 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	nodev1 "k8s.io/api/node/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/agentsandbox/reconciler/policy"
+	"github.com/agentsandbox/reconciler/render"
+	"github.com/agentsandbox/reconciler/tests/envtest"
+	"github.com/agentsandbox/reconciler/tests/manager"
+)
+
+var (
+	env      *envtest.Env
+	running  *manager.Running
+	policies = &policy.Holder{}
+)
+
+func TestMain(m *testing.M) {
+	envtest.Main(m, &env, func(e *envtest.Env) (func(), error) {
+		set, err := policy.LoadConfig(policy.Config{Bundles: policy.DefaultBundles})
+		if err != nil {
+			return nil, err
+		}
+		policies.Set(set)
+		// The API server's RuntimeClass admission wants the class to exist.
+		rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "runsc"}
+		if err := e.Client.Create(context.Background(), rc); err != nil {
+			return nil, err
+		}
+		running, err = manager.Start(e.Config, e.Scheme, manager.Options{
+			Extensions: true, Policy: policies,
+			// Template-made Sandboxes get gVisor when their template names
+			// no runtime class; directly written Sandboxes do not.
+			Defaults: render.Defaults{RuntimeClassName: "gvisor"},
+		})
+		if err != nil {
+			return nil, err
+		}
+		return func() {
+			if err := running.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "manager:", err)
+			}
+		}, nil
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -16,11 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -29,6 +31,7 @@ import (
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
+	"github.com/agentsandbox/reconciler/webhooks"
 )
 
 // Build information, injected with -ldflags "-X main.version=... -X main.commit=... -X main.date=...".
@@ -71,6 +74,8 @@ type options struct {
 	controllerNamespace     string
 	defaultRuntimeClass     string
 	warmPoolGrace           time.Duration
+	webhookCertManagement   string
+	webhookHosts            string
 	policyBundles           string
 	policyDir               string
 	policyReload            time.Duration
@@ -95,6 +100,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the admission webhook server.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory of the webhook serving certificate (tls.crt, tls.key).")
 	fs.BoolVar(&o.enableWebhook, "enable-webhook", true, "Serve the admission webhooks.")
+	fs.StringVar(&o.webhookCertManagement, "webhook-cert-management", "self",
+		"self: issue the webhook's serving certificate, keep it in Secret "+webhooks.DefaultSecretName+" and inject the CA bundle into "+webhooks.DefaultWebhookConfigName+"; provided: use the files in --webhook-cert-dir (cert-manager, mounted Secret).")
+	fs.StringVar(&o.webhookHosts, "webhook-hosts", "", "Extra DNS names or IPs for a self-issued serving certificate, comma-separated.")
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 	// Ours.
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "127.0.0.1:8082", "Address of the pprof endpoint, with --enable-pprof.")
@@ -154,6 +162,12 @@ func (o *options) validate() error {
 	if o.warmPoolGrace <= 0 {
 		errs = append(errs, fmt.Errorf("--warm-pool-grace-period=%s: must be positive", o.warmPoolGrace))
 	}
+	if o.webhookCertManagement != "self" && o.webhookCertManagement != "provided" {
+		errs = append(errs, fmt.Errorf("--webhook-cert-management=%q: want self or provided", o.webhookCertManagement))
+	}
+	if o.enableWebhook && o.webhookCertManagement == "provided" && o.webhookCertDir == "" {
+		errs = append(errs, errors.New("--webhook-cert-management=provided needs --webhook-cert-dir with tls.crt and tls.key"))
+	}
 	if o.webhookPort < 1 || o.webhookPort > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port=%d: not a port", o.webhookPort))
 	}
@@ -180,6 +194,13 @@ func (o *options) policyConfig() (policy.Config, error) {
 	}
 	return c, nil
 }
+
+// everyReplica is a runnable that runs on every replica, leader or not
+// (webhooks are served by all of them).
+type everyReplica func(context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+func (everyReplica) NeedLeaderElection() bool          { return false }
 
 func main() {
 	var o options
@@ -235,6 +256,13 @@ func run(o options) error {
 	if o.enablePprof {
 		mgrOpts.PprofBindAddress = o.pprofAddr
 	}
+	certDir := o.webhookCertDir
+	if certDir == "" {
+		certDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
+	}
+	if o.enableWebhook {
+		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: certDir})
+	}
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -253,7 +281,7 @@ func run(o options) error {
 	metrics.PolicyLoaded(set.Policies())
 	log.Info("policies loaded", "policies", set.Policies())
 	if policyConfig.Dir != "" {
-		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if err := mgr.Add(everyReplica(func(ctx context.Context) error {
 			policy.Watch(ctx, policyConfig, policies, o.policyReload, func(s *policy.Set) {
 				metrics.PolicyLoaded(s.Policies())
 				log.Info("policies reloaded", "policies", s.Policies())
@@ -287,7 +315,34 @@ func run(o options) error {
 		}
 	}
 	if o.enableWebhook {
-		log.Info("no admission webhooks are part of this build yet; --enable-webhook, --webhook-port and --webhook-cert-dir have no effect")
+		if o.webhookCertManagement == "self" {
+			direct, err := client.New(cfg, client.Options{Scheme: scheme})
+			if err != nil {
+				return err
+			}
+			certs := &webhooks.Certs{Client: direct, Namespace: o.controllerNamespace, CertDir: certDir}
+			for _, h := range strings.Split(o.webhookHosts, ",") {
+				if h = strings.TrimSpace(h); h != "" {
+					certs.ExtraHosts = append(certs.ExtraHosts, h)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			_, err = certs.Ensure(ctrl.LoggerInto(ctx, log))
+			cancel()
+			if err != nil {
+				return fmt.Errorf("webhook serving certificate: %w (the controller needs its namespace %s; or start it with --enable-webhook=false)", err, o.controllerNamespace)
+			}
+			if err := mgr.Add(everyReplica(func(ctx context.Context) error { return certs.Keep(ctx, time.Hour) })); err != nil {
+				return err
+			}
+		}
+		mgr.GetWebhookServer().Register(webhooks.ValidatePath, &webhook.Admission{Handler: &webhooks.Validator{
+			Policy: policies, Reader: mgr.GetClient(), ControllerNamespace: o.controllerNamespace,
+			Defaults: render.Defaults{RuntimeClassName: o.defaultRuntimeClass},
+		}})
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return err
+		}
 	}
 
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{

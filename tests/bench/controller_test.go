@@ -42,7 +42,7 @@ func startController(t *testing.T, kubeconfig string) *controller {
 		t.Fatal(err)
 	}
 	c := &controller{metrics: metrics, exited: make(chan error, 1)}
-	c.cmd = exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=false", "--extensions",
+	c.cmd = exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=false", "--extensions", "--enable-webhook=false",
 		"--metrics-bind-address", metrics, "--health-probe-bind-address", probe)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	if err := c.cmd.Start(); err != nil {

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,6 +32,7 @@ import (
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/tests"
+	"github.com/agentsandbox/reconciler/tests/cluster"
 	"github.com/agentsandbox/reconciler/tests/envtest"
 	"github.com/agentsandbox/reconciler/tests/manager"
 )
@@ -94,9 +98,20 @@ func TestControllerWithDeployRBAC(t *testing.T) {
 	}
 
 	bin := buildBinary(t, "./cmd/sandbox-controller")
-	probe, metrics := freeAddr(t), freeAddr(t)
+	probe, metrics, webhookAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	_, webhookPort, _ := net.SplitHostPort(webhookAddr)
+	port, _ := strconv.Atoi(webhookPort)
+	// The admission webhook, reached by the API server at 127.0.0.1: the
+	// controller must issue its certificate (Secret in its namespace) and
+	// inject the CA bundle with nothing but its role.
+	removeWebhook, err := cluster.InstallLocalWebhook(ctx, admin, controllerNS, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = removeWebhook() })
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=true", "--leader-election-namespace", controllerNS, "--extensions",
+		"--controller-namespace", controllerNS, "--webhook-port", webhookPort, "--webhook-cert-dir", t.TempDir(),
 		"--health-probe-bind-address", probe, "--metrics-bind-address", metrics)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -134,6 +149,19 @@ func TestControllerWithDeployRBAC(t *testing.T) {
 	waitFor(t, time.Minute, "pool refilled", poolReady(admin, ns, "pool", 1))
 	if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "tpl-network-policy"}, &networkingv1.NetworkPolicy{}); err != nil {
 		t.Errorf("template NetworkPolicy: %v", err)
+	}
+
+	// The webhook refuses, through the real API server, a Sandbox that
+	// would become a privileged Pod, with the Pod-level message.
+	bad := sandbox(ns, "privileged", func(sb *sandboxv1beta1.Sandbox) {
+		sb.Spec.PodTemplate.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	})
+	err = admin.Create(ctx, bad)
+	if err == nil || !strings.Contains(err.Error(), "privileged containers are not allowed: agent") || !strings.Contains(err.Error(), "denied the request") {
+		t.Errorf("privileged Sandbox through the webhook: %v", err)
+	}
+	if err := removeWebhook(); err != nil {
+		t.Error(err)
 	}
 
 	lease := &coordinationv1.Lease{}

@@ -7,10 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -69,7 +71,24 @@ func run(name, workdir string, nodes int, controller, samples string, deleteAll,
 	var metricsAddr string
 	ctrlLog := filepath.Join(workdir, name+"-controller.log")
 	if controller != "" {
-		if ctrlProc, metricsAddr, err = startController(ctx, controller, c.Kubeconfig, ctrlLog); err != nil {
+		// The admission webhook, reachable from the API server on this
+		// machine; the controller issues its certificate and injects the CA.
+		webhookAddr, err := tests.FreeAddr()
+		if err != nil {
+			return errors.Join(err, stopCluster())
+		}
+		_, portStr, _ := net.SplitHostPort(webhookAddr)
+		port, _ := strconv.Atoi(portStr)
+		admin, err := client.New(c.Config, client.Options{Scheme: envtest.Scheme()})
+		if err != nil {
+			return errors.Join(err, stopCluster())
+		}
+		if _, err := cluster.InstallLocalWebhook(ctx, admin, "agent-sandbox-system", port); err != nil {
+			return errors.Join(err, stopCluster())
+		}
+		if ctrlProc, metricsAddr, err = startController(ctx, controller, c.Kubeconfig, ctrlLog,
+			"--webhook-port", portStr, "--webhook-cert-dir", filepath.Join(workdir, name+"-webhook-certs"),
+			"--controller-namespace", "agent-sandbox-system"); err != nil {
 			return errors.Join(err, stopCluster())
 		}
 		if samples != "" {
@@ -107,7 +126,7 @@ Try:
 
 // startController runs the controller binary against the cluster and waits
 // until it reports ready.
-func startController(ctx context.Context, bin, kubeconfig, logPath string) (*exec.Cmd, string, error) {
+func startController(ctx context.Context, bin, kubeconfig, logPath string, extra ...string) (*exec.Cmd, string, error) {
 	probe, err := tests.FreeAddr()
 	if err != nil {
 		return nil, "", err
@@ -120,8 +139,9 @@ func startController(ctx context.Context, bin, kubeconfig, logPath string) (*exe
 	if err != nil {
 		return nil, "", err
 	}
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=false", "--extensions",
-		"--health-probe-bind-address", probe, "--metrics-bind-address", metrics)
+	args := append([]string{"--kubeconfig", kubeconfig, "--leader-elect=false", "--extensions",
+		"--health-probe-bind-address", probe, "--metrics-bind-address", metrics}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group: Ctrl-C reaches us, and we stop it in order.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

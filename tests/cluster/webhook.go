@@ -1,0 +1,47 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/agentsandbox/reconciler/tests"
+)
+
+// InstallLocalWebhook installs config/webhook's ValidatingWebhookConfiguration
+// pointing at a controller running on this machine (https://127.0.0.1:port)
+// instead of the in-cluster Service, and the controller's namespace. The
+// controller injects the CA bundle itself. The returned function removes
+// the configuration (with failurePolicy Fail it would refuse every Sandbox
+// once the controller is gone).
+func InstallLocalWebhook(ctx context.Context, c client.Client, namespace string, port int) (func() error, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(tests.RepoRoot(), "config", "webhook", "webhook.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := yaml.UnmarshalStrict(data, cfg); err != nil {
+		return nil, fmt.Errorf("config/webhook/webhook.yaml: %w", err)
+	}
+	for i := range cfg.Webhooks {
+		cc := &cfg.Webhooks[i].ClientConfig
+		url := fmt.Sprintf("https://127.0.0.1:%d%s", port, *cc.Service.Path)
+		cc.Service, cc.URL = nil, &url
+	}
+	if err := c.Create(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("installing the webhook configuration: %w", err)
+	}
+	return func() error { return client.IgnoreNotFound(c.Delete(context.Background(), cfg)) }, nil
+}

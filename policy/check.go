@@ -12,14 +12,14 @@ import (
 
 // resources maps the kinds we check to their resources.
 var resources = map[schema.GroupKind]string{
-	{Group: "", Kind: "Pod"}:                                         "pods",
-	{Group: "", Kind: "Service"}:                                     "services",
-	{Group: "", Kind: "PersistentVolumeClaim"}:                       "persistentvolumeclaims",
-	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:              "networkpolicies",
-	{Group: "agents.x-k8s.io", Kind: "Sandbox"}:                      "sandboxes",
-	{Group: "extensions.agents.x-k8s.io", Kind: "SandboxTemplate"}:   "sandboxtemplates",
-	{Group: "extensions.agents.x-k8s.io", Kind: "SandboxClaim"}:      "sandboxclaims",
-	{Group: "extensions.agents.x-k8s.io", Kind: "SandboxWarmPool"}:   "sandboxwarmpools",
+	{Group: "", Kind: "Pod"}:                                       "pods",
+	{Group: "", Kind: "Service"}:                                   "services",
+	{Group: "", Kind: "PersistentVolumeClaim"}:                     "persistentvolumeclaims",
+	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:            "networkpolicies",
+	{Group: "agents.x-k8s.io", Kind: "Sandbox"}:                    "sandboxes",
+	{Group: "extensions.agents.x-k8s.io", Kind: "SandboxTemplate"}: "sandboxtemplates",
+	{Group: "extensions.agents.x-k8s.io", Kind: "SandboxClaim"}:    "sandboxclaims",
+	{Group: "extensions.agents.x-k8s.io", Kind: "SandboxWarmPool"}: "sandboxwarmpools",
 }
 
 // ObjectOf turns a typed object or an apply configuration (anything that

@@ -68,8 +68,8 @@ func LoadConfig(c Config) (*Set, error) {
 func digestOf(srcs []Source) string {
 	h := sha256.New()
 	for _, s := range srcs {
-		fmt.Fprintf(h, "%s\x00%d\x00", s.Name, len(s.Data))
-		h.Write(s.Data)
+		_, _ = fmt.Fprintf(h, "%s\x00%d\x00", s.Name, len(s.Data))
+		_, _ = h.Write(s.Data)
 	}
 	return string(h.Sum(nil))
 }

@@ -142,3 +142,40 @@ spec:
 		t.Errorf("the opted-out namespace still calls the webhook: %v\n%s", err, out)
 	}
 }
+
+// TestWebhookCertificateRenewal: a certificate due for renewal is replaced
+// (Secret, files and CA bundle), one that is not is kept.
+func TestWebhookCertificateRenewal(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	remove, err := cluster.InstallLocalWebhook(ctx, env.Client, ns, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = remove() })
+	now := time.Now()
+	certs := &webhooks.Certs{Client: env.Client, Namespace: ns, CertDir: t.TempDir(), Now: func() time.Time { return now }}
+	first, err := certs.Ensure(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(300 * 24 * time.Hour) // 65 days left: not due yet
+	if again, err := certs.Ensure(ctx); err != nil || string(again) != string(first) {
+		t.Fatalf("renewed too early (err %v)", err)
+	}
+	now = now.Add(40 * 24 * time.Hour) // 25 days left: due
+	renewed, err := certs.Ensure(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(renewed) == string(first) {
+		t.Fatal("a certificate 25 days from expiry was not renewed")
+	}
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Name: webhooks.DefaultWebhookConfigName}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if string(cfg.Webhooks[0].ClientConfig.CABundle) != string(renewed) {
+		t.Error("the renewed CA was not injected")
+	}
+}

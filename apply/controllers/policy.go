@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -99,4 +100,11 @@ func checkNewSandbox(ctx context.Context, set *policy.Set, sb *sandboxv1beta1.Sa
 	}
 	_, err = checkSandbox(ctx, set, sb, desired, c)
 	return err
+}
+
+// namespaceTerminating reports an error that only says the namespace is
+// being deleted: everything in it goes away with it, so there is nothing to
+// retry and nothing to log.
+func namespaceTerminating(err error) bool {
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }

@@ -4,19 +4,27 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
-	"github.com/agentsandbox/reconciler/tests/envtest"
-	"github.com/agentsandbox/reconciler/tests/manager"
 )
 
-// local is the package's shared cluster with the controller running against it.
+// local is the package's shared cluster; running is the controller binary
+// (built from this tree, default flags plus --extensions) working on it.
 var (
-	local   *cluster.Cluster
-	running *manager.Running
+	local      *cluster.Cluster
+	running    *tests.Controller
+	controller string // path of the built binary
 )
+
+// startController starts the package's controller binary.
+func startController(workdir string) (*tests.Controller, error) {
+	return tests.StartController(controller, local.Kubeconfig, filepath.Join(workdir, fmt.Sprintf("controller-%d.log", time.Now().UnixNano())),
+		"--leader-elect=false", "--extensions", "--enable-webhook=false")
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -43,7 +51,12 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "e2e: stopping the local cluster:", err)
 		}
 	}()
-	running, err = manager.Start(local.Config, envtest.Scheme(), manager.Options{Extensions: true})
+	if controller, err = tests.BuildController(workdir); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	e2eWorkdir = workdir
+	running, err = startController(workdir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the controller:", err)
 		return 1
@@ -55,3 +68,6 @@ func run(m *testing.M) int {
 	}
 	return code
 }
+
+// e2eWorkdir holds the package's binaries and logs.
+var e2eWorkdir string

@@ -33,8 +33,6 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
-	"github.com/agentsandbox/reconciler/tests/envtest"
-	"github.com/agentsandbox/reconciler/tests/manager"
 )
 
 const controllerNS = "agent-sandbox-system"
@@ -55,8 +53,8 @@ func TestControllerWithDeployRBAC(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		var err error
-		if running, err = manager.Start(local.Config, envtest.Scheme(), manager.Options{Extensions: true}); err != nil {
-			t.Errorf("restarting the in-process controller: %v", err)
+		if running, err = startController(e2eWorkdir); err != nil {
+			t.Errorf("restarting the package's controller: %v", err)
 		}
 	})
 

@@ -410,9 +410,11 @@ func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta
 	if obs.pod != nil {
 		podName = obs.pod.Name
 	}
+	began := time.Now()
 	desired, err := render.Sandbox(render.SandboxInputs{
 		Sandbox: sb, ServiceExists: obs.service != nil && ownedBy(obs.service, sb), PodName: podName, Expired: expired,
 	})
+	metrics.RenderSeconds.WithLabelValues("Sandbox").Observe(time.Since(began).Seconds())
 	if err != nil {
 		// The spec cannot be rendered: retrying will not help until it changes.
 		return nil, "", &terminalError{err.Error()}
@@ -424,7 +426,10 @@ func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta
 				c.pvcs[*want.Name] = true
 			}
 		}
-		if _, err := checkSandbox(ctx, set, sb, desired, c); err != nil {
+		began := time.Now()
+		_, err := checkSandbox(ctx, set, sb, desired, c)
+		metrics.PolicySeconds.WithLabelValues("Sandbox").Observe(time.Since(began).Seconds())
+		if err != nil {
 			return nil, "", err
 		}
 	}

@@ -133,6 +133,9 @@ func TestMakeRun(t *testing.T) {
 			`agent_sandbox_creation_latency_ms_count{launch_type="none",namespace="default",sandbox_template="none"}`: eq(1),
 			`agent_sandbox_apply_total{action="created",kind="Pod"}`:                                                  atLeast(1),
 			`agent_sandbox_apply_total{action="created",kind="Service"}`:                                              atLeast(1),
+			`agent_sandbox_policies{policy="agent-sandbox-baseline"}`:                                                 eq(1),
+			`agent_sandbox_policy_check_seconds_count{kind="Sandbox"}`:                                                atLeast(1),
+			`agent_sandbox_render_seconds_count{kind="Sandbox"}`:                                                      atLeast(1),
 		})
 	})
 	setMode(t, c, types.NamespacedName{Namespace: "default", Name: "sample-sandbox"}, sandboxv1beta1.SandboxOperatingModeSuspended)

@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
+	"github.com/agentsandbox/reconciler/tests/envtest"
 )
 
 // local is the package's shared cluster; running is the controller binary
@@ -20,9 +23,14 @@ var (
 	controller string // path of the built binary
 )
 
-// startController starts the package's controller binary.
+// startController starts the package's controller binary, acting as its
+// ServiceAccount with exactly the deploy RBAC.
 func startController(workdir string) (*tests.Controller, error) {
-	return tests.StartController(controller, local.Kubeconfig, filepath.Join(workdir, fmt.Sprintf("controller-%d.log", time.Now().UnixNano())),
+	kubeconfig, err := controllerKubeconfig(workdir)
+	if err != nil {
+		return nil, err
+	}
+	return tests.StartController(controller, kubeconfig, filepath.Join(workdir, fmt.Sprintf("controller-%d.log", time.Now().UnixNano())),
 		"--leader-elect=false", "--extensions", "--enable-webhook=false")
 }
 
@@ -56,6 +64,15 @@ func run(m *testing.M) int {
 		return 1
 	}
 	e2eWorkdir = workdir
+	admin, err := client.New(local.Config, client.Options{Scheme: envtest.Scheme()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if err := installDeployRBAC(admin); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
 	running, err = startController(workdir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the controller:", err)

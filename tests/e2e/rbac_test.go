@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -58,16 +59,10 @@ func TestControllerWithDeployRBAC(t *testing.T) {
 		}
 	})
 
-	cs, err := kubernetes.NewForConfig(local.Config)
+	kubeconfig, err := controllerKubeconfig(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := cs.CoreV1().ServiceAccounts(controllerNS).CreateToken(ctx, "agent-sandbox-controller",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token for the controller's ServiceAccount: %v", err)
-	}
-	kubeconfig := serviceAccountKubeconfig(t, tok.Status.Token)
 
 	// What the ServiceAccount may not do.
 	saCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -198,9 +193,17 @@ func TestControllerWithDeployRBAC(t *testing.T) {
 // of dist/install.yaml (the CRDs are installed with the cluster).
 func applyRBACFromBundle(t *testing.T, c client.Client) {
 	t.Helper()
+	if err := installDeployRBAC(c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// installDeployRBAC applies the Namespace, ServiceAccount and RBAC objects
+// of dist/install.yaml.
+func installDeployRBAC(c client.Client) error {
 	data, err := os.ReadFile(filepath.Join(tests.RepoRoot(), "dist", "install.yaml"))
 	if err != nil {
-		t.Fatalf("dist/install.yaml (make dist): %v", err)
+		return fmt.Errorf("dist/install.yaml (make dist): %w", err)
 	}
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	applied := 0
@@ -209,40 +212,46 @@ func applyRBACFromBundle(t *testing.T, c client.Client) {
 		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		switch obj.GetKind() {
 		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
 			if err := c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
-				t.Fatalf("applying %s %s: %v", obj.GetKind(), obj.GetName(), err)
+				return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
 			}
 			applied++
 		}
 	}
 	if applied != 6 {
-		t.Fatalf("applied %d RBAC objects from dist/install.yaml, want 6", applied)
+		return fmt.Errorf("applied %d RBAC objects from dist/install.yaml, want 6", applied)
 	}
+	return nil
 }
 
-// serviceAccountKubeconfig writes a kubeconfig for the local cluster that
-// authenticates with a bearer token.
-func serviceAccountKubeconfig(t *testing.T, token string) string {
-	t.Helper()
+// controllerKubeconfig writes, into dir, a kubeconfig that acts as the
+// controller's ServiceAccount (so the deploy RBAC is all it has).
+func controllerKubeconfig(dir string) (string, error) {
+	cs, err := kubernetes.NewForConfig(local.Config)
+	if err != nil {
+		return "", err
+	}
+	tok, err := cs.CoreV1().ServiceAccounts(controllerNS).CreateToken(context.Background(), "agent-sandbox-controller",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](6 * 3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("token for the controller's ServiceAccount: %w", err)
+	}
 	admin, err := clientcmd.LoadFromFile(local.Kubeconfig)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	ctx := admin.Contexts[admin.CurrentContext]
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["local"] = admin.Clusters[ctx.Cluster]
-	cfg.AuthInfos["controller"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.AuthInfos["controller"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
 	cfg.Contexts["controller"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "controller"}
 	cfg.CurrentContext = "controller"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	path := filepath.Join(dir, fmt.Sprintf("controller-kubeconfig-%d", time.Now().UnixNano()))
+	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
 func buildBinary(t *testing.T, pkg string) string {

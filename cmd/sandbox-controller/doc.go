@@ -1,6 +1,6 @@
 // Command sandbox-controller is the controller manager: it hosts the
-// reconcilers (and, as they land, the admission webhooks) of the agent-sandbox
-// API. It is flags and wiring only; behaviour lives in apply/, render/ and
+// reconcilers, the policy engine and the validating admission webhook of the
+// agent-sandbox API. It is flags and wiring only; behaviour lives in apply/, render/ and
 // policy/. Flag names and defaults match the public agent-sandbox controller,
 // so existing deployments keep working.
 package main

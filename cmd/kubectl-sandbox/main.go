@@ -1,0 +1,583 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/policy"
+	"github.com/agentsandbox/reconciler/render"
+)
+
+// Exit codes a CI system can use.
+const (
+	exitOK       = 0
+	exitFindings = 1 // validation errors, policy denials, claims that cannot be rendered
+	exitUsage    = 2 // bad flags or unreadable input
+)
+
+var version = "dev"
+
+const usage = `kubectl-sandbox renders, validates and policy-checks agent-sandbox manifests
+offline, with the controller's own code. As a kubectl plugin: kubectl sandbox ...
+
+Commands:
+  render   -f PATH...  print the Pods, Services, PVCs, NetworkPolicies and member
+                       Sandboxes the controller would apply for the manifests
+  validate -f PATH...  check manifests against the CRD schemas and their
+                       x-kubernetes-validations, as the API server would
+  policy check -f PATH...
+                       evaluate the policies on the manifests and on what they render
+  policy export        print the configured policies as ValidatingAdmissionPolicy YAML
+  version              print the version
+
+Common flags:
+  -f, --filename PATH  file, directory or - (stdin); repeatable
+  -R, --recursive      descend into directories
+  -o, --output FORMAT  render: yaml (default), json, name; validate/policy check: text (default), json
+  -n, --namespace NS   namespace for manifests that set none (default "default")
+
+Exit codes: 0 ok, 1 findings (invalid, denied, not renderable), 2 usage or input error.
+Run "kubectl-sandbox COMMAND -h" for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*s = append(*s, p)
+		}
+	}
+	return nil
+}
+
+// options are the flags the commands share.
+type options struct {
+	files          stringList
+	recursive      bool
+	output         string
+	namespace      string
+	bundles        stringList
+	policies       stringList
+	defaultRuntime string
+	controllerNS   string
+}
+
+func (o *options) bind(fs *flag.FlagSet, withPolicy bool) {
+	fs.Var(&o.files, "f", "file, directory or - (stdin); repeatable")
+	fs.Var(&o.files, "filename", "same as -f")
+	fs.BoolVar(&o.recursive, "R", false, "descend into directories")
+	fs.BoolVar(&o.recursive, "recursive", false, "same as -R")
+	fs.StringVar(&o.output, "o", "", "output format")
+	fs.StringVar(&o.output, "output", "", "same as -o")
+	fs.StringVar(&o.namespace, "n", "default", "namespace for manifests that set none")
+	fs.StringVar(&o.namespace, "namespace", "default", "same as -n")
+	fs.StringVar(&o.defaultRuntime, "default-runtime-class", "", "the controller's --default-runtime-class (for template-made Sandboxes)")
+	fs.StringVar(&o.controllerNS, "controller-namespace", "agent-sandbox-system", "the controller's namespace (template NetworkPolicies)")
+	if withPolicy {
+		fs.Var(&o.bundles, "bundle", "built-in policy bundle ("+strings.Join(policy.Bundles(), ", ")+"); repeatable; default "+strings.Join(policy.DefaultBundles, ",")+" unless --policy is given")
+		fs.Var(&o.policies, "policy", "policy file or directory (ValidatingAdmissionPolicy YAML); repeatable")
+	}
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	cmd, rest := args[0], args[1:]
+	if cmd == "policy" {
+		if len(rest) == 0 {
+			fmt.Fprintln(stderr, "kubectl-sandbox policy: want a subcommand: check or export")
+			return exitUsage
+		}
+		cmd, rest = "policy "+rest[0], rest[1:]
+	}
+	fs := flag.NewFlagSet("kubectl-sandbox "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	switch cmd {
+	case "render", "validate":
+		o.bind(fs, false)
+	case "policy check", "policy export":
+		o.bind(fs, true)
+	case "version":
+		fmt.Fprintln(stdout, "kubectl-sandbox", version)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "kubectl-sandbox: unknown command %q\n\n%s", cmd, usage)
+		return exitUsage
+	}
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "kubectl-sandbox %s: unexpected arguments %v (give manifests with -f)\n", cmd, fs.Args())
+		return exitUsage
+	}
+	var code int
+	var err error
+	switch cmd {
+	case "render":
+		code, err = runRender(&o, stdin, stdout, stderr)
+	case "validate":
+		code, err = runValidate(&o, stdin, stdout)
+	case "policy check":
+		code, err = runPolicyCheck(&o, stdin, stdout)
+	case "policy export":
+		code, err = runPolicyExport(&o, stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "kubectl-sandbox %s: %v\n", cmd, err)
+		var in *inputError
+		if errors.As(err, &in) {
+			return exitUsage
+		}
+		return exitFindings
+	}
+	return code
+}
+
+// placeholderUID stands in for the UID a manifest does not have yet.
+const placeholderUID = types.UID("00000000-0000-0000-0000-000000000000")
+
+// rendering is what one input document renders to.
+type rendering struct {
+	doc     document
+	objects []any // apply configurations, or the input itself when passed through
+	gvks    []schema.GroupVersionKind
+	problem string // why it could not be rendered
+}
+
+// renderAll renders every document with the controller's render functions.
+// Claims and pools find their pool and template among the documents.
+func renderAll(o *options, docs []document) []rendering {
+	templates := map[string]*extv1beta1.SandboxTemplate{}
+	pools := map[string]*extv1beta1.SandboxWarmPool{}
+	ns := func(u *unstructured.Unstructured) string {
+		if u.GetNamespace() != "" {
+			return u.GetNamespace()
+		}
+		return o.namespace
+	}
+	for _, d := range docs {
+		switch d.Obj.GetKind() {
+		case "SandboxTemplate":
+			t := &extv1beta1.SandboxTemplate{}
+			if decode(d.Obj, t) == nil {
+				t.Namespace = ns(d.Obj)
+				templates[t.Namespace+"/"+t.Name] = t
+			}
+		case "SandboxWarmPool":
+			p := &extv1beta1.SandboxWarmPool{}
+			if decode(d.Obj, p) == nil {
+				p.Namespace = ns(d.Obj)
+				pools[p.Namespace+"/"+p.Name] = p
+			}
+		}
+	}
+	defaults := render.Defaults{RuntimeClassName: o.defaultRuntime}
+	var out []rendering
+	for _, d := range docs {
+		r := rendering{doc: d}
+		add := func(gvk schema.GroupVersionKind, obj any) {
+			r.gvks = append(r.gvks, gvk)
+			r.objects = append(r.objects, obj)
+		}
+		switch d.Obj.GetAPIVersion() + "/" + d.Obj.GetKind() {
+		case "agents.x-k8s.io/v1beta1/Sandbox":
+			sb := &sandboxv1beta1.Sandbox{}
+			if err := decode(d.Obj, sb); err != nil {
+				r.problem = err.Error()
+				break
+			}
+			fill(&sb.ObjectMeta, ns(d.Obj))
+			desired, err := render.Sandbox(render.SandboxInputs{Sandbox: sb})
+			if err != nil {
+				r.problem = err.Error()
+				break
+			}
+			if desired.Pod != nil {
+				add(gvkPod, desired.Pod)
+			}
+			if desired.Service != nil {
+				add(gvkService, desired.Service)
+			}
+			for _, p := range desired.PVCs {
+				add(gvkPVC, p)
+			}
+		case "extensions.agents.x-k8s.io/v1beta1/SandboxTemplate":
+			t := &extv1beta1.SandboxTemplate{}
+			if err := decode(d.Obj, t); err != nil {
+				r.problem = err.Error()
+				break
+			}
+			fill(&t.ObjectMeta, ns(d.Obj))
+			desired, err := render.Template(render.TemplateInputs{Template: t, ControllerNamespace: o.controllerNS})
+			if err != nil {
+				r.problem = err.Error()
+				break
+			}
+			if desired.NetworkPolicy != nil {
+				add(gvkNetworkPolicy, desired.NetworkPolicy)
+			}
+		case "extensions.agents.x-k8s.io/v1beta1/SandboxWarmPool":
+			p := &extv1beta1.SandboxWarmPool{}
+			if err := decode(d.Obj, p); err != nil {
+				r.problem = err.Error()
+				break
+			}
+			fill(&p.ObjectMeta, ns(d.Obj))
+			t := templates[p.Namespace+"/"+p.Spec.TemplateRef.Name]
+			if t == nil {
+				r.problem = fmt.Sprintf("SandboxTemplate %s is not among the manifests; its members cannot be rendered", p.Spec.TemplateRef.Name)
+				break
+			}
+			plan, err := render.PlanWarmPool(render.WarmPoolPlanInputs{WarmPoolInputs: render.WarmPoolInputs{Pool: p, Template: t, Defaults: defaults}})
+			if err != nil {
+				r.problem = err.Error()
+				break
+			}
+			for _, m := range plan.Create {
+				add(gvkSandbox, m)
+			}
+		case "extensions.agents.x-k8s.io/v1beta1/SandboxClaim":
+			c := &extv1beta1.SandboxClaim{}
+			if err := decode(d.Obj, c); err != nil {
+				r.problem = err.Error()
+				break
+			}
+			fill(&c.ObjectMeta, ns(d.Obj))
+			p := pools[c.Namespace+"/"+c.Spec.WarmPoolRef.Name]
+			if p == nil {
+				r.problem = fmt.Sprintf("SandboxWarmPool %s is not among the manifests; the claim cannot be rendered", c.Spec.WarmPoolRef.Name)
+				break
+			}
+			t := templates[p.Namespace+"/"+p.Spec.TemplateRef.Name]
+			if t == nil {
+				r.problem = fmt.Sprintf("SandboxTemplate %s (of pool %s) is not among the manifests; the claim cannot be rendered", p.Spec.TemplateRef.Name, p.Name)
+				break
+			}
+			// What a cold start creates; a warm claim takes a pool member
+			// instead (rendered with the pool).
+			sb, err := render.ClaimSandbox(render.ClaimInputs{Claim: c, Template: t, Defaults: defaults})
+			if err != nil {
+				r.problem = err.Error()
+				break
+			}
+			add(gvkSandbox, sb)
+		default:
+			// Not ours: passed through untouched.
+			r.objects = append(r.objects, d.Obj)
+			r.gvks = append(r.gvks, d.Obj.GroupVersionKind())
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+var (
+	gvkSandbox       = sandboxv1beta1.GroupVersion.WithKind("Sandbox")
+	gvkPod           = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	gvkService       = schema.GroupVersionKind{Version: "v1", Kind: "Service"}
+	gvkPVC           = schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"}
+	gvkNetworkPolicy = schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"}
+)
+
+// decode turns a document into a typed object, refusing unknown fields.
+func decode(u *unstructured.Unstructured, into any) error {
+	b, err := u.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	if err := yaml.UnmarshalStrict(b, into); err != nil {
+		return fmt.Errorf("decoding %s: %w", u.GetKind(), err)
+	}
+	return nil
+}
+
+// fill sets what the API server would: namespace, and a UID placeholder
+// (rendered owner references need one).
+func fill(m *metav1.ObjectMeta, ns string) {
+	m.Namespace = ns
+	if m.UID == "" {
+		m.UID = placeholderUID
+	}
+	if m.Generation == 0 {
+		m.Generation = 1
+	}
+}
+
+func runRender(o *options, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	docs, err := readManifests(o.files, o.recursive, stdin)
+	if err != nil {
+		return 0, err
+	}
+	code := exitOK
+	var items []any
+	for _, r := range renderAll(o, docs) {
+		if r.problem != "" {
+			fmt.Fprintf(stderr, "%s: %s %s: %s\n", r.doc.where(), r.doc.Obj.GetKind(), r.doc.Obj.GetName(), r.problem)
+			code = exitFindings
+			continue
+		}
+		items = append(items, r.objects...)
+	}
+	switch o.output {
+	case "", "yaml":
+		for i, it := range items {
+			b, err := yaml.Marshal(it)
+			if err != nil {
+				return 0, err
+			}
+			if i > 0 {
+				fmt.Fprintln(stdout, "---")
+			}
+			_, _ = stdout.Write(b)
+		}
+	case "json":
+		list := map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
+		if items == nil {
+			list["items"] = []any{}
+		}
+		b, err := json.MarshalIndent(list, "", "  ")
+		if err != nil {
+			return 0, err
+		}
+		fmt.Fprintln(stdout, string(b))
+	case "name":
+		for _, it := range items {
+			u, err := toUnstructured(it)
+			if err != nil {
+				return 0, err
+			}
+			fmt.Fprintf(stdout, "%s/%s\n", strings.ToLower(u.GetKind()), u.GetName())
+		}
+	default:
+		return 0, &inputError{fmt.Sprintf("-o %s: want yaml, json or name", o.output)}
+	}
+	return code, nil
+}
+
+func toUnstructured(v any) (*unstructured.Unstructured, error) {
+	if u, ok := v.(*unstructured.Unstructured); ok {
+		return u, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	return u, u.UnmarshalJSON(b)
+}
+
+// finding is one validation error or policy decision, for text or JSON.
+type finding struct {
+	File     string           `json:"file"`
+	Document int              `json:"document"`
+	Line     int              `json:"line"`
+	Object   string           `json:"object"`
+	Field    string           `json:"field,omitempty"`
+	Message  string           `json:"message"`
+	Decision *policy.Decision `json:"decision,omitempty"`
+}
+
+func writeFindings(w io.Writer, format string, findings []finding, summary string) error {
+	switch format {
+	case "", "text":
+		for _, f := range findings {
+			loc := fmt.Sprintf("%s: document %d (line %d): %s", f.File, f.Document, f.Line, f.Object)
+			if f.Field != "" {
+				loc += ": " + f.Field
+			}
+			fmt.Fprintf(w, "%s: %s\n", loc, f.Message)
+		}
+		fmt.Fprintln(w, summary)
+	case "json":
+		if findings == nil {
+			findings = []finding{}
+		}
+		b, err := json.MarshalIndent(findings, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(w, string(b))
+	default:
+		return &inputError{fmt.Sprintf("-o %s: want text or json", format)}
+	}
+	return nil
+}
+
+func objectName(u *unstructured.Unstructured) string {
+	return u.GetKind() + " " + u.GetName()
+}
+
+func runValidate(o *options, stdin io.Reader, stdout io.Writer) (int, error) {
+	docs, err := readManifests(o.files, o.recursive, stdin)
+	if err != nil {
+		return 0, err
+	}
+	schemas, err := policy.BuiltinSchemas()
+	if err != nil {
+		return 0, err
+	}
+	var findings []finding
+	skipped := 0
+	for _, d := range docs {
+		gvk := d.Obj.GroupVersionKind()
+		if gvk.Group != sandboxv1beta1.GroupVersion.Group && gvk.Group != extv1beta1.GroupVersion.Group {
+			skipped++
+			continue
+		}
+		for _, e := range schemas.Validate(context.Background(), d.Obj, nil) {
+			findings = append(findings, finding{File: d.File, Document: d.Index, Line: d.Line, Object: objectName(d.Obj),
+				Field: e.Field, Message: strings.TrimPrefix(e.ErrorBody(), e.Field+": ")})
+		}
+	}
+	summary := fmt.Sprintf("%d documents, %d errors", len(docs), len(findings))
+	if skipped > 0 {
+		summary += fmt.Sprintf(" (%d not agent-sandbox kinds, not validated)", skipped)
+	}
+	if err := writeFindings(stdout, o.output, findings, summary); err != nil {
+		return 0, err
+	}
+	if len(findings) > 0 {
+		return exitFindings, nil
+	}
+	return exitOK, nil
+}
+
+// policySources are the configured policies: the bundles and files given,
+// or the default bundles.
+func policySources(o *options) ([]policy.Source, error) {
+	bundles := o.bundles
+	if len(bundles) == 0 && len(o.policies) == 0 {
+		bundles = policy.DefaultBundles
+	}
+	var srcs []policy.Source
+	for _, b := range bundles {
+		src, err := policy.Bundle(b)
+		if err != nil {
+			return nil, &inputError{err.Error()}
+		}
+		srcs = append(srcs, src)
+	}
+	for _, p := range o.policies {
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, &inputError{err.Error()}
+		}
+		if info.IsDir() {
+			more, err := policy.Config{Dir: p}.Sources()
+			if err != nil {
+				return nil, &inputError{err.Error()}
+			}
+			srcs = append(srcs, more...)
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, &inputError{err.Error()}
+		}
+		srcs = append(srcs, policy.Source{Name: p, Data: data})
+	}
+	return srcs, nil
+}
+
+func runPolicyCheck(o *options, stdin io.Reader, stdout io.Writer) (int, error) {
+	srcs, err := policySources(o)
+	if err != nil {
+		return 0, err
+	}
+	set, err := policy.Load(srcs...)
+	if err != nil {
+		return 0, &inputError{"invalid policy: " + err.Error()}
+	}
+	docs, err := readManifests(o.files, o.recursive, stdin)
+	if err != nil {
+		return 0, err
+	}
+	var findings []finding
+	denied := 0
+	for _, r := range renderAll(o, docs) {
+		objs := append([]any{r.doc.Obj}, r.objects...)
+		gvks := append([]schema.GroupVersionKind{r.doc.Obj.GroupVersionKind()}, r.gvks...)
+		if r.problem != "" {
+			objs, gvks = objs[:1], gvks[:1]
+		}
+		seen := map[string]bool{}
+		for i, obj := range objs {
+			if _, passthrough := obj.(*unstructured.Unstructured); passthrough && i > 0 {
+				continue // the input again
+			}
+			ds, err := set.CheckAs(context.Background(), gvks[i], obj)
+			if err != nil {
+				continue // not a kind policies check
+			}
+			for _, d := range ds {
+				key := d.String()
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+				dd := d
+				if d.Action == policy.Deny {
+					denied++
+				}
+				findings = append(findings, finding{File: r.doc.File, Document: r.doc.Index, Line: r.doc.Line,
+					Object: objectName(r.doc.Obj), Message: d.String(), Decision: &dd})
+			}
+		}
+	}
+	sort.SliceStable(findings, func(i, j int) bool { return findings[i].File < findings[j].File })
+	summary := fmt.Sprintf("%d documents, %d denied, %d warnings or audits (policies: %s)", len(docs), denied, len(findings)-denied, strings.Join(set.Policies(), ", "))
+	if err := writeFindings(stdout, o.output, findings, summary); err != nil {
+		return 0, err
+	}
+	if denied > 0 {
+		return exitFindings, nil
+	}
+	return exitOK, nil
+}
+
+func runPolicyExport(o *options, stdout io.Writer) (int, error) {
+	srcs, err := policySources(o)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := policy.Load(srcs...); err != nil {
+		return 0, &inputError{"invalid policy: " + err.Error()}
+	}
+	for i, s := range srcs {
+		if i > 0 {
+			fmt.Fprintln(stdout, "---")
+		}
+		fmt.Fprintf(stdout, "# from %s\n", s.Name)
+		_, _ = stdout.Write([]byte(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(s.Data)), "---")) + "\n"))
+	}
+	return exitOK, nil
+}

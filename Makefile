@@ -66,6 +66,10 @@ CONTROLLER_LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X mai
 controller: ## Build bin/sandbox-controller (version stamped from git).
 	go build -ldflags "$(CONTROLLER_LDFLAGS)" -o $(BIN)/sandbox-controller ./cmd/sandbox-controller
 
+.PHONY: cli
+cli: ## Build bin/kubectl-sandbox (put bin/ on PATH to use it as `kubectl sandbox`).
+	go build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/kubectl-sandbox ./cmd/kubectl-sandbox
+
 .PHONY: test
 test: verify lint test-go ## Run everything CI checks: generation drift, lint, unit, golden, envtest integration and local-cluster e2e tests.
 

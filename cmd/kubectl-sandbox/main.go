@@ -135,6 +135,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
+	switch {
+	case cmd == "render" && o.output != "" && o.output != "yaml" && o.output != "json" && o.output != "name":
+		fmt.Fprintf(stderr, "kubectl-sandbox %s: -o %s: want yaml, json or name\n", cmd, o.output)
+		return exitUsage
+	case (cmd == "validate" || cmd == "policy check") && o.output != "" && o.output != "text" && o.output != "json":
+		fmt.Fprintf(stderr, "kubectl-sandbox %s: -o %s: want text or json\n", cmd, o.output)
+		return exitUsage
+	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "kubectl-sandbox %s: unexpected arguments %v (give manifests with -f)\n", cmd, fs.Args())
 		return exitUsage
@@ -407,6 +415,20 @@ type finding struct {
 }
 
 func writeFindings(w io.Writer, format string, findings []finding, summary string) error {
+	// A stable order whatever order the validators report in.
+	sort.SliceStable(findings, func(i, j int) bool {
+		a, b := findings[i], findings[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Document != b.Document {
+			return a.Document < b.Document
+		}
+		if a.Field != b.Field {
+			return a.Field < b.Field
+		}
+		return a.Message < b.Message
+	})
 	switch format {
 	case "", "text":
 		for _, f := range findings {
@@ -553,7 +575,6 @@ func runPolicyCheck(o *options, stdin io.Reader, stdout io.Writer) (int, error) 
 			}
 		}
 	}
-	sort.SliceStable(findings, func(i, j int) bool { return findings[i].File < findings[j].File })
 	summary := fmt.Sprintf("%d documents, %d denied, %d warnings or audits (policies: %s)", len(docs), denied, len(findings)-denied, strings.Join(set.Policies(), ", "))
 	if err := writeFindings(stdout, o.output, findings, summary); err != nil {
 		return 0, err

@@ -103,13 +103,13 @@ func (o *options) bind(fs *flag.FlagSet, withPolicy bool) {
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stdout, usage)
+		_, _ = fmt.Fprint(stdout, usage)
 		return exitOK
 	}
 	cmd, rest := args[0], args[1:]
 	if cmd == "policy" {
 		if len(rest) == 0 {
-			fmt.Fprintln(stderr, "kubectl-sandbox policy: want a subcommand: check or export")
+			_, _ = fmt.Fprintln(stderr, "kubectl-sandbox policy: want a subcommand: check or export")
 			return exitUsage
 		}
 		cmd, rest = "policy "+rest[0], rest[1:]
@@ -123,10 +123,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "policy check", "policy export":
 		o.bind(fs, true)
 	case "version":
-		fmt.Fprintln(stdout, "kubectl-sandbox", version)
+		_, _ = fmt.Fprintln(stdout, "kubectl-sandbox", version)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "kubectl-sandbox: unknown command %q\n\n%s", cmd, usage)
+		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox: unknown command %q\n\n%s", cmd, usage)
 		return exitUsage
 	}
 	if err := fs.Parse(rest); err != nil {
@@ -137,14 +137,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case cmd == "render" && o.output != "" && o.output != "yaml" && o.output != "json" && o.output != "name":
-		fmt.Fprintf(stderr, "kubectl-sandbox %s: -o %s: want yaml, json or name\n", cmd, o.output)
+		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox %s: -o %s: want yaml, json or name\n", cmd, o.output)
 		return exitUsage
 	case (cmd == "validate" || cmd == "policy check") && o.output != "" && o.output != "text" && o.output != "json":
-		fmt.Fprintf(stderr, "kubectl-sandbox %s: -o %s: want text or json\n", cmd, o.output)
+		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox %s: -o %s: want text or json\n", cmd, o.output)
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "kubectl-sandbox %s: unexpected arguments %v (give manifests with -f)\n", cmd, fs.Args())
+		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox %s: unexpected arguments %v (give manifests with -f)\n", cmd, fs.Args())
 		return exitUsage
 	}
 	var code int
@@ -160,7 +160,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		code, err = runPolicyExport(&o, stdout)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "kubectl-sandbox %s: %v\n", cmd, err)
+		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox %s: %v\n", cmd, err)
 		var in *inputError
 		if errors.As(err, &in) {
 			return exitUsage
@@ -349,7 +349,7 @@ func runRender(o *options, stdin io.Reader, stdout, stderr io.Writer) (int, erro
 	var items []any
 	for _, r := range renderAll(o, docs) {
 		if r.problem != "" {
-			fmt.Fprintf(stderr, "%s: %s %s: %s\n", r.doc.where(), r.doc.Obj.GetKind(), r.doc.Obj.GetName(), r.problem)
+			_, _ = fmt.Fprintf(stderr, "%s: %s %s: %s\n", r.doc.where(), r.doc.Obj.GetKind(), r.doc.Obj.GetName(), r.problem)
 			code = exitFindings
 			continue
 		}
@@ -363,7 +363,7 @@ func runRender(o *options, stdin io.Reader, stdout, stderr io.Writer) (int, erro
 				return 0, err
 			}
 			if i > 0 {
-				fmt.Fprintln(stdout, "---")
+				_, _ = fmt.Fprintln(stdout, "---")
 			}
 			_, _ = stdout.Write(b)
 		}
@@ -376,14 +376,14 @@ func runRender(o *options, stdin io.Reader, stdout, stderr io.Writer) (int, erro
 		if err != nil {
 			return 0, err
 		}
-		fmt.Fprintln(stdout, string(b))
+		_, _ = fmt.Fprintln(stdout, string(b))
 	case "name":
 		for _, it := range items {
 			u, err := toUnstructured(it)
 			if err != nil {
 				return 0, err
 			}
-			fmt.Fprintf(stdout, "%s/%s\n", strings.ToLower(u.GetKind()), u.GetName())
+			_, _ = fmt.Fprintf(stdout, "%s/%s\n", strings.ToLower(u.GetKind()), u.GetName())
 		}
 	default:
 		return 0, &inputError{fmt.Sprintf("-o %s: want yaml, json or name", o.output)}
@@ -436,9 +436,9 @@ func writeFindings(w io.Writer, format string, findings []finding, summary strin
 			if f.Field != "" {
 				loc += ": " + f.Field
 			}
-			fmt.Fprintf(w, "%s: %s\n", loc, f.Message)
+			_, _ = fmt.Fprintf(w, "%s: %s\n", loc, f.Message)
 		}
-		fmt.Fprintln(w, summary)
+		_, _ = fmt.Fprintln(w, summary)
 	case "json":
 		if findings == nil {
 			findings = []finding{}
@@ -447,7 +447,7 @@ func writeFindings(w io.Writer, format string, findings []finding, summary strin
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(w, string(b))
+		_, _ = fmt.Fprintln(w, string(b))
 	default:
 		return &inputError{fmt.Sprintf("-o %s: want text or json", format)}
 	}
@@ -595,9 +595,9 @@ func runPolicyExport(o *options, stdout io.Writer) (int, error) {
 	}
 	for i, s := range srcs {
 		if i > 0 {
-			fmt.Fprintln(stdout, "---")
+			_, _ = fmt.Fprintln(stdout, "---")
 		}
-		fmt.Fprintf(stdout, "# from %s\n", s.Name)
+		_, _ = fmt.Fprintf(stdout, "# from %s\n", s.Name)
 		_, _ = stdout.Write([]byte(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(s.Data)), "---")) + "\n"))
 	}
 	return exitOK, nil

@@ -43,6 +43,8 @@ Commands:
   policy check -f PATH...
                        evaluate the policies on the manifests and on what they render
   policy export        print the configured policies as ValidatingAdmissionPolicy YAML
+  diff     -f PATH...  server-side dry-run apply against the cluster; show how each
+                       object and the children it renders would change
   version              print the version
 
 Common flags:
@@ -51,7 +53,8 @@ Common flags:
   -o, --output FORMAT  render: yaml (default), json, name; validate/policy check: text (default), json
   -n, --namespace NS   namespace for manifests that set none (default "default")
 
-Exit codes: 0 ok, 1 findings (invalid, denied, not renderable), 2 usage or input error.
+Exit codes: 0 ok, 1 findings (invalid, denied, not renderable, differences),
+2 usage or input error.
 Run "kubectl-sandbox COMMAND -h" for a command's flags.
 `
 
@@ -82,6 +85,12 @@ type options struct {
 	policies       stringList
 	defaultRuntime string
 	controllerNS   string
+	kubeconfig     string
+	context        string
+	fromCluster    bool
+	// lookup finds a pool or template missing from the manifests (in the
+	// cluster, with --from-cluster or for diff); nil looks nowhere.
+	lookup func(kind, namespace, name string, into any) bool
 }
 
 func (o *options) bind(fs *flag.FlagSet, withPolicy bool) {
@@ -120,8 +129,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "render", "validate":
 		o.bind(fs, false)
+		if cmd == "render" {
+			fs.BoolVar(&o.fromCluster, "from-cluster", false, "resolve pools and templates missing from the manifests in the cluster")
+			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig (with --from-cluster)")
+			fs.StringVar(&o.context, "context", "", "kubeconfig context (with --from-cluster)")
+		}
 	case "policy check", "policy export":
 		o.bind(fs, true)
+	case "diff":
+		o.bind(fs, true)
+		fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to diff against")
+		fs.StringVar(&o.context, "context", "", "kubeconfig context")
 	case "version":
 		_, _ = fmt.Fprintln(stdout, "kubectl-sandbox", version)
 		return exitOK
@@ -151,7 +169,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var err error
 	switch cmd {
 	case "render":
+		if o.fromCluster {
+			c, cerr := clusterClient(&o)
+			if cerr != nil {
+				err = cerr
+				break
+			}
+			o.lookup = clusterLookup(c)
+		}
 		code, err = runRender(&o, stdin, stdout, stderr)
+	case "diff":
+		code, err = runDiff(&o, stdin, stdout)
 	case "validate":
 		code, err = runValidate(&o, stdin, stdout)
 	case "policy check":
@@ -262,7 +290,10 @@ func renderAll(o *options, docs []document) []rendering {
 			fill(&p.ObjectMeta, ns(d.Obj))
 			t := templates[p.Namespace+"/"+p.Spec.TemplateRef.Name]
 			if t == nil {
-				r.problem = fmt.Sprintf("SandboxTemplate %s is not among the manifests; its members cannot be rendered", p.Spec.TemplateRef.Name)
+				t = lookupTemplate(o, p.Namespace, p.Spec.TemplateRef.Name)
+			}
+			if t == nil {
+				r.problem = fmt.Sprintf("SandboxTemplate %s is not among the manifests%s; its members cannot be rendered", p.Spec.TemplateRef.Name, clusterNote(o))
 				break
 			}
 			plan, err := render.PlanWarmPool(render.WarmPoolPlanInputs{WarmPoolInputs: render.WarmPoolInputs{Pool: p, Template: t, Defaults: defaults}})
@@ -281,13 +312,22 @@ func renderAll(o *options, docs []document) []rendering {
 			}
 			fill(&c.ObjectMeta, ns(d.Obj))
 			p := pools[c.Namespace+"/"+c.Spec.WarmPoolRef.Name]
+			if p == nil && o.lookup != nil {
+				found := &extv1beta1.SandboxWarmPool{}
+				if o.lookup("SandboxWarmPool", c.Namespace, c.Spec.WarmPoolRef.Name, found) {
+					p = found
+				}
+			}
 			if p == nil {
-				r.problem = fmt.Sprintf("SandboxWarmPool %s is not among the manifests; the claim cannot be rendered", c.Spec.WarmPoolRef.Name)
+				r.problem = fmt.Sprintf("SandboxWarmPool %s is not among the manifests%s; the claim cannot be rendered", c.Spec.WarmPoolRef.Name, clusterNote(o))
 				break
 			}
 			t := templates[p.Namespace+"/"+p.Spec.TemplateRef.Name]
 			if t == nil {
-				r.problem = fmt.Sprintf("SandboxTemplate %s (of pool %s) is not among the manifests; the claim cannot be rendered", p.Spec.TemplateRef.Name, p.Name)
+				t = lookupTemplate(o, p.Namespace, p.Spec.TemplateRef.Name)
+			}
+			if t == nil {
+				r.problem = fmt.Sprintf("SandboxTemplate %s (of pool %s) is not among the manifests%s; the claim cannot be rendered", p.Spec.TemplateRef.Name, p.Name, clusterNote(o))
 				break
 			}
 			// What a cold start creates; a warm claim takes a pool member
@@ -306,6 +346,24 @@ func renderAll(o *options, docs []document) []rendering {
 		out = append(out, r)
 	}
 	return out
+}
+
+func lookupTemplate(o *options, namespace, name string) *extv1beta1.SandboxTemplate {
+	if o.lookup == nil {
+		return nil
+	}
+	t := &extv1beta1.SandboxTemplate{}
+	if !o.lookup("SandboxTemplate", namespace, name, t) {
+		return nil
+	}
+	return t
+}
+
+func clusterNote(o *options) string {
+	if o.lookup != nil {
+		return " nor in the cluster"
+	}
+	return " (add it, or use --from-cluster)"
 }
 
 var (

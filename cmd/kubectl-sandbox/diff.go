@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/agentsandbox/reconciler/policy"
+)
+
+// Field managers the diff previews as: the user's apply, and the
+// controller's apply of what it renders.
+const (
+	userFieldManager       = "kubectl-sandbox"
+	controllerFieldManager = "agent-sandbox-controller"
+)
+
+// clusterClient builds a client from --kubeconfig and --context (or the
+// usual KUBECONFIG / in-cluster rules).
+func clusterClient(o *options) (client.Client, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if o.kubeconfig != "" {
+		rules.ExplicitPath = o.kubeconfig
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.context}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		return nil, &inputError{fmt.Sprintf("no cluster to diff against: %v", err)}
+	}
+	return client.New(cfg, client.Options{})
+}
+
+// runDiff shows what applying the manifests would change: each object,
+// through a server-side dry-run apply, and the children the controller
+// would render from it. Exit 1 when anything would change (or be refused).
+func runDiff(o *options, stdin io.Reader, stdout io.Writer) (int, error) {
+	docs, err := readManifests(o.files, o.recursive, stdin)
+	if err != nil {
+		return 0, err
+	}
+	c, err := clusterClient(o)
+	if err != nil {
+		return 0, err
+	}
+	srcs, err := policySources(o)
+	if err != nil {
+		return 0, err
+	}
+	set, err := policy.Load(srcs...)
+	if err != nil {
+		return 0, &inputError{"invalid policy: " + err.Error()}
+	}
+	ctx := context.Background()
+	changed := false
+	for _, d := range docs {
+		if d.Obj.GetNamespace() == "" {
+			d.Obj.SetNamespace(o.namespace)
+		}
+		// Children are owned by the live object: render with its UID.
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(d.Obj.GroupVersionKind())
+		if err := c.Get(ctx, client.ObjectKeyFromObject(d.Obj), live); err == nil {
+			d.Obj.SetUID(live.GetUID())
+		}
+	}
+	o.lookup = clusterLookup(c)
+	for _, r := range renderAll(o, docs) {
+		obj := r.doc.Obj
+		name := fmt.Sprintf("%s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
+		live, after, err := dryRun(ctx, c, obj, userFieldManager)
+		if err != nil {
+			_, _ = fmt.Fprintf(stdout, "# %s: %s: the API server refuses it: %v\n", r.doc.where(), name, err)
+			changed = true
+			continue
+		}
+		if d := diffObjects(name, live, after); d != "" {
+			_, _ = fmt.Fprint(stdout, d)
+			changed = true
+		}
+		if r.problem != "" {
+			_, _ = fmt.Fprintf(stdout, "# %s: %s: children not rendered: %s\n", r.doc.where(), name, r.problem)
+			continue
+		}
+		for i, child := range r.objects {
+			if _, passthrough := child.(*unstructured.Unstructured); passthrough {
+				continue
+			}
+			ds, err := set.CheckAs(ctx, r.gvks[i], child)
+			if err != nil {
+				return 0, err
+			}
+			for _, dec := range policy.Denied(ds) {
+				_, _ = fmt.Fprintf(stdout, "# %s: %s would be refused: %s\n", r.doc.where(), dec.Object, dec.String())
+				changed = true
+			}
+			u, err := toUnstructured(child)
+			if err != nil {
+				return 0, err
+			}
+			u.SetGroupVersionKind(r.gvks[i])
+			cname := fmt.Sprintf("%s %s/%s (rendered from %s)", u.GetKind(), u.GetNamespace(), u.GetName(), name)
+			if u.GetKind() == "Pod" {
+				// A running Pod keeps its spec; only its metadata follows.
+				cur := &unstructured.Unstructured{}
+				cur.SetGroupVersionKind(r.gvks[i])
+				if err := c.Get(ctx, client.ObjectKeyFromObject(u), cur); err == nil {
+					u.Object["spec"] = cur.Object["spec"]
+				}
+			}
+			live, after, err := dryRun(ctx, c, u, controllerFieldManager)
+			if err != nil {
+				_, _ = fmt.Fprintf(stdout, "# %s: the API server refuses it: %v\n", cname, err)
+				changed = true
+				continue
+			}
+			if d := diffObjects(cname, live, after); d != "" {
+				_, _ = fmt.Fprint(stdout, d)
+				changed = true
+			}
+		}
+	}
+	if changed {
+		return exitFindings, nil
+	}
+	return exitOK, nil
+}
+
+// clusterLookup finds pools and templates in the cluster.
+func clusterLookup(c client.Client) func(kind, namespace, name string, into any) bool {
+	return func(kind, namespace, name string, into any) bool {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("extensions.agents.x-k8s.io/v1beta1")
+		u.SetKind(kind)
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
+			return false
+		}
+		return decode(u, into) == nil
+	}
+}
+
+// dryRun returns the live object (nil if absent) and what a server-side
+// apply of obj would make of it.
+func dryRun(ctx context.Context, c client.Client, obj *unstructured.Unstructured, manager string) (*unstructured.Unstructured, *unstructured.Unstructured, error) {
+	gvk := obj.GroupVersionKind()
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(gvk)
+	switch err := c.Get(ctx, client.ObjectKeyFromObject(obj), live); {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return nil, nil, err
+	}
+	after := obj.DeepCopy()
+	after.SetResourceVersion("")
+	after.SetManagedFields(nil)
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(after), client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll); err != nil {
+		return nil, nil, err
+	}
+	return live, after, nil
+}
+
+// diffObjects is a unified diff of two objects' YAML without the fields
+// every write changes.
+func diffObjects(name string, before, after *unstructured.Unstructured) string {
+	a, b := "", comparable(after)
+	if before != nil {
+		a = comparable(before)
+	}
+	if a == b {
+		return ""
+	}
+	from, to := "live "+name, "applied "+name
+	if before == nil {
+		from = "(absent) " + name
+	}
+	out, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(a), B: difflib.SplitLines(b), FromFile: from, ToFile: to, Context: 3,
+	})
+	return out
+}
+
+func comparable(u *unstructured.Unstructured) string {
+	c := u.DeepCopy()
+	for _, f := range [][]string{
+		{"metadata", "managedFields"}, {"metadata", "resourceVersion"}, {"metadata", "generation"},
+		{"metadata", "creationTimestamp"}, {"metadata", "uid"}, {"status"},
+	} {
+		unstructured.RemoveNestedField(c.Object, f...)
+	}
+	b, err := json.Marshal(c.Object)
+	if err != nil {
+		return err.Error()
+	}
+	y, err := yaml.JSONToYAML(b)
+	if err != nil {
+		return err.Error()
+	}
+	return strings.TrimSpace(string(y)) + "\n"
+}

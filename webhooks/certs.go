@@ -20,6 +20,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,6 +42,14 @@ const (
 // +kubebuilder:rbac:groups="",namespace=agent-sandbox-system,resources=secrets,verbs=create
 // +kubebuilder:rbac:groups="",namespace=agent-sandbox-system,resources=secrets,verbs=get;update,resourceNames=agent-sandbox-webhook-cert
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;patch,resourceNames=agent-sandbox-validating-webhook
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;patch,resourceNames=sandboxes.agents.x-k8s.io;sandboxtemplates.extensions.agents.x-k8s.io;sandboxclaims.extensions.agents.x-k8s.io;sandboxwarmpools.extensions.agents.x-k8s.io
+
+// CRDs are our CustomResourceDefinitions; those served through the
+// conversion webhook get its CA bundle.
+var CRDs = []string{
+	"sandboxes.agents.x-k8s.io", "sandboxtemplates.extensions.agents.x-k8s.io",
+	"sandboxclaims.extensions.agents.x-k8s.io", "sandboxwarmpools.extensions.agents.x-k8s.io",
+}
 
 // Certs manages the webhook's serving certificate itself: a CA and a serving
 // certificate kept in a Secret (shared by every replica), written to the
@@ -133,7 +142,36 @@ func (c *Certs) Ensure(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	ca := secret.Data["ca.crt"]
-	return ca, c.inject(ctx, ca)
+	if err := c.inject(ctx, ca); err != nil {
+		return nil, err
+	}
+	return ca, c.injectConversion(ctx, ca)
+}
+
+// injectConversion sets the CA bundle of our CRDs' conversion webhooks
+// (CRDs without webhook conversion are left alone).
+func (c *Certs) injectConversion(ctx context.Context, ca []byte) error {
+	for _, name := range CRDs {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("reading CRD %s: %w", name, err)
+		}
+		conv := crd.Spec.Conversion
+		if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil ||
+			bytes.Equal(conv.Webhook.ClientConfig.CABundle, ca) {
+			continue
+		}
+		base := crd.DeepCopy()
+		conv.Webhook.ClientConfig.CABundle = slices.Clone(ca)
+		if err := c.Client.Patch(ctx, crd, client.MergeFrom(base)); err != nil {
+			return fmt.Errorf("injecting the CA bundle into CRD %s: %w", name, err)
+		}
+		log.FromContext(ctx).Info("CA bundle injected", "crd", name)
+	}
+	return nil
 }
 
 // usable reports a stored certificate that covers our names and is not due

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -231,7 +232,7 @@ func main() {
 func run(o options) error {
 	log := ctrl.Log.WithName("setup")
 	scheme := clientgoscheme.Scheme
-	for _, add := range []func(*k8sruntime.Scheme) error{sandboxv1beta1.AddToScheme, extv1beta1.AddToScheme} {
+	for _, add := range []func(*k8sruntime.Scheme) error{sandboxv1beta1.AddToScheme, extv1beta1.AddToScheme, apiextensionsv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return err
 		}
@@ -336,6 +337,7 @@ func run(o options) error {
 				return err
 			}
 		}
+		mgr.GetWebhookServer().Register(webhooks.ConvertPath, webhooks.Converter{})
 		mgr.GetWebhookServer().Register(webhooks.ValidatePath, &webhook.Admission{Handler: &webhooks.Validator{
 			Policy: policies, Reader: mgr.GetClient(), ControllerNamespace: o.controllerNamespace,
 			Defaults: render.Defaults{RuntimeClassName: o.defaultRuntimeClass},

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -13,6 +14,7 @@ import (
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -106,7 +108,7 @@ func (s *Schemas) Validate(ctx context.Context, obj, old *unstructured.Unstructu
 		}
 	}
 
-	cur := obj.DeepCopy().Object
+	cur := normalized(obj)
 	unknown := pruning.PruneWithOptions(cur, v.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
 	for _, p := range unknown {
 		errs = append(errs, field.Forbidden(field.NewPath(p), "unknown field: the schema has no such field"))
@@ -115,7 +117,7 @@ func (s *Schemas) Validate(ctx context.Context, obj, old *unstructured.Unstructu
 
 	var prev any
 	if old != nil {
-		o := old.DeepCopy().Object
+		o := normalized(old)
 		pruning.PruneWithOptions(o, v.structural, true, structuralschema.UnknownFieldPathOptions{})
 		structuraldefaulting.Default(o, v.structural)
 		prev = o
@@ -125,4 +127,19 @@ func (s *Schemas) Validate(ctx context.Context, obj, old *unstructured.Unstructu
 	}
 	celErrs, _ := v.cel.Validate(ctx, nil, v.structural, cur, prev, celconfig.RuntimeCELCostBudget)
 	return append(errs, celErrs...)
+}
+
+// normalized copies an object's content with integral numbers as int64, as
+// the API server decodes JSON (YAML decoders give float64, which the schema
+// and CEL validators would refuse for integer fields).
+func normalized(u *unstructured.Unstructured) map[string]any {
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		return u.DeepCopy().Object
+	}
+	out := map[string]any{}
+	if err := utiljson.Unmarshal(b, &out); err != nil {
+		return u.DeepCopy().Object
+	}
+	return out
 }

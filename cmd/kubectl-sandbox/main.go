@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1alpha1 "github.com/agentsandbox/reconciler/api/v1alpha1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
@@ -245,9 +246,17 @@ func renderAll(o *options, docs []document) []rendering {
 			r.objects = append(r.objects, obj)
 		}
 		switch d.Obj.GetAPIVersion() + "/" + d.Obj.GetKind() {
-		case "agents.x-k8s.io/v1beta1/Sandbox":
+		case "agents.x-k8s.io/v1beta1/Sandbox", "agents.x-k8s.io/v1alpha1/Sandbox":
 			sb := &sandboxv1beta1.Sandbox{}
-			if err := decode(d.Obj, sb); err != nil {
+			if d.Obj.GetAPIVersion() == sandboxv1alpha1.GroupVersion.String() {
+				// The deprecated version renders as the API server stores it.
+				old := &sandboxv1alpha1.Sandbox{}
+				if err := decode(d.Obj, old); err != nil {
+					r.problem = err.Error()
+					break
+				}
+				sb = old.ToV1beta1()
+			} else if err := decode(d.Obj, sb); err != nil {
 				r.problem = err.Error()
 				break
 			}

@@ -202,3 +202,33 @@ func TestPolicyExportLoadsBack(t *testing.T) {
 		t.Errorf("the export does not load back: %s", stderr)
 	}
 }
+
+// TestV1alpha1Input: the deprecated version renders as v1beta1 would and
+// validates against its own schema (replicas 2 refused with the reason).
+func TestV1alpha1Input(t *testing.T) {
+	const alpha = `apiVersion: agents.x-k8s.io/v1alpha1
+kind: Sandbox
+metadata: {name: quickstart}
+spec:
+  replicas: REPLICAS
+  podTemplate:
+    spec:
+      runtimeClassName: gvisor
+      containers: [{name: agent, image: python:3.13-slim}]
+`
+	out, stderr, code := runCLI(t, strings.Replace(alpha, "REPLICAS", "1", 1), "render", "-f", "-", "-o", "name")
+	if code != 0 || out != "pod/quickstart\n" {
+		t.Errorf("render of a running v1alpha1 Sandbox: exit %d, %q %s", code, out, stderr)
+	}
+	out, _, code = runCLI(t, strings.Replace(alpha, "REPLICAS", "0", 1), "render", "-f", "-", "-o", "name")
+	if code != 0 || out != "" {
+		t.Errorf("render of a suspended v1alpha1 Sandbox: exit %d, %q", code, out)
+	}
+	if out, _, code := runCLI(t, strings.Replace(alpha, "REPLICAS", "1", 1), "validate", "-f", "-"); code != 0 {
+		t.Errorf("validate: exit %d\n%s", code, out)
+	}
+	out, _, code = runCLI(t, strings.Replace(alpha, "REPLICAS", "2", 1), "validate", "-f", "-")
+	if code != 1 || !strings.Contains(out, "spec.replicas: Invalid value: 2: a Sandbox runs at most one Pod") {
+		t.Errorf("validate replicas 2: exit %d\n%s", code, out)
+	}
+}

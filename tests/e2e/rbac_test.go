@@ -102,6 +102,11 @@ func TestControllerWithDeployRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = removeWebhook() })
+	conversionOff, err := cluster.InstallLocalConversion(ctx, admin, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conversionOff() })
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=true", "--leader-election-namespace", controllerNS, "--extensions",
 		"--controller-namespace", controllerNS, "--webhook-port", webhookPort, "--webhook-cert-dir", t.TempDir(),
@@ -152,6 +157,21 @@ func TestControllerWithDeployRBAC(t *testing.T) {
 	err = admin.Create(ctx, bad)
 	if err == nil || !strings.Contains(err.Error(), "privileged containers are not allowed: agent") || !strings.Contains(err.Error(), "denied the request") {
 		t.Errorf("privileged Sandbox through the webhook: %v", err)
+	}
+	// A v1alpha1 Sandbox (the public quick start's version) is converted
+	// by the controller's webhook and reconciles to Ready.
+	alpha := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "agents.x-k8s.io/v1alpha1", "kind": "Sandbox",
+		"metadata": map[string]any{"name": "quickstart", "namespace": ns},
+		"spec": map[string]any{"replicas": int64(1), "podTemplate": map[string]any{"spec": map[string]any{
+			"runtimeClassName": "gvisor",
+			"containers":       []any{map[string]any{"name": "agent", "image": "python:3.13-slim"}},
+		}}},
+	}}
+	waitFor(t, time.Minute, "v1alpha1 Sandbox accepted", func() error { return client.IgnoreAlreadyExists(admin.Create(ctx, alpha.DeepCopy())) })
+	waitFor(t, time.Minute, "v1alpha1 Sandbox Ready", readyIs(admin, types.NamespacedName{Namespace: ns, Name: "quickstart"}, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady))
+	if err := conversionOff(); err != nil {
+		t.Error(err)
 	}
 	if err := removeWebhook(); err != nil {
 		t.Error(err)

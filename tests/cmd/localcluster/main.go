@@ -86,6 +86,10 @@ func run(name, workdir string, nodes int, controller, samples string, deleteAll,
 		if _, err := cluster.InstallLocalWebhook(ctx, admin, "agent-sandbox-system", port); err != nil {
 			return errors.Join(err, stopCluster())
 		}
+		// v1alpha1 manifests are converted by the same server.
+		if _, err := cluster.InstallLocalConversion(ctx, admin, port); err != nil {
+			return errors.Join(err, stopCluster())
+		}
 		if ctrlProc, metricsAddr, err = startController(ctx, controller, c.Kubeconfig, ctrlLog,
 			"--webhook-port", portStr, "--webhook-cert-dir", filepath.Join(workdir, name+"-webhook-certs"),
 			"--controller-namespace", "agent-sandbox-system"); err != nil {

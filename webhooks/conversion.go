@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	extv1alpha1 "github.com/agentsandbox/reconciler/api/extensions/v1alpha1"
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1alpha1 "github.com/agentsandbox/reconciler/api/v1alpha1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
@@ -36,6 +38,37 @@ var conversions = map[[3]string]converter{
 		}
 		return sandboxv1alpha1.SandboxFromV1beta1(in), nil
 	},
+	{"SandboxTemplate", extv1alpha1.GroupVersion.String(), extv1beta1.GroupVersion.String()}: func(raw []byte) (any, error) {
+		in := &extv1alpha1.SandboxTemplate{}
+		return decodeThen(raw, in, func() any { return in.ToV1beta1() })
+	},
+	{"SandboxTemplate", extv1beta1.GroupVersion.String(), extv1alpha1.GroupVersion.String()}: func(raw []byte) (any, error) {
+		in := &extv1beta1.SandboxTemplate{}
+		return decodeThen(raw, in, func() any { return extv1alpha1.TemplateFromV1beta1(in) })
+	},
+	{"SandboxClaim", extv1alpha1.GroupVersion.String(), extv1beta1.GroupVersion.String()}: func(raw []byte) (any, error) {
+		in := &extv1alpha1.SandboxClaim{}
+		return decodeThen(raw, in, func() any { return in.ToV1beta1() })
+	},
+	{"SandboxClaim", extv1beta1.GroupVersion.String(), extv1alpha1.GroupVersion.String()}: func(raw []byte) (any, error) {
+		in := &extv1beta1.SandboxClaim{}
+		return decodeThen(raw, in, func() any { return extv1alpha1.ClaimFromV1beta1(in) })
+	},
+	{"SandboxWarmPool", extv1alpha1.GroupVersion.String(), extv1beta1.GroupVersion.String()}: func(raw []byte) (any, error) {
+		in := &extv1alpha1.SandboxWarmPool{}
+		return decodeThen(raw, in, func() any { return in.ToV1beta1() })
+	},
+	{"SandboxWarmPool", extv1beta1.GroupVersion.String(), extv1alpha1.GroupVersion.String()}: func(raw []byte) (any, error) {
+		in := &extv1beta1.SandboxWarmPool{}
+		return decodeThen(raw, in, func() any { return extv1alpha1.PoolFromV1beta1(in) })
+	},
+}
+
+func decodeThen(raw []byte, into any, convert func() any) (any, error) {
+	if err := json.Unmarshal(raw, into); err != nil {
+		return nil, err
+	}
+	return convert(), nil
 }
 
 // Converter serves CRD conversion between v1alpha1 and v1beta1 with the

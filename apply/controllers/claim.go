@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	extv1alpha1 "github.com/agentsandbox/reconciler/api/extensions/v1alpha1"
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -328,8 +329,13 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *extv1beta1.SandboxCla
 	pool := &extv1beta1.SandboxWarmPool{}
 	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: claim.Spec.WarmPoolRef.Name}, pool); {
 	case apierrors.IsNotFound(err):
-		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonWarmPoolNotFound,
-			Message: fmt.Sprintf("SandboxWarmPool %s does not exist; create it, or point spec.warmPoolRef at an existing pool", claim.Spec.WarmPoolRef.Name)}, nil
+		msg := fmt.Sprintf("SandboxWarmPool %s does not exist; create it, or point spec.warmPoolRef at an existing pool", claim.Spec.WarmPoolRef.Name)
+		if w, fromAlpha := claim.Annotations[extv1alpha1.AnnotationWarmPool]; fromAlpha {
+			template := claim.Annotations[extv1alpha1.AnnotationTemplateRef]
+			msg = fmt.Sprintf("this claim was written as v1alpha1 (sandboxTemplateRef %q, warmpool %q), which maps to SandboxWarmPool %s; it does not exist: create it with spec.sandboxTemplateRef.name %q (replicas: 0 if you want no warm Sandboxes)",
+				template, w, claim.Spec.WarmPoolRef.Name, template)
+		}
+		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonWarmPoolNotFound, Message: msg}, nil
 	case err != nil:
 		return nil, nil, fmt.Errorf("reading warm pool: %w", err)
 	}

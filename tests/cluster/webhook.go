@@ -53,7 +53,8 @@ func InstallLocalWebhook(ctx context.Context, c client.Client, namespace string,
 func InstallLocalConversion(ctx context.Context, c client.Client, port int) (func() error, error) {
 	url := fmt.Sprintf("https://127.0.0.1:%d/convert", port)
 	set := func(ctx context.Context, conv *apiextensionsv1.CustomResourceConversion) error {
-		for _, name := range []string{"sandboxes.agents.x-k8s.io"} {
+		for _, name := range []string{"sandboxes.agents.x-k8s.io", "sandboxtemplates.extensions.agents.x-k8s.io",
+			"sandboxclaims.extensions.agents.x-k8s.io", "sandboxwarmpools.extensions.agents.x-k8s.io"} {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 				return err

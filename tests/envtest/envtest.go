@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	extv1alpha1 "github.com/agentsandbox/reconciler/api/extensions/v1alpha1"
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1alpha1 "github.com/agentsandbox/reconciler/api/v1alpha1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -40,7 +41,7 @@ func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, sandboxv1beta1.AddToScheme, extv1beta1.AddToScheme,
-		apiextensionsv1.AddToScheme, sandboxv1alpha1.AddToScheme,
+		apiextensionsv1.AddToScheme, sandboxv1alpha1.AddToScheme, extv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err)

@@ -9,12 +9,16 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
+	extv1alpha1 "github.com/agentsandbox/reconciler/api/extensions/v1alpha1"
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1alpha1 "github.com/agentsandbox/reconciler/api/v1alpha1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/tests"
@@ -117,6 +121,61 @@ spec:
 	}
 	if beta.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeRunning {
 		t.Errorf("after scaling to 1: operatingMode %q, want Running", beta.Spec.OperatingMode)
+	}
+
+	// The extension kinds: a v1alpha1 claim maps to its shadow pool and
+	// reads back unchanged; a v1beta1-only template field survives a read
+	// in v1alpha1.
+	claim := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(`apiVersion: extensions.agents.x-k8s.io/v1alpha1
+kind: SandboxClaim
+metadata: {name: legacy-claim, namespace: `+ns+`}
+spec:
+  sandboxTemplateRef: {name: python}
+  warmpool: default
+`), &claim.Object); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, claim); err != nil {
+		t.Fatalf("creating a v1alpha1 claim: %v", err)
+	}
+	hubClaim := &extv1beta1.SandboxClaim{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "legacy-claim"}, hubClaim); err != nil {
+		t.Fatal(err)
+	}
+	if hubClaim.Spec.WarmPoolRef.Name != "shadow-pool-python" {
+		t.Errorf("v1alpha1 claim maps to pool %q, want shadow-pool-python", hubClaim.Spec.WarmPoolRef.Name)
+	}
+	alphaClaim := &extv1alpha1.SandboxClaim{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "legacy-claim"}, alphaClaim); err != nil {
+		t.Fatal(err)
+	}
+	if alphaClaim.Spec.WarmPool != "default" || alphaClaim.Spec.SandboxTemplateRef == nil || alphaClaim.Spec.SandboxTemplateRef.Name != "python" ||
+		len(alphaClaim.Annotations) != 0 {
+		t.Errorf("v1alpha1 claim read back: %+v, annotations %v", alphaClaim.Spec, alphaClaim.Annotations)
+	}
+	tmpl := &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "python"}}
+	tmpl.Spec.PodTemplate.Spec.Containers = []corev1.Container{{Name: "agent", Image: "python:3.13-slim"}}
+	tmpl.Spec.VolumeClaimTemplatesPolicy = extv1beta1.InjectionPolicyOverrides
+	if err := env.Client.Create(ctx, tmpl); err != nil {
+		t.Fatal(err)
+	}
+	alphaTmpl := &extv1alpha1.SandboxTemplate{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), alphaTmpl); err != nil {
+		t.Fatal(err)
+	}
+	if alphaTmpl.Annotations[extv1alpha1.AnnotationVolumeClaimTemplatesPolicy] != "Overrides" {
+		t.Errorf("v1beta1-only field not kept when read as v1alpha1: %v", alphaTmpl.Annotations)
+	}
+	alphaTmpl.Labels = map[string]string{"edited": "in-v1alpha1"}
+	if err := env.Client.Update(ctx, alphaTmpl); err != nil {
+		t.Fatalf("updating in v1alpha1: %v", err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl); err != nil {
+		t.Fatal(err)
+	}
+	if tmpl.Spec.VolumeClaimTemplatesPolicy != extv1beta1.InjectionPolicyOverrides || tmpl.Labels["edited"] != "in-v1alpha1" {
+		t.Errorf("after a v1alpha1 update: policy %q, labels %v", tmpl.Spec.VolumeClaimTemplatesPolicy, tmpl.Labels)
 	}
 
 	// Two replicas make no sense for a singleton: refused, with the reason.

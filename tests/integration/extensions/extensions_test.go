@@ -524,3 +524,20 @@ func TestClaimTTLAfterFinished(t *testing.T) {
 		return nil
 	})
 }
+
+// TestV1alpha1ClaimSaysWhichPoolToCreate: a claim converted from v1alpha1
+// (annotations as the conversion writes them) whose shadow pool does not
+// exist tells the user what to create.
+func TestV1alpha1ClaimSaysWhichPoolToCreate(t *testing.T) {
+	ns := env.Namespace(t)
+	create(t, newClaim(ns, "legacy", "shadow-pool-python", func(c *extv1beta1.SandboxClaim) {
+		c.Annotations = map[string]string{"api.agents.x-k8s.io/sandbox-template-ref": "python", "api.agents.x-k8s.io/warmpool": "default"}
+	}))
+	c := waitClaim(t, ns, "legacy", metav1.ConditionFalse, extv1beta1.ReasonWarmPoolNotFound)
+	msg := findCondition(c.Status.Conditions, extv1beta1.ConditionReady).Message
+	for _, want := range []string{"written as v1alpha1", "SandboxWarmPool shadow-pool-python", `spec.sandboxTemplateRef.name "python"`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q lacks %q", msg, want)
+		}
+	}
+}

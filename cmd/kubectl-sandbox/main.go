@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	extv1alpha1 "github.com/agentsandbox/reconciler/api/extensions/v1alpha1"
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1alpha1 "github.com/agentsandbox/reconciler/api/v1alpha1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -213,6 +214,7 @@ type rendering struct {
 // renderAll renders every document with the controller's render functions.
 // Claims and pools find their pool and template among the documents.
 func renderAll(o *options, docs []document) []rendering {
+	docs = hubVersions(docs)
 	templates := map[string]*extv1beta1.SandboxTemplate{}
 	pools := map[string]*extv1beta1.SandboxWarmPool{}
 	ns := func(u *unstructured.Unstructured) string {
@@ -246,17 +248,9 @@ func renderAll(o *options, docs []document) []rendering {
 			r.objects = append(r.objects, obj)
 		}
 		switch d.Obj.GetAPIVersion() + "/" + d.Obj.GetKind() {
-		case "agents.x-k8s.io/v1beta1/Sandbox", "agents.x-k8s.io/v1alpha1/Sandbox":
+		case "agents.x-k8s.io/v1beta1/Sandbox":
 			sb := &sandboxv1beta1.Sandbox{}
-			if d.Obj.GetAPIVersion() == sandboxv1alpha1.GroupVersion.String() {
-				// The deprecated version renders as the API server stores it.
-				old := &sandboxv1alpha1.Sandbox{}
-				if err := decode(d.Obj, old); err != nil {
-					r.problem = err.Error()
-					break
-				}
-				sb = old.ToV1beta1()
-			} else if err := decode(d.Obj, sb); err != nil {
+			if err := decode(d.Obj, sb); err != nil {
 				r.problem = err.Error()
 				break
 			}
@@ -382,6 +376,45 @@ var (
 	gvkPVC           = schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"}
 	gvkNetworkPolicy = schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"}
 )
+
+// hubVersions returns the documents with deprecated v1alpha1 objects
+// converted to v1beta1, as the API server stores them, so everything below
+// renders one version.
+func hubVersions(docs []document) []document {
+	out := make([]document, 0, len(docs))
+	for _, d := range docs {
+		var hub any
+		switch d.Obj.GetAPIVersion() + "/" + d.Obj.GetKind() {
+		case "agents.x-k8s.io/v1alpha1/Sandbox":
+			in := &sandboxv1alpha1.Sandbox{}
+			if decode(d.Obj, in) == nil {
+				hub = in.ToV1beta1()
+			}
+		case "extensions.agents.x-k8s.io/v1alpha1/SandboxTemplate":
+			in := &extv1alpha1.SandboxTemplate{}
+			if decode(d.Obj, in) == nil {
+				hub = in.ToV1beta1()
+			}
+		case "extensions.agents.x-k8s.io/v1alpha1/SandboxClaim":
+			in := &extv1alpha1.SandboxClaim{}
+			if decode(d.Obj, in) == nil {
+				hub = in.ToV1beta1()
+			}
+		case "extensions.agents.x-k8s.io/v1alpha1/SandboxWarmPool":
+			in := &extv1alpha1.SandboxWarmPool{}
+			if decode(d.Obj, in) == nil {
+				hub = in.ToV1beta1()
+			}
+		}
+		if hub != nil {
+			if u, err := toUnstructured(hub); err == nil {
+				d.Obj = u
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
 
 // decode turns a document into a typed object, refusing unknown fields.
 func decode(u *unstructured.Unstructured, into any) error {

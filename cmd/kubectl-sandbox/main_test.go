@@ -232,3 +232,39 @@ spec:
 		t.Errorf("validate replicas 2: exit %d\n%s", code, out)
 	}
 }
+
+// TestV1alpha1Extensions: deprecated template, pool and claim manifests
+// render as their v1beta1 forms (the claim through its shadow pool).
+func TestV1alpha1Extensions(t *testing.T) {
+	const in = `apiVersion: extensions.agents.x-k8s.io/v1alpha1
+kind: SandboxTemplate
+metadata: {name: python}
+spec:
+  podTemplate:
+    spec:
+      runtimeClassName: gvisor
+      containers: [{name: agent, image: python:3.13-slim}]
+---
+apiVersion: extensions.agents.x-k8s.io/v1alpha1
+kind: SandboxWarmPool
+metadata: {name: shadow-pool-python}
+spec:
+  replicas: 1
+  sandboxTemplateRef: {name: python}
+---
+apiVersion: extensions.agents.x-k8s.io/v1alpha1
+kind: SandboxClaim
+metadata: {name: mine}
+spec:
+  sandboxTemplateRef: {name: python}
+  warmpool: default
+`
+	out, stderr, code := runCLI(t, in, "render", "-f", "-", "-o", "name")
+	if code != 0 || !strings.Contains(out, "networkpolicy/python-network-policy") || !strings.Contains(out, "sandbox/mine") ||
+		!strings.Contains(out, "sandbox/shadow-pool-python-") {
+		t.Errorf("exit %d\n%s%s", code, out, stderr)
+	}
+	if out, _, code := runCLI(t, in, "validate", "-f", "-"); code != 0 {
+		t.Errorf("validate: exit %d\n%s", code, out)
+	}
+}

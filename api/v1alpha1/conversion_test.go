@@ -87,3 +87,28 @@ func FuzzSandboxRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// FuzzHubRoundTrip: any v1beta1 Sandbox (operatingMode as the schema
+// allows, defaulted to Running) survives v1beta1 -> v1alpha1 -> v1beta1.
+func FuzzHubRoundTrip(f *testing.F) {
+	f.Add(`{"metadata":{"name":"a"},"spec":{"operatingMode":"Suspended","podTemplate":{"spec":{}}},"status":{"selector":"x=y"}}`)
+	f.Add(`{"metadata":{"name":"a","labels":{"k":"v"}},"spec":{"operatingMode":"Running","service":true,"podTemplate":{"spec":{"containers":[{"name":"c"}]}}}}`)
+	f.Fuzz(func(t *testing.T, data string) {
+		in := &sandboxv1beta1.Sandbox{}
+		if err := json.Unmarshal([]byte(data), in); err != nil {
+			return
+		}
+		switch in.Spec.OperatingMode {
+		case sandboxv1beta1.SandboxOperatingModeRunning, sandboxv1beta1.SandboxOperatingModeSuspended:
+		default:
+			return // refused by the schema (or defaulted to Running)
+		}
+		in.APIVersion, in.Kind = sandboxv1beta1.GroupVersion.String(), "Sandbox"
+		back := SandboxFromV1beta1(in).ToV1beta1()
+		a, _ := json.Marshal(in)
+		b, _ := json.Marshal(back)
+		if string(a) != string(b) {
+			t.Fatalf("round trip changed the object:\n%s\n%s", a, b)
+		}
+	})
+}

@@ -92,7 +92,7 @@ test-e2e: $(CLUSTER_BINS) ## Run the end-to-end tests on a local kwok cluster.
 .PHONY: bench
 bench: $(CLUSTER_BINS) ## Run the benchmarks on a local cluster and print JSON (BENCH_N=500 by default).
 	AGENT_SANDBOX_BENCH=1 BENCH_N=$${BENCH_N:-500} BENCH_OUT=$${BENCH_OUT:-$(WORK)/bench.json} \
-		go test -count=1 -timeout 60m -run TestBench -v ./tests/bench/ 2>&1 | grep -v '^=== RUN'
+		go test -count=1 -timeout 180m -run TestBench -v ./tests/bench/ 2>&1 | grep -v '^=== RUN'
 
 .PHONY: golden
 golden: ## Rewrite golden files from the current code (review the diff like code).

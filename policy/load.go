@@ -79,9 +79,11 @@ func digestOf(srcs []Source) string {
 // current one: onError gets the error and the last good set stays. onLoad is
 // called after each successful reload.
 func Watch(ctx context.Context, c Config, h *Holder, interval time.Duration, onLoad func(*Set), onError func(error)) {
+	// Compare with what the set in force was loaded from, so that an edit
+	// made between that load and this call is not missed.
 	last := ""
-	if srcs, err := c.Sources(); err == nil {
-		last = digestOf(srcs)
+	if cur := h.Get(); cur != nil {
+		last = cur.digest
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()

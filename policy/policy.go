@@ -104,6 +104,8 @@ func (e *LoadError) Error() string {
 // objects. It is immutable and safe for concurrent use.
 type Set struct {
 	policies []*compiled
+	// digest identifies the sources the set was loaded from.
+	digest string
 }
 
 type compiled struct {
@@ -222,7 +224,7 @@ func Load(sources ...Source) (*Set, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	set := &Set{}
+	set := &Set{digest: digestOf(sources)}
 	sort.Strings(order)
 	for _, name := range order {
 		set.policies = append(set.policies, policies[name])

@@ -75,9 +75,10 @@ func digestOf(srcs []Source) string {
 }
 
 // Watch reloads the policies whenever the files change (checked every
-// interval) until ctx ends. A set that fails to load never replaces the
-// current one: onError gets the error and the last good set stays. onLoad is
-// called after each successful reload.
+// interval) until ctx ends. A change is loaded once it has been stable for
+// one interval, so a file caught half-written is never loaded. A set that
+// fails to load never replaces the current one: onError gets the error and
+// the last good set stays. onLoad is called after each successful reload.
 func Watch(ctx context.Context, c Config, h *Holder, interval time.Duration, onLoad func(*Set), onError func(error)) {
 	// Compare with what the set in force was loaded from, so that an edit
 	// made between that load and this call is not missed.
@@ -85,6 +86,7 @@ func Watch(ctx context.Context, c Config, h *Holder, interval time.Duration, onL
 	if cur := h.Get(); cur != nil {
 		last = cur.digest
 	}
+	pending := ""
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -100,9 +102,15 @@ func Watch(ctx context.Context, c Config, h *Holder, interval time.Duration, onL
 		}
 		d := digestOf(srcs)
 		if d == last {
+			pending = ""
 			continue
 		}
-		last = d
+		if d != pending {
+			// Changed since the last look: wait until it settles.
+			pending = d
+			continue
+		}
+		last, pending = d, ""
 		set, err := Load(srcs...)
 		if err != nil {
 			onError(err)

@@ -161,10 +161,7 @@ func (r *ClaimReconciler) forget(key types.NamespacedName) {
 // Reconcile brings one claim closer to being served.
 func (r *ClaimReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	result, err := r.reconcile(ctx, req)
-	if err != nil && (ctx.Err() != nil || namespaceTerminating(err)) {
-		return reconcile.Result{}, nil
-	}
-	return result, err
+	return quiet(ctx, result, err)
 }
 
 func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

@@ -184,12 +184,7 @@ type observed struct {
 // Reconcile brings one Sandbox closer to its spec.
 func (r *SandboxReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	result, err := r.reconcile(ctx, req)
-	if err != nil && (ctx.Err() != nil || namespaceTerminating(err)) {
-		// Shutting down (or leadership lost): the request was cut short, not
-		// refused. The next leader reconciles everything when it starts.
-		return reconcile.Result{}, nil
-	}
-	return result, err
+	return quiet(ctx, result, err)
 }
 
 func (r *SandboxReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

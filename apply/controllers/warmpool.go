@@ -152,10 +152,7 @@ func (r *WarmPoolReconciler) expectationsFor(uid types.UID) *expectations {
 // Reconcile brings one pool closer to its desired members.
 func (r *WarmPoolReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	result, err := r.reconcile(ctx, req)
-	if err != nil && (ctx.Err() != nil || namespaceTerminating(err)) {
-		return reconcile.Result{}, nil
-	}
-	return result, err
+	return quiet(ctx, result, err)
 }
 
 func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

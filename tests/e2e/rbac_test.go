@@ -90,7 +90,7 @@ func TestControllerWithDeployRBAC(t *testing.T) {
 		}
 	}
 
-	bin := buildBinary(t, "./cmd/sandbox-controller")
+	bin := controller // built once for the package by TestMain
 	probe, metrics, webhookAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	_, webhookPort, _ := net.SplitHostPort(webhookAddr)
 	port, _ := strconv.Atoi(webhookPort)
@@ -277,17 +277,6 @@ func controllerKubeconfig(dir string) (string, error) {
 	cfg.CurrentContext = "controller"
 	path := filepath.Join(dir, fmt.Sprintf("controller-kubeconfig-%d", time.Now().UnixNano()))
 	return path, clientcmd.WriteToFile(*cfg, path)
-}
-
-func buildBinary(t *testing.T, pkg string) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	build := exec.Command("go", "build", "-o", out, pkg)
-	build.Dir = tests.RepoRoot()
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out
 }
 
 func freeAddr(t *testing.T) string {

@@ -556,10 +556,7 @@ func adoptable(o client.Object, sb *sandboxv1beta1.Sandbox) bool {
 		l[sandboxv1beta1.LabelSandboxNameHash] == render.NameHash(sb.Name)
 }
 
-func ownedBy(o client.Object, sb *sandboxv1beta1.Sandbox) bool {
-	ref := metav1.GetControllerOf(o)
-	return ref != nil && ref.UID == sb.UID
-}
+func ownedBy(o client.Object, sb *sandboxv1beta1.Sandbox) bool { return controlledBy(o, sb.UID) }
 
 func readyReason(sb *sandboxv1beta1.Sandbox) string {
 	if c := statusCondition(sb, sandboxv1beta1.ConditionReady); c != nil {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/client-go/tools/events"
@@ -121,10 +122,6 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 }
 
 func controlledBy(o client.Object, uid types.UID) bool {
-	for _, ref := range o.GetOwnerReferences() {
-		if ref.Controller != nil && *ref.Controller && ref.UID == uid {
-			return true
-		}
-	}
-	return false
+	ref := metav1.GetControllerOf(o)
+	return ref != nil && ref.UID == uid
 }

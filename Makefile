@@ -54,8 +54,8 @@ help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_0-9.-]+:.*##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: $(CLUSTER_BINS) controller ## Start a local cluster with the CRDs, the controller and the samples; Ctrl-C stops everything.
-	go run ./tests/cmd/localcluster --name agent-sandbox --workdir $(WORK)/kwok \
+run: $(CLUSTER_BINS) controller cli ## Start a local cluster with the CRDs, the controller and the samples; Ctrl-C stops everything.
+	$(BIN)/kubectl-sandbox up --foreground --name agent-sandbox --workdir $(WORK)/kwok --bin-dir $(BIN) \
 		--controller $(BIN)/sandbox-controller --samples config/samples
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -154,8 +154,8 @@ docker-build: ## Build the controller image IMG (Docker needed).
 	docker build -t $(IMG) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) .
 
 .PHONY: kind-up
-kind-up: controller ## Like make run, on a kind cluster (Docker needed); the controller runs locally.
-	E2E_CLUSTER=kind go run ./tests/cmd/localcluster --name agent-sandbox --workdir $(WORK)/kind \
+kind-up: controller cli ## Like make run, on a kind cluster (Docker needed); the controller runs locally.
+	$(BIN)/kubectl-sandbox up --kind --foreground --name agent-sandbox --workdir $(WORK)/kind \
 		--controller $(BIN)/sandbox-controller --samples config/samples
 
 .PHONY: kind-deploy
@@ -240,5 +240,5 @@ endef
 
 .PHONY: clean
 clean: ## Stop local clusters and remove bin/ and .work/.
-	-go run ./tests/cmd/localcluster --workdir $(WORK)/kwok --delete-all 2>/dev/null
+	-[ ! -x $(BIN)/kubectl-sandbox ] || $(BIN)/kubectl-sandbox down --all --workdir $(WORK)/kwok --bin-dir $(BIN)
 	rm -rf $(BIN) $(WORK)

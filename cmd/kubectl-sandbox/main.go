@@ -35,7 +35,8 @@ const (
 var version = "dev"
 
 const usage = `kubectl-sandbox renders, validates and policy-checks agent-sandbox manifests
-offline, with the controller's own code. As a kubectl plugin: kubectl sandbox ...
+offline, with the controller's own code, and runs a local cluster to try them
+on. As a kubectl plugin: kubectl sandbox ...
 
 Commands:
   render   -f PATH...  print the Pods, Services, PVCs, NetworkPolicies and member
@@ -47,6 +48,9 @@ Commands:
   policy export        print the configured policies as ValidatingAdmissionPolicy YAML
   diff     -f PATH...  server-side dry-run apply against the cluster; show how each
                        object and the children it renders would change
+  up                   start a local cluster (no Docker needed) with the CRDs, the
+                       controller, its webhooks and optional samples
+  down                 stop what up started
   version              print the version
 
 Common flags:
@@ -118,6 +122,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "up":
+		return runUp(rest, stdout, stderr)
+	case "down":
+		return runDown(rest, stdout, stderr)
+	}
 	if cmd == "policy" {
 		if len(rest) == 0 {
 			_, _ = fmt.Fprintln(stderr, "kubectl-sandbox policy: want a subcommand: check or export")

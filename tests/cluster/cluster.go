@@ -1,295 +1,43 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	nodev1 "k8s.io/api/node/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
-	kindcluster "sigs.k8s.io/kind/pkg/cluster"
-
+	"github.com/agentsandbox/reconciler/cmd/localcluster"
 	"github.com/agentsandbox/reconciler/tests"
 )
 
-// Options configure a local cluster.
-type Options struct {
-	// Name of the cluster; kwokctl keeps its state under Workdir/clusters/Name.
-	Name string
-	// Workdir is kwokctl's working directory (KWOK_WORKDIR). Required.
-	Workdir string
-	// Nodes is the number of fake nodes (110 pods, 32 CPU, 256Gi each).
-	Nodes int
-	// InstallCRDs installs the generated CRDs from config/crd once the
-	// cluster is up.
-	InstallCRDs bool
-	// RuntimeClasses to create (handler = name), e.g. gvisor and kata; kwok
-	// runs Pods of any RuntimeClass that exists.
-	RuntimeClasses []string
-	// Log receives kwokctl's output; nil discards it.
-	Log io.Writer
-}
+// Options configure a local cluster (see localcluster.Options).
+type Options = localcluster.Options
 
 // Cluster is a running local cluster.
-type Cluster struct {
-	Name    string
-	Workdir string
-	// Kubeconfig is the path of an admin kubeconfig for the cluster.
-	Kubeconfig string
-	// Config reaches the cluster as an admin, without client-side rate limits.
-	Config *rest.Config
+type Cluster = localcluster.Cluster
 
-	kwokctl string
-	kind    *kindcluster.Provider // set for a kind cluster (E2E_CLUSTER=kind)
-	log     io.Writer
-}
+// EnvCluster selects the kind of local cluster: "kind" for a kind cluster
+// (Docker needed), anything else for the kwok cluster built from bin/.
+const EnvCluster = "E2E_CLUSTER"
 
-// binaries kwokctl needs, by flag name.
-var binaryFlags = []struct{ flag, name string }{
-	{"--etcd-binary", "etcd"},
-	{"--kube-apiserver-binary", "kube-apiserver"},
-	{"--kube-controller-manager-binary", "kube-controller-manager"},
-	{"--kube-scheduler-binary", "kube-scheduler"},
-	{"--kwok-controller-binary", "kwok"},
-}
+// UseKind reports whether E2E_CLUSTER=kind is set.
+func UseKind() bool { return os.Getenv(EnvCluster) == "kind" }
 
-// Start creates the cluster, waits until its nodes are Ready and, if asked,
-// installs the CRDs. A cluster of the same name left over from an earlier run
-// is deleted first. On error nothing is left running. With E2E_CLUSTER=kind
-// it creates a kind cluster instead (Docker needed; Nodes is ignored).
+// Start starts the cluster the product's `kubectl sandbox up` starts, from
+// the binaries in tests.BinDir(), or a kind cluster with E2E_CLUSTER=kind.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
-	if opts.Name == "" || opts.Workdir == "" {
-		return nil, errors.New("cluster: name and workdir are required")
+	if opts.BinDir == "" {
+		opts.BinDir = tests.BinDir()
 	}
-	if opts.Nodes <= 0 {
-		opts.Nodes = 1
-	}
-	if opts.Log == nil {
-		opts.Log = io.Discard
-	}
-	if UseKind() {
-		return startKind(ctx, opts)
-	}
-	kwokctl, err := tests.Binary("kwokctl")
-	if err != nil {
-		return nil, err
-	}
-	args := []string{"create", "cluster", "--name", opts.Name, "--runtime", "binary",
-		"--disable-qps-limits", "--wait", "3m"}
-	for _, b := range binaryFlags {
-		p, err := tests.Binary(b.name)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, b.flag, p)
-	}
-	workdir, err := filepath.Abs(opts.Workdir)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(workdir, 0o755); err != nil {
-		return nil, err
-	}
-	c := &Cluster{Name: opts.Name, Workdir: workdir, kwokctl: kwokctl, log: opts.Log}
-
-	// A previous run that was killed may have left the cluster behind.
-	if _, err := os.Stat(filepath.Join(workdir, "clusters", opts.Name)); err == nil {
-		_ = c.kwok(ctx, "delete", "cluster", "--name", opts.Name)
-	}
-	if err := c.kwok(ctx, args...); err != nil {
-		_ = c.Stop(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("creating local cluster %q: %w", opts.Name, err)
-	}
-	if err := c.setup(ctx, opts); err != nil {
-		_ = c.Stop(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	return c, nil
+	opts.Kind = opts.Kind || UseKind()
+	return localcluster.Start(ctx, opts)
 }
 
-func (c *Cluster) setup(ctx context.Context, opts Options) error {
-	c.Kubeconfig = filepath.Join(c.Workdir, "clusters", c.Name, "kubeconfig.yaml")
-	if _, err := os.Stat(c.Kubeconfig); err != nil {
-		return fmt.Errorf("kubeconfig of local cluster %q: %w", c.Name, err)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("loading kubeconfig %s: %w", c.Kubeconfig, err)
-	}
-	cfg.QPS, cfg.Burst = -1, 0
-	c.Config = cfg
-	if err := c.ScaleNodes(ctx, opts.Nodes); err != nil {
-		return err
-	}
-	return c.install(ctx, opts, "")
-}
+// Processes returns the PIDs of processes whose command line mentions dir.
+func Processes(dir string) []int { return localcluster.Processes(dir) }
 
-// install creates the RuntimeClasses (handler = name unless handler is set)
-// and, if asked, the CRDs.
-func (c *Cluster) install(ctx context.Context, opts Options, handler string) error {
-	cs, err := kubernetes.NewForConfig(c.Config)
-	if err != nil {
-		return err
-	}
-	for _, name := range opts.RuntimeClasses {
-		h := handler
-		if h == "" {
-			h = name
-		}
-		rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Handler: h}
-		if _, err := cs.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating RuntimeClass %s: %w", name, err)
-		}
-	}
-	if opts.InstallCRDs {
-		if _, err := crenvtest.InstallCRDs(c.Config, crenvtest.CRDInstallOptions{
-			Paths: []string{tests.CRDDir()}, ErrorIfPathMissing: true,
-		}); err != nil {
-			return fmt.Errorf("installing CRDs: %w", err)
-		}
-	}
-	return nil
-}
+// InstallLocalWebhook installs the webhook configuration pointed at
+// https://127.0.0.1:port (see localcluster.InstallLocalWebhook).
+var InstallLocalWebhook = localcluster.InstallLocalWebhook
 
-// ScaleNodes sets the number of fake nodes and waits until that many are Ready.
-func (c *Cluster) ScaleNodes(ctx context.Context, n int) error {
-	if err := c.kwok(ctx, "scale", "node", "--replicas", strconv.Itoa(n), "--name", c.Name); err != nil {
-		return fmt.Errorf("scaling nodes to %d: %w", n, err)
-	}
-	cs, err := kubernetes.NewForConfig(c.Config)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	for {
-		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err == nil && countReady(nodes.Items) == n && len(nodes.Items) == n {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d Ready nodes: %w", n, errors.Join(ctx.Err(), err))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-func countReady(nodes []corev1.Node) int {
-	n := 0
-	for _, node := range nodes {
-		for _, c := range node.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-// Stop deletes the cluster and checks that none of its processes survived.
-func (c *Cluster) Stop(ctx context.Context) error {
-	if c.kind != nil {
-		return c.kind.Delete(c.Name, c.Kubeconfig)
-	}
-	err := c.kwok(ctx, "delete", "cluster", "--name", c.Name)
-	clusterDir := filepath.Join(c.Workdir, "clusters", c.Name)
-	// Processes exit asynchronously after their signal; give them a moment.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		left := Processes(clusterDir)
-		if len(left) == 0 {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return errors.Join(err, fmt.Errorf("processes of cluster %q still running after delete: %v", c.Name, left))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// DeleteAll deletes every cluster kwokctl knows about in workdir.
-func DeleteAll(ctx context.Context, workdir string, log io.Writer) error {
-	kwokctl, err := tests.Binary("kwokctl")
-	if err != nil {
-		return err
-	}
-	entries, err := os.ReadDir(filepath.Join(workdir, "clusters"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	var errs []error
-	for _, e := range entries {
-		c := &Cluster{Name: e.Name(), Workdir: workdir, kwokctl: kwokctl, log: log}
-		errs = append(errs, c.Stop(ctx))
-	}
-	return errors.Join(errs...)
-}
-
-// Processes returns the PIDs of processes whose command line mentions dir
-// (every process of a kwokctl binary-runtime cluster runs with paths under
-// its cluster directory).
-func Processes(dir string) []int {
-	var pids []int
-	procs, _ := os.ReadDir("/proc")
-	self := os.Getpid()
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		if bytes.Contains(cmdline, []byte(dir+"/")) {
-			if state, err := os.ReadFile(filepath.Join("/proc", p.Name(), "stat")); err == nil && isZombie(state) {
-				continue
-			}
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-func isZombie(stat []byte) bool {
-	// The state follows the parenthesised command name: "pid (comm) Z ...".
-	i := bytes.LastIndexByte(stat, ')')
-	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
-}
-
-func (c *Cluster) kwok(ctx context.Context, args ...string) error {
-	cmd := exec.CommandContext(ctx, c.kwokctl, args...)
-	cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+c.Workdir)
-	var out bytes.Buffer
-	cmd.Stdout = io.MultiWriter(c.log, &out)
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("kwokctl %s: %w: %s", strings.Join(args[:min(len(args), 2)], " "), err, lastLines(out.String(), 15))
-	}
-	return nil
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+// InstallLocalConversion points the CRDs' conversion at
+// https://127.0.0.1:port/convert (see localcluster.InstallLocalConversion).
+var InstallLocalConversion = localcluster.InstallLocalConversion

@@ -1,8 +1,7 @@
-// Package cluster starts and stops a full local Kubernetes cluster for e2e
-// tests, benchmarks and `make run`: etcd, kube-apiserver,
-// kube-controller-manager, kube-scheduler and the kwok controller, run as
-// plain processes by kwokctl's binary runtime from the binaries `make` builds
-// into bin/. Fake kwok nodes run Pods to Running and Ready with an IP; garbage
-// collection, scheduling and namespaces are the real thing. No Docker is
-// needed. It must never be imported by product code except through cmd/.
+// Package cluster gives e2e tests and benchmarks the local cluster of
+// cmd/localcluster (what `kubectl sandbox up` and `make run` start: etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler and kwok nodes, as
+// plain processes, no Docker), built from the binaries in bin/, or a kind
+// cluster with E2E_CLUSTER=kind. It adds what only tests need: stopping and
+// restarting a single control-plane component to inject faults.
 package cluster

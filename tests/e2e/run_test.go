@@ -28,29 +28,24 @@ import (
 	"github.com/agentsandbox/reconciler/tests/envtest"
 )
 
-// TestMakeRun runs what `make run` runs, with the real controller binary:
-// the cluster starts, the sample Sandbox becomes Ready, and Ctrl-C (SIGINT)
-// stops the controller and every cluster process.
+// TestMakeRun runs what `make run` runs (kubectl-sandbox up --foreground),
+// with the real controller binary: the cluster starts, the sample Sandbox
+// becomes Ready, and Ctrl-C (SIGINT) stops the controller and every cluster
+// process.
 func TestMakeRun(t *testing.T) {
 	if cluster.UseKind() {
 		t.Skip("checks the kwok cluster's own processes; not applicable with E2E_CLUSTER=kind")
 	}
-	bin := t.TempDir()
-	for _, pkg := range []string{"./cmd/sandbox-controller", "./tests/cmd/localcluster"} {
-		build := exec.Command("go", "build", "-o", bin, pkg)
-		build.Dir = tests.RepoRoot()
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-		}
-	}
+	bin := buildCLI(t)
 	workdir, err := os.MkdirTemp("", "agent-sandbox-run-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = os.RemoveAll(workdir) }()
 
-	cmd := exec.Command(filepath.Join(bin, "localcluster"), "--name", "run", "--workdir", workdir, "--nodes", "1",
-		"--controller", filepath.Join(bin, "sandbox-controller"), "--samples", filepath.Join(tests.RepoRoot(), "config", "samples"))
+	cmd := exec.Command(filepath.Join(bin, "kubectl-sandbox"), "up", "--foreground", "--name", "run", "--workdir", workdir,
+		"--nodes", "1", "--bin-dir", tests.BinDir(), "--controller", controller,
+		"--samples", filepath.Join(tests.RepoRoot(), "config", "samples"))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +77,7 @@ func TestMakeRun(t *testing.T) {
 	}
 	deadline.Stop()
 	if kubeconfig == "" || controllerPID == 0 || metricsURL == "" {
-		t.Fatalf("localcluster did not report a kubeconfig, a controller pid and a metrics address")
+		t.Fatalf("kubectl-sandbox up did not report a kubeconfig, a controller pid and a metrics address")
 	}
 	drained := make(chan struct{})
 	go func() {
@@ -158,10 +153,10 @@ func TestMakeRun(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("localcluster exited with %v after SIGINT", err)
+			t.Fatalf("kubectl-sandbox up exited with %v after SIGINT", err)
 		}
 	case <-time.After(time.Minute):
-		t.Fatal("localcluster did not stop within a minute of SIGINT")
+		t.Fatal("kubectl-sandbox up did not stop within a minute of SIGINT")
 	}
 	if err := syscall.Kill(controllerPID, 0); err == nil {
 		t.Errorf("controller pid %d still running", controllerPID)
@@ -169,6 +164,18 @@ func TestMakeRun(t *testing.T) {
 	if left := cluster.Processes(filepath.Join(workdir, "clusters", "run")); len(left) > 0 {
 		t.Errorf("cluster processes left running: %v", left)
 	}
+}
+
+// buildCLI builds kubectl-sandbox into a temporary directory.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", bin, "./cmd/kubectl-sandbox")
+	build.Dir = tests.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/kubectl-sandbox: %v\n%s", err, out)
+	}
+	return bin
 }
 
 func eq(v float64) func(float64) bool      { return func(x float64) bool { return x == v } }

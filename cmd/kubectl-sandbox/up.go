@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/agentsandbox/reconciler/cmd/localcluster"
+)
+
+const upUsage = `Usage: kubectl-sandbox up [flags]
+
+Starts a local Kubernetes cluster on this machine, without Docker: etcd,
+kube-apiserver, kube-controller-manager, kube-scheduler and kwok nodes that run
+Pods to Ready. It installs the agent-sandbox CRDs and the gvisor and kata
+RuntimeClasses, runs sandbox-controller on this machine with its admission
+webhook and CRD conversion, applies --samples, and prints the kubeconfig.
+
+The cluster binaries are looked up in --bin-dir, else next to this program,
+else on PATH (in a checkout, "make tools" builds them into bin/).
+
+By default up returns once everything is ready and leaves it running; stop it
+with "kubectl-sandbox down". With --foreground it waits, and Ctrl-C stops
+everything.
+
+Flags:
+`
+
+const downUsage = `Usage: kubectl-sandbox down [flags]
+
+Stops what "kubectl-sandbox up" started: the controller (SIGTERM), then every
+cluster process. Stopping a cluster that is not running is not an error.
+
+Flags:
+`
+
+// defaultWorkdir is where up keeps cluster state unless told otherwise.
+func defaultWorkdir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "agent-sandbox")
+	}
+	return filepath.Join(os.TempDir(), "agent-sandbox")
+}
+
+type upFlags struct {
+	name, workdir, binDir string
+	nodes                 int
+	controller, samples   string
+	controllerArgs        stringList
+	kind, foreground, all bool
+	verbose               bool
+}
+
+func (f *upFlags) bindCommon(fs *flag.FlagSet) {
+	fs.StringVar(&f.name, "name", "agent-sandbox", "cluster name")
+	fs.StringVar(&f.workdir, "workdir", defaultWorkdir(), "directory for the cluster's state, logs and kubeconfig")
+	fs.StringVar(&f.binDir, "bin-dir", "", "directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and kwokctl (default: next to this program, then PATH)")
+}
+
+func runUp(args []string, stdout, stderr io.Writer) int {
+	var f upFlags
+	fs := flag.NewFlagSet("kubectl-sandbox up", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { _, _ = fmt.Fprint(stderr, upUsage); fs.PrintDefaults() }
+	f.bindCommon(fs)
+	fs.IntVar(&f.nodes, "nodes", 3, "number of fake kwok nodes")
+	fs.StringVar(&f.controller, "controller", "", `sandbox-controller binary (default: next to this program, then PATH); "none" starts the cluster only`)
+	fs.Var(&f.controllerArgs, "controller-arg", "extra flag for the controller, e.g. --controller-arg=--default-runtime-class=gvisor; repeatable")
+	fs.StringVar(&f.samples, "samples", "", "directory of manifests to apply once the controller is ready")
+	fs.BoolVar(&f.kind, "kind", false, "create a kind cluster instead (Docker needed)")
+	fs.BoolVar(&f.foreground, "foreground", false, "stay in the foreground; Ctrl-C stops everything")
+	fs.BoolVar(&f.verbose, "v", false, "print kwokctl's output")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox up: unexpected arguments %v\n", fs.Args())
+		return exitUsage
+	}
+	if f.nodes < 1 {
+		_, _ = fmt.Fprintln(stderr, "kubectl-sandbox up: --nodes must be at least 1")
+		return exitUsage
+	}
+	if err := up(f, stdout, stderr); err != nil {
+		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox up: %v\n", err)
+		return exitFindings
+	}
+	return exitOK
+}
+
+func up(f upFlags, stdout, stderr io.Writer) error {
+	controller := f.controller
+	switch controller {
+	case "none":
+		controller = ""
+	case "":
+		p, err := localcluster.FindBinary(f.binDir, "sandbox-controller")
+		if err != nil {
+			return fmt.Errorf("%w; or pass --controller PATH, or --controller none for the cluster only", err)
+		}
+		controller = p
+	}
+	if f.samples != "" {
+		if st, err := os.Stat(f.samples); err != nil || !st.IsDir() {
+			return fmt.Errorf("--samples %s: not a directory", f.samples)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := io.Discard
+	if f.verbose {
+		log = stderr
+	}
+	kind := "kwok"
+	if f.kind {
+		kind = "kind"
+	}
+	_, _ = fmt.Fprintf(stdout, "starting local %s cluster %q (%d nodes) in %s ...\n", kind, f.name, f.nodes, f.workdir)
+	start := time.Now()
+	env, err := localcluster.Up(ctx, localcluster.UpOptions{
+		Options: localcluster.Options{
+			Name: f.name, Workdir: f.workdir, Nodes: f.nodes, InstallCRDs: true, BinDir: f.binDir,
+			RuntimeClasses: []string{"gvisor", "kata"}, Kind: f.kind, Log: log,
+		},
+		Controller: controller, ControllerArgs: f.controllerArgs, Samples: f.samples, Detach: !f.foreground,
+	})
+	if err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(stdout, "\nLocal cluster %q is ready in %s.\n\n  export KUBECONFIG=%s\n\n",
+		f.name, time.Since(start).Round(100*time.Millisecond), env.Cluster.Kubeconfig)
+	if env.Controller != nil {
+		_, _ = fmt.Fprintf(stdout, "The controller runs as pid %d; its log: %s\n", env.Controller.PID, env.Controller.LogPath)
+		_, _ = fmt.Fprintf(stdout, "Its metrics: http://%s/metrics\n", env.Controller.Metrics)
+		if f.samples != "" {
+			_, _ = fmt.Fprintf(stdout, "The samples in %s are applied.\n", f.samples)
+		}
+		_, _ = fmt.Fprint(stdout, `
+Try:
+  kubectl get agent-sandbox
+  kubectl patch sandbox sample-sandbox --type merge -p '{"spec":{"operatingMode":"Suspended"}}'
+  kubectl create -f - <<<'{"apiVersion":"extensions.agents.x-k8s.io/v1beta1","kind":"SandboxClaim","metadata":{"name":"my-claim"},"spec":{"warmPoolRef":{"name":"python-pool"}}}'
+  kubectl get sandboxclaim my-claim; kubectl get swp python-pool
+`)
+	}
+	if !f.foreground {
+		_, _ = fmt.Fprintf(stdout, "\nStop everything with: kubectl-sandbox down --name %s --workdir %s\n", f.name, env.Cluster.Workdir)
+		return nil
+	}
+	_, _ = fmt.Fprintln(stdout, "\nPress Ctrl-C to stop everything.")
+	select {
+	case <-ctx.Done():
+	case err := <-controllerExit(env):
+		_, _ = fmt.Fprintf(stdout, "\nthe controller exited (%v); see its log %s\n", err, env.Controller.LogPath)
+	}
+	_, _ = fmt.Fprintln(stdout, "\nstopping ...")
+	if err := env.Down(); err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintln(stdout, "stopped; no controller or cluster process is left running")
+	return nil
+}
+
+// controllerExit reports the controller's exit (never, without one).
+func controllerExit(env *localcluster.Env) <-chan error {
+	if env.Controller == nil {
+		return nil
+	}
+	return env.Controller.Exited()
+}
+
+func runDown(args []string, stdout, stderr io.Writer) int {
+	var f upFlags
+	fs := flag.NewFlagSet("kubectl-sandbox down", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { _, _ = fmt.Fprint(stderr, downUsage); fs.PrintDefaults() }
+	f.bindCommon(fs)
+	fs.BoolVar(&f.all, "all", false, "stop every local cluster in --workdir")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox down: unexpected arguments %v\n", fs.Args())
+		return exitUsage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var err error
+	if f.all {
+		err = localcluster.DownAll(ctx, f.workdir, f.binDir, stdout)
+	} else {
+		err = localcluster.Down(ctx, f.workdir, f.name, f.binDir, stdout)
+	}
+	if err != nil {
+		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox down: %v\n", err)
+		return exitFindings
+	}
+	return exitOK
+}

@@ -1,0 +1,17 @@
+// Package localcluster starts and stops the local Kubernetes cluster that
+// `kubectl sandbox up` and `make run` give a user, and that the e2e tests and
+// benchmarks run on: etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler and the kwok controller, run as plain processes by kwokctl's
+// binary runtime (no Docker). Fake kwok nodes run Pods to Running and Ready;
+// scheduling, garbage collection and namespaces are the real thing.
+//
+// On top of the bare cluster it installs what the controller needs when it
+// runs on this machine rather than in the cluster: the CRDs (embedded from
+// config/crd), the gvisor and kata RuntimeClasses, the admission webhook and
+// CRD conversion pointed at https://127.0.0.1:PORT, and the controller
+// process itself, started and stopped through a state file so that `down`
+// finds what `up` started. With Kind set it creates a kind cluster instead
+// (Docker needed).
+//
+// It is a library of cmd/: only binaries and the test harness import it.
+package localcluster

@@ -169,6 +169,10 @@ func TestBadInput(t *testing.T) {
 		{"unknown bundle", []string{"policy", "export", "--bundle", "lenient"}, 2, `no built-in policy bundle "lenient"`},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{"bad output", []string{"render", "-f", syntax, "-o", "xml"}, 2, "-o xml"},
+		{"up: no nodes", []string{"up", "--nodes", "0"}, 2, "--nodes must be at least 1"},
+		{"up: stray argument", []string{"up", "now"}, 2, "unexpected arguments [now]"},
+		{"up: no cluster binaries", []string{"up", "--workdir", dir, "--bin-dir", dir, "--controller", "none"}, 1, "kwokctl not found in " + dir},
+		{"up: no samples dir", []string{"up", "--workdir", dir, "--controller", "none", "--samples", filepath.Join(dir, "nope")}, 1, "not a directory"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,6 +184,15 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("stack trace in the output: %s", stderr)
 			}
 		})
+	}
+}
+
+// down without a cluster has nothing to stop and succeeds (scripts call it
+// unconditionally).
+func TestDownWithoutCluster(t *testing.T) {
+	stdout, stderr, code := runCLI(t, "", "down", "--workdir", t.TempDir(), "--name", "none")
+	if code != 0 || !strings.Contains(stdout, "nothing to stop") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
 

@@ -164,7 +164,11 @@ func Down(ctx context.Context, workdir, name, binDir string, out io.Writer) erro
 		provider := kindcluster.NewProvider(kindcluster.ProviderWithDocker())
 		errs = append(errs, provider.Delete(name, st.Kubeconfig))
 		stopped = true
-	} else if c, err := Open(workdir, name, binDir); err == nil {
+	} else if _, err := os.Stat(filepath.Join(workdir, "clusters", name)); err == nil {
+		c, err := Open(workdir, name, binDir)
+		if err != nil {
+			return errors.Join(append(errs, err)...)
+		}
 		_, _ = fmt.Fprintf(out, "deleting local cluster %q\n", name)
 		errs = append(errs, c.Stop(ctx))
 		stopped = true

@@ -89,6 +89,18 @@ test-integration: $(ENVTEST_ASSETS) ## Run the envtest integration tests (real k
 test-e2e: $(CLUSTER_BINS) ## Run the end-to-end tests on a local kwok cluster.
 	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./tests/e2e/...
 
+FUZZTIME ?= 30s
+FUZZ_TARGETS := ./render:FuzzSandbox ./render:FuzzTemplate ./render:FuzzWarmPool ./render:FuzzClaim \
+	./policy:FuzzLoad ./policy:FuzzCheck ./api/v1alpha1:FuzzSandboxRoundTrip ./api/v1alpha1:FuzzHubRoundTrip \
+	./api/extensions/v1alpha1:FuzzClaimRoundTrip
+
+.PHONY: fuzz
+fuzz: ## Fuzz render, conversion and policy loading for FUZZTIME each (seeded from golden/; plain go test runs the seeds).
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; echo "fuzzing $$pkg $$name for $(FUZZTIME)"; \
+		go test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
 .PHONY: bench
 bench: $(CLUSTER_BINS) ## Run the benchmarks on a local cluster and print JSON (BENCH_N=500 by default).
 	AGENT_SANDBOX_BENCH=1 BENCH_N=$${BENCH_N:-500} BENCH_OUT=$${BENCH_OUT:-$(WORK)/bench.json} \

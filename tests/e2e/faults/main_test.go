@@ -1,0 +1,64 @@
+package faults
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/agentsandbox/reconciler/tests"
+	"github.com/agentsandbox/reconciler/tests/cluster"
+)
+
+var (
+	local      *cluster.Cluster
+	controller string // path of the built binary
+	workdir    string
+)
+
+// nodes: 110 Pods each; the crash scenario alone runs 550 Sandboxes twice.
+const nodes = 14
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("faults: skipped in -short mode (needs the local cluster)")
+		return 0
+	}
+	if cluster.UseKind() {
+		fmt.Println("faults: skipped with E2E_CLUSTER=kind (stops and restarts the kwok cluster's own processes)")
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var err error
+	workdir, err = os.MkdirTemp("", "agent-sandbox-faults-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(workdir) }()
+	local, err = cluster.Start(ctx, cluster.Options{
+		Name: "faults", Workdir: workdir, Nodes: nodes, InstallCRDs: true, RuntimeClasses: []string{"gvisor", "kata"},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "faults: starting the local cluster:", err)
+		return 1
+	}
+	defer func() {
+		if err := local.Stop(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "faults: stopping the local cluster:", err)
+		}
+	}()
+	if controller, err = tests.BuildController(workdir); err != nil {
+		fmt.Fprintln(os.Stderr, "faults:", err)
+		return 1
+	}
+	return m.Run()
+}

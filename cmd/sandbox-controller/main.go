@@ -16,6 +16,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -367,6 +368,23 @@ func run(o options) error {
 	if err := mgr.AddReadyzCheck("caches", func(req *http.Request) error {
 		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
 			return errors.New("caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	// Not ready while the API server cannot be reached: the controller
+	// cannot act on anything then, and says so instead of looking healthy.
+	apiserver, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("apiserver", func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
+		defer cancel()
+		if _, err := apiserver.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+			return fmt.Errorf("API server not reachable: %w", err)
 		}
 		return nil
 	}); err != nil {

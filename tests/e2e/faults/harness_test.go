@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,11 +68,7 @@ func startController(t *testing.T, name string, extra ...string) *tests.Controll
 	if err != nil {
 		t.Fatalf("starting controller %s: %v", name, err)
 	}
-	t.Cleanup(func() {
-		if c.Cmd.ProcessState == nil {
-			_ = c.Stop()
-		}
-	})
+	t.Cleanup(func() { _ = c.Stop() })
 	return c
 }
 
@@ -156,51 +154,65 @@ type burst struct {
 	pool              int32
 }
 
-// create makes the burst's objects with 16 writers; the pool and template
-// first, then claims interleaved with Sandboxes.
-func (b burst) create(t *testing.T, c client.Client) {
+// objects builds the burst's objects (creating the PVs the PVC-backed
+// Sandboxes bind to): template and pool first, then Sandboxes with the
+// claims spread among them.
+func (b burst) objects(t *testing.T, c client.Client) []client.Object {
 	t.Helper()
-	ctx := context.Background()
+	var objs []client.Object
 	if b.claims > 0 || b.pool > 0 {
-		if err := c.Create(ctx, template(b.ns, "tmpl")); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Create(ctx, pool(b.ns, "pool", "tmpl", b.pool)); err != nil {
-			t.Fatal(err)
-		}
+		objs = append(objs, template(b.ns, "tmpl"), pool(b.ns, "pool", "tmpl", b.pool))
 	}
-	objs := make([]client.Object, 0, b.sandboxes+b.claims)
+	every := max(1, b.sandboxes/max(1, b.claims))
+	made := 0
 	for i := range b.sandboxes {
 		var mut []func(*sandboxv1beta1.Sandbox)
 		if i%10 == 0 {
 			mut = append(mut, withHome(t, c))
 		}
 		objs = append(objs, sandbox(b.ns, fmt.Sprintf("sb-%04d", i), mut...))
-		if b.sandboxes > 0 && b.claims > 0 && i%(max(1, b.sandboxes/b.claims)) == 0 && i/(max(1, b.sandboxes/b.claims)) < b.claims {
-			objs = append(objs, claim(b.ns, fmt.Sprintf("claim-%03d", i/(max(1, b.sandboxes/b.claims))), "pool"))
+		if i%every == 0 && made < b.claims {
+			objs = append(objs, claim(b.ns, fmt.Sprintf("claim-%03d", made), "pool"))
+			made++
 		}
 	}
-	for i := len(claimsIn(objs)); i < b.claims; i++ {
-		objs = append(objs, claim(b.ns, fmt.Sprintf("claim-%03d", i), "pool"))
+	for ; made < b.claims; made++ {
+		objs = append(objs, claim(b.ns, fmt.Sprintf("claim-%03d", made), "pool"))
 	}
-	parallel(t, 16, len(objs), func(i int) error {
-		return c.Create(ctx, objs[i])
+	return objs
+}
+
+// send creates objs with 16 writers. A create that fails because the API
+// server is away is retried for up to two minutes; AlreadyExists after a
+// retry means the first attempt landed.
+func send(c client.Client, objs []client.Object) error {
+	ctx := context.Background()
+	return parallelErr(16, len(objs), func(i int) error {
+		deadline := time.Now().Add(2 * time.Minute)
+		for attempt := 0; ; attempt++ {
+			err := c.Create(ctx, objs[i].DeepCopyObject().(client.Object))
+			switch {
+			case err == nil, attempt > 0 && apierrors.IsAlreadyExists(err):
+				return nil
+			case apierrors.IsInvalid(err) || apierrors.IsAlreadyExists(err) || apierrors.IsForbidden(err) || time.Now().After(deadline):
+				return fmt.Errorf("creating %T %s: %w", objs[i], objs[i].GetName(), err)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
 	})
 }
 
-func claimsIn(objs []client.Object) []client.Object {
-	var out []client.Object
-	for _, o := range objs {
-		if _, ok := o.(*extv1beta1.SandboxClaim); ok {
-			out = append(out, o)
-		}
+// create makes the burst's objects and waits until all exist.
+func (b burst) create(t *testing.T, c client.Client) {
+	t.Helper()
+	if err := send(c, b.objects(t, c)); err != nil {
+		t.Fatal(err)
 	}
-	return out
 }
 
-// parallel runs f(0..n-1) on workers goroutines and fails on the first error.
-func parallel(t *testing.T, workers, n int, f func(i int) error) {
-	t.Helper()
+// parallelErr runs f(0..n-1) on workers goroutines and returns the
+// errors joined.
+func parallelErr(workers, n int, f func(i int) error) error {
 	var wg sync.WaitGroup
 	next := make(chan int)
 	errs := make(chan error, n)
@@ -221,9 +233,11 @@ func parallel(t *testing.T, workers, n int, f func(i int) error) {
 	close(next)
 	wg.Wait()
 	close(errs)
+	var all []error
 	for err := range errs {
-		t.Fatal(err)
+		all = append(all, err)
 	}
+	return errors.Join(all...)
 }
 
 // converged reports nil once every Sandbox that should run is Ready, every
@@ -535,6 +549,19 @@ func (r *recorder) count(inv *invariants, sbs []sandboxv1beta1.Sandbox) {
 	}
 }
 
+// snapshotPods returns the UIDs of every Sandbox Pod seen so far.
+func (r *recorder) snapshotPods() []types.UID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []types.UID
+	for _, pods := range r.podsBySandbox {
+		for p := range pods {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func (r *recorder) close() {
 	for _, s := range r.stop {
 		s()
@@ -630,4 +657,43 @@ func writes(m map[string]float64) float64 {
 		}
 	}
 	return total
+}
+
+var errNotReady = errors.New("not ready")
+
+// podsMatchModes reports nil when every running Sandbox in ns has exactly
+// one live Pod and every suspended one has none (terminating included).
+func podsMatchModes(c client.Client, ns string) error {
+	ctx := context.Background()
+	var sbs sandboxv1beta1.SandboxList
+	var pods corev1.PodList
+	if err := c.List(ctx, &sbs, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	live, all := map[types.UID]int{}, map[types.UID]int{}
+	for i := range pods.Items {
+		if ref := metav1.GetControllerOf(&pods.Items[i]); ref != nil {
+			all[ref.UID]++
+			if pods.Items[i].DeletionTimestamp == nil {
+				live[ref.UID]++
+			}
+		}
+	}
+	bad := 0
+	for _, sb := range sbs.Items {
+		if sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended {
+			if all[sb.UID] != 0 {
+				bad++
+			}
+		} else if live[sb.UID] != 1 {
+			bad++
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d Sandboxes do not have the Pods their mode asks for", bad)
+	}
+	return nil
 }

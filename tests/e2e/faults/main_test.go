@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
 )
@@ -56,6 +60,15 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "faults: stopping the local cluster:", err)
 		}
 	}()
+	// The controllers' namespace: leader election Lease, webhook Secret.
+	admin, err := client.New(local.Config, client.Options{})
+	if err == nil {
+		err = admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agent-sandbox-system"}})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "faults:", err)
+		return 1
+	}
 	if controller, err = tests.BuildController(workdir); err != nil {
 		fmt.Fprintln(os.Stderr, "faults:", err)
 		return 1

@@ -65,6 +65,9 @@ type ClaimReconciler struct {
 	status statusMemory
 	// bindings remember, per claim, what this process bound it to.
 	bindings sync.Map // types.NamespacedName -> *binding
+
+	// retries backs off expected, passing failures without logging them.
+	retries retries
 }
 
 // binding is what this process knows about a claim beyond the cache.
@@ -161,7 +164,7 @@ func (r *ClaimReconciler) forget(key types.NamespacedName) {
 // Reconcile brings one claim closer to being served.
 func (r *ClaimReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	result, err := r.reconcile(ctx, req)
-	return quiet(ctx, result, err)
+	return r.retries.quiet(ctx, "sandboxclaim", req, result, err)
 }
 
 func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

@@ -6,9 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/metrics"
@@ -101,21 +99,4 @@ func checkNewSandbox(ctx context.Context, set *policy.Set, sb *sandboxv1beta1.Sa
 	}
 	_, err = checkSandbox(ctx, set, sb, desired, c)
 	return err
-}
-
-// quiet drops an error that needs neither a retry nor a log line: the
-// request was cut short by shutdown or lost leadership (the next leader
-// reconciles everything when it starts), or the namespace is being deleted.
-func quiet(ctx context.Context, result reconcile.Result, err error) (reconcile.Result, error) {
-	if err != nil && (ctx.Err() != nil || namespaceTerminating(err)) {
-		return reconcile.Result{}, nil
-	}
-	return result, err
-}
-
-// namespaceTerminating reports an error that only says the namespace is
-// being deleted: everything in it goes away with it, so there is nothing to
-// retry and nothing to log.
-func namespaceTerminating(err error) bool {
-	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }

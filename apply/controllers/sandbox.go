@@ -74,6 +74,9 @@ type SandboxReconciler struct {
 
 	// memory holds, per Sandbox, what this process last wrote (see memo).
 	memory sync.Map // types.NamespacedName -> *memo
+
+	// retries backs off expected, passing failures without logging them.
+	retries retries
 }
 
 // memo is what the reconciler last wrote for one Sandbox. Under load the
@@ -184,7 +187,7 @@ type observed struct {
 // Reconcile brings one Sandbox closer to its spec.
 func (r *SandboxReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	result, err := r.reconcile(ctx, req)
-	return quiet(ctx, result, err)
+	return r.retries.quiet(ctx, "sandbox", req, result, err)
 }
 
 func (r *SandboxReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

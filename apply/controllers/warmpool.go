@@ -73,6 +73,9 @@ type WarmPoolReconciler struct {
 	expected sync.Map // types.UID -> *expectations
 	// deferredSince is, per pool UID, when refilling was first put off.
 	deferredSince sync.Map // types.UID -> time.Time
+
+	// retries backs off expected, passing failures without logging them.
+	retries retries
 }
 
 type expectations struct {
@@ -152,7 +155,7 @@ func (r *WarmPoolReconciler) expectationsFor(uid types.UID) *expectations {
 // Reconcile brings one pool closer to its desired members.
 func (r *WarmPoolReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	result, err := r.reconcile(ctx, req)
-	return quiet(ctx, result, err)
+	return r.retries.quiet(ctx, "sandboxwarmpool", req, result, err)
 }
 
 func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

@@ -87,6 +87,14 @@ var (
 	}, []string{"policy"})
 )
 
+// ReconcileRetries counts reconciles retried for an expected, passing
+// reason (conflict, already_exists, unavailable) instead of being logged
+// as errors.
+var ReconcileRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "agent_sandbox_reconcile_retries_total",
+	Help: "Reconciles retried with backoff for an expected, passing reason (conflict: another writer changed the object; already_exists: the cache was behind; unavailable: the API server was away), by controller and reason.",
+}, []string{"controller", "reason"})
+
 // Latencies of the pure steps of a reconcile.
 var (
 	// RenderSeconds is how long rendering an object's desired children took.
@@ -114,7 +122,7 @@ func PolicyLoaded(names []string) {
 
 func init() {
 	crmetrics.Registry.MustRegister(CreationLatency, Applies, Saved, ClaimStartupLatency, ClaimControllerStartupLatency, ClaimCreations,
-		PolicyDecisions, PolicyLoadErrors, PoliciesActive, RenderSeconds, PolicySeconds)
+		PolicyDecisions, PolicyLoadErrors, PoliciesActive, RenderSeconds, PolicySeconds, ReconcileRetries)
 }
 
 // ObserveClaimReady records a claim's first Ready: at is now, seen is when

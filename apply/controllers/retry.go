@@ -1,0 +1,92 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/agentsandbox/reconciler/apply/metrics"
+)
+
+// retries backs off reconciles that failed for an expected, passing reason
+// (an optimistic-lock conflict, a cache that was behind, an API server
+// that is restarting) without logging them as errors: they are counted in
+// agent_sandbox_reconcile_retries_total and logged at V(1). Anything else
+// is returned to controller-runtime, which logs it and backs off.
+type retries struct {
+	once    sync.Once
+	limiter workqueue.TypedRateLimiter[reconcile.Request]
+}
+
+// Same shape as controller-runtime's default per-item backoff.
+const (
+	retryBase = 50 * time.Millisecond
+	retryMax  = 30 * time.Second
+)
+
+// quiet turns the outcome of a reconcile into what controller-runtime
+// should see: the error, or a silent backed-off retry, or nothing at all
+// when the request was cut short by shutdown or lost leadership (the next
+// leader reconciles everything when it starts) or the namespace is being
+// deleted.
+func (r *retries) quiet(ctx context.Context, controller string, req reconcile.Request, result reconcile.Result, err error) (reconcile.Result, error) {
+	r.once.Do(func() {
+		r.limiter = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](retryBase, retryMax)
+	})
+	if err == nil {
+		r.limiter.Forget(req)
+		return result, nil
+	}
+	if ctx.Err() != nil || namespaceTerminating(err) {
+		r.limiter.Forget(req)
+		return reconcile.Result{}, nil
+	}
+	reason := expectedReason(err)
+	if reason == "" {
+		return result, err
+	}
+	metrics.ReconcileRetries.WithLabelValues(controller, reason).Inc()
+	wait := r.limiter.When(req)
+	log.FromContext(ctx).V(1).Info("retrying", "reason", reason, "after", wait, "error", err.Error())
+	return reconcile.Result{RequeueAfter: wait}, nil
+}
+
+// expectedReason names an error that is part of normal operation among
+// several writers and a restarting control plane, or returns "".
+func expectedReason(err error) string {
+	switch {
+	case apierrors.IsConflict(err):
+		return "conflict"
+	case apierrors.IsAlreadyExists(err):
+		return "already_exists"
+	case apierrors.IsServiceUnavailable(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err),
+		apierrors.IsTooManyRequests(err):
+		return "unavailable"
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, io.EOF), isNetTimeout(err):
+		return "unavailable"
+	}
+	return ""
+}
+
+func isNetTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// namespaceTerminating reports an error that only says the namespace is
+// being deleted: everything in it goes away with it, so there is nothing to
+// retry and nothing to log.
+func namespaceTerminating(err error) bool {
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+}

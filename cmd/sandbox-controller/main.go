@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -215,7 +216,11 @@ func main() {
 		fmt.Printf("sandbox-controller %s (commit %s, built %s, %s)\n", version, commit, date, runtime.Version())
 		return
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	logger := zap.New(zap.UseFlagOptions(&zapOpts))
+	ctrl.SetLogger(logger)
+	// client-go (reflectors, leader election) logs through klog: send it
+	// to the same structured log.
+	klog.SetLogger(logger.WithName("client-go"))
 	log := ctrl.Log.WithName("setup")
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "sandbox-controller: invalid flags:")

@@ -75,7 +75,7 @@ func TestHostileInput(t *testing.T) {
 		{name: "huge-pod-annotations", want: "262144", mutate: func(sb *sandboxv1beta1.Sandbox) {
 			sb.Spec.PodTemplate.ObjectMeta.Annotations = map[string]string{"example.com/blob": strings.Repeat("a", 300*1024)}
 		}},
-		{name: "bad-container-port", want: "containerPort", mutate: func(sb *sandboxv1beta1.Sandbox) {
+		{name: "bad-container-port", want: "70000", mutate: func(sb *sandboxv1beta1.Sandbox) {
 			sb.Spec.PodTemplate.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 70000}}
 		}},
 	}

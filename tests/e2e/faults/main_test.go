@@ -5,12 +5,15 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
@@ -23,7 +26,13 @@ var (
 )
 
 // nodes: 110 Pods each; the crash scenario alone runs 550 Sandboxes twice.
-const nodes = 14
+// FAULTS_NODES overrides it to run one small scenario.
+func nodes() int {
+	if n, err := strconv.Atoi(os.Getenv("FAULTS_NODES")); err == nil && n > 0 {
+		return n
+	}
+	return 14
+}
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -31,6 +40,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	flag.Parse()
+	ctrllog.SetLogger(logr.Discard()) // the tests' clients log nothing worth reading
 	if testing.Short() {
 		fmt.Println("faults: skipped in -short mode (needs the local cluster)")
 		return 0
@@ -49,7 +59,7 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = os.RemoveAll(workdir) }()
 	local, err = cluster.Start(ctx, cluster.Options{
-		Name: "faults", Workdir: workdir, Nodes: nodes, InstallCRDs: true, RuntimeClasses: []string{"gvisor", "kata"},
+		Name: "faults", Workdir: workdir, Nodes: nodes(), InstallCRDs: true, RuntimeClasses: []string{"gvisor", "kata"},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "faults: starting the local cluster:", err)

@@ -23,7 +23,7 @@ import (
 const otherManager = "gitops-tool"
 
 // applyAs server-side applies a partial object as otherManager once the
-// object exists (applying first would create it), retrying conflicts.
+// object exists (applying first would create it).
 func applyAs(c client.Client, obj *unstructured.Unstructured) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -39,7 +39,9 @@ func applyAs(c client.Client, obj *unstructured.Unstructured) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	for {
-		err := c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(otherManager))
+		// Forced, as GitOps tools apply: the fields become the other
+		// writer's even where the creator set them first.
+		err := c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(otherManager), client.ForceOwnership)
 		if err == nil || time.Now().After(deadline) || !(apierrors.IsNotFound(err) || apierrors.IsConflict(err)) {
 			return err
 		}

@@ -25,11 +25,12 @@ type Stopped struct {
 }
 
 // StopComponent stops one process of a kwok cluster (kube-apiserver, etcd,
-// kube-controller-manager, kube-scheduler, kwok-controller) with SIGTERM and
-// waits for it to exit, remembering its command line, environment and
-// working directory so that Start brings the same component back. The
-// others keep running. Fault-injection tests use it.
-func StopComponent(c *Cluster, name string) (*Stopped, error) {
+// kube-controller-manager, kube-scheduler, kwok-controller): SIGTERM, and
+// SIGKILL if it has not exited after grace (kube-apiserver drains for up to
+// a minute). It remembers the command line, environment and working
+// directory so that Start brings the same component back. The others keep
+// running. Fault-injection tests use it.
+func StopComponent(c *Cluster, name string, grace time.Duration) (*Stopped, error) {
 	pidFile := filepath.Join(c.Dir(), "pids", name+".pid")
 	data, err := os.ReadFile(pidFile)
 	if err != nil {
@@ -56,11 +57,15 @@ func StopComponent(c *Cluster, name string) (*Stopped, error) {
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(grace)
+	killed := false
 	for alive(pid) {
-		if time.Now().After(deadline) {
+		if !killed && time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
-			return s, fmt.Errorf("component %s (pid %d) did not exit within 30s of SIGTERM; killed", name, pid)
+			killed = true
+		}
+		if time.Now().After(deadline.Add(30 * time.Second)) {
+			return nil, fmt.Errorf("component %s (pid %d) survived SIGKILL", name, pid)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

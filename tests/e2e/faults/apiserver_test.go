@@ -64,7 +64,7 @@ func (r *readiness) state() (sawNotReady, ready bool, from, again time.Time) {
 func outage(t *testing.T, d time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	stopped, err := cluster.StopComponent(local, "kube-apiserver")
+	stopped, err := cluster.StopComponent(local, "kube-apiserver", 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

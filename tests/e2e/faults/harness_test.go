@@ -260,6 +260,11 @@ func converged(c client.Client, ns string) func() error {
 				notReady++
 				if example == "" {
 					example = sb.Name
+					if cond := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.ConditionReady); cond != nil {
+						example += fmt.Sprintf(" Ready=%s %s: %s", cond.Status, cond.Reason, cond.Message)
+					} else {
+						example += " without a Ready condition"
+					}
 				}
 			}
 		}

@@ -57,7 +57,13 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer func() { _ = os.RemoveAll(workdir) }()
+	defer func() {
+		if os.Getenv("FAULTS_KEEP") != "" {
+			fmt.Println("faults: logs kept in", workdir)
+			return
+		}
+		_ = os.RemoveAll(workdir)
+	}()
 	local, err = cluster.Start(ctx, cluster.Options{
 		Name: "faults", Workdir: workdir, Nodes: nodes(), InstallCRDs: true, RuntimeClasses: []string{"gvisor", "kata"},
 	})

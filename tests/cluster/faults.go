@@ -16,21 +16,39 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// Stopped is a control-plane component stopped by StopComponent.
-type Stopped struct {
+// Component is one control-plane process of a kwok cluster (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler,
+// kwok-controller) with what it takes to start it again: its command line,
+// environment and working directory. Fault-injection tests stop and start
+// them; in a real cluster the kubelet restarts a component that exits (the
+// scheduler and the controller manager exit when they lose their leader
+// Lease during an API server outage), and Revive plays that part.
+type Component struct {
+	Name      string
+	PID       int
 	c         *Cluster
-	name      string
 	argv, env []string
 	dir       string
 }
 
-// StopComponent stops one process of a kwok cluster (kube-apiserver, etcd,
-// kube-controller-manager, kube-scheduler, kwok-controller): SIGTERM, and
-// SIGKILL if it has not exited after grace (kube-apiserver drains for up to
-// a minute). It remembers the command line, environment and working
-// directory so that Start brings the same component back. The others keep
-// running. Fault-injection tests use it.
-func StopComponent(c *Cluster, name string, grace time.Duration) (*Stopped, error) {
+// Components reads every component kwokctl started (its pids/ directory).
+func Components(c *Cluster) ([]*Component, error) {
+	files, err := filepath.Glob(filepath.Join(c.Dir(), "pids", "*.pid"))
+	if err != nil {
+		return nil, err
+	}
+	var out []*Component
+	for _, f := range files {
+		comp, err := component(c, strings.TrimSuffix(filepath.Base(f), ".pid"))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, comp)
+	}
+	return out, nil
+}
+
+func component(c *Cluster, name string) (*Component, error) {
 	pidFile := filepath.Join(c.Dir(), "pids", name+".pid")
 	data, err := os.ReadFile(pidFile)
 	if err != nil {
@@ -53,49 +71,74 @@ func StopComponent(c *Cluster, name string, grace time.Duration) (*Stopped, erro
 	if err != nil {
 		return nil, err
 	}
-	s := &Stopped{c: c, name: name, argv: split0(cmdline), env: split0(environ), dir: dir}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+	return &Component{Name: name, PID: pid, c: c, argv: split0(cmdline), env: split0(environ), dir: dir}, nil
+}
+
+// StopComponent stops the named component: SIGTERM, and SIGKILL if it has
+// not exited after grace (kube-apiserver drains for up to a minute).
+func StopComponent(c *Cluster, name string, grace time.Duration) (*Component, error) {
+	comp, err := component(c, name)
+	if err != nil {
 		return nil, err
+	}
+	return comp, comp.Stop(grace)
+}
+
+// Stop sends SIGTERM, then SIGKILL after grace, and waits for the exit.
+func (p *Component) Stop(grace time.Duration) error {
+	if err := syscall.Kill(p.PID, syscall.SIGTERM); err != nil {
+		return err
 	}
 	deadline := time.Now().Add(grace)
 	killed := false
-	for alive(pid) {
+	for p.Alive() {
 		if !killed && time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
 			killed = true
 		}
 		if time.Now().After(deadline.Add(30 * time.Second)) {
-			return nil, fmt.Errorf("component %s (pid %d) survived SIGKILL", name, pid)
+			return fmt.Errorf("component %s (pid %d) survived SIGKILL", p.Name, p.PID)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return s, nil
+	return nil
 }
 
-// Start runs the stopped component again, appending to its kwok log and
-// recording its new pid where kwokctl looks (so that deleting the cluster
-// stops it too). For kube-apiserver it waits until /readyz answers.
-func (s *Stopped) Start(ctx context.Context) error {
-	log, err := os.OpenFile(filepath.Join(s.c.Dir(), "logs", s.name+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+// Alive reports whether the component's process runs.
+func (p *Component) Alive() bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.PID), "stat"))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return !(i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z')
+}
+
+// Start runs the component again, appending to its kwok log and recording
+// its new pid where kwokctl looks (so that deleting the cluster stops it
+// too). For kube-apiserver it waits until /readyz answers.
+func (p *Component) Start(ctx context.Context) error {
+	log, err := os.OpenFile(filepath.Join(p.c.Dir(), "logs", p.Name+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = log.Close() }()
-	cmd := exec.Command(s.argv[0], s.argv[1:]...)
-	cmd.Env, cmd.Dir = s.env, s.dir
+	cmd := exec.Command(p.argv[0], p.argv[1:]...)
+	cmd.Env, cmd.Dir = p.env, p.dir
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("restarting %s: %w", s.name, err)
+		return fmt.Errorf("restarting %s: %w", p.Name, err)
 	}
 	go func() { _ = cmd.Wait() }() // reap it when the cluster is deleted
-	if err := os.WriteFile(filepath.Join(s.c.Dir(), "pids", s.name+".pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+	p.PID = cmd.Process.Pid
+	if err := os.WriteFile(filepath.Join(p.c.Dir(), "pids", p.Name+".pid"), []byte(strconv.Itoa(p.PID)), 0o644); err != nil {
 		return err
 	}
-	if s.name != "kube-apiserver" {
+	if p.Name != "kube-apiserver" {
 		return nil
 	}
-	cs, err := kubernetes.NewForConfig(s.c.Config)
+	cs, err := kubernetes.NewForConfig(p.c.Config)
 	if err != nil {
 		return err
 	}
@@ -114,13 +157,20 @@ func (s *Stopped) Start(ctx context.Context) error {
 	}
 }
 
-func alive(pid int) bool {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
+// Revive starts every component in comps that is no longer running, as the
+// kubelet would, and returns their names.
+func Revive(ctx context.Context, comps []*Component) ([]string, error) {
+	var revived []string
+	for _, p := range comps {
+		if p.Alive() {
+			continue
+		}
+		if err := p.Start(ctx); err != nil {
+			return revived, err
+		}
+		revived = append(revived, p.Name)
 	}
-	i := bytes.LastIndexByte(stat, ')')
-	return !(i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z')
+	return revived, nil
 }
 
 func split0(b []byte) []string {

@@ -59,17 +59,81 @@ func (r *readiness) state() (sawNotReady, ready bool, from, again time.Time) {
 	return r.sawNotReady, r.lastReady, r.notReadyFrom, r.readyAgainAt
 }
 
-// outage stops kube-apiserver for d and starts it again; it returns when
-// the API server is ready.
-func outage(t *testing.T, d time.Duration) time.Duration {
+// kubelet stands in for the kubelet of a real control plane: it starts
+// again any component that exits (kube-scheduler and
+// kube-controller-manager exit when they cannot renew their leader Lease
+// during an API server outage), except kube-apiserver while an outage
+// holds it down.
+type kubelet struct {
+	mu      sync.Mutex
+	comps   []*cluster.Component
+	held    string
+	revived []string
+	stop    context.CancelFunc
+}
+
+func startKubelet(t *testing.T) *kubelet {
 	t.Helper()
-	start := time.Now()
-	stopped, err := cluster.StopComponent(local, "kube-apiserver", 2*time.Second)
+	comps, err := cluster.Components(local)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	k := &kubelet{comps: comps, stop: cancel}
+	go func() {
+		for ctx.Err() == nil {
+			time.Sleep(500 * time.Millisecond)
+			k.mu.Lock()
+			for _, p := range k.comps {
+				if p.Name == k.held || p.Alive() {
+					continue
+				}
+				if err := p.Start(ctx); err == nil {
+					k.revived = append(k.revived, p.Name)
+				}
+			}
+			k.mu.Unlock()
+		}
+	}()
+	t.Cleanup(cancel)
+	return k
+}
+
+// takeRevived returns the components restarted since the last call.
+func (k *kubelet) takeRevived() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	r := k.revived
+	k.revived = nil
+	return r
+}
+
+// outage stops kube-apiserver for d and starts it again; it returns when
+// the API server is ready.
+func (k *kubelet) outage(t *testing.T, d time.Duration) time.Duration {
+	t.Helper()
+	k.mu.Lock()
+	var apiserver *cluster.Component
+	for _, p := range k.comps {
+		if p.Name == "kube-apiserver" {
+			apiserver = p
+		}
+	}
+	k.held = "kube-apiserver"
+	k.mu.Unlock()
+	if apiserver == nil {
+		t.Fatal("no kube-apiserver among the cluster's components")
+	}
+	start := time.Now()
+	if err := apiserver.Stop(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(d)
-	if err := stopped.Start(context.Background()); err != nil {
+	err := apiserver.Start(context.Background())
+	k.mu.Lock()
+	k.held = ""
+	k.mu.Unlock()
+	if err != nil {
 		t.Fatal(err)
 	}
 	return time.Since(start)
@@ -107,6 +171,7 @@ func setModes(c client.Client, ns string, names []string, mode sandboxv1beta1.Sa
 // away and ready again after.
 func TestAPIServerRestart(t *testing.T) {
 	c := newClient(t)
+	kl := startKubelet(t)
 	ctrl := startController(t, "ctrl", "--leader-elect=false")
 	pid := ctrl.PID
 	ready := watchReadiness(ctrl.Probe)
@@ -121,7 +186,7 @@ func TestAPIServerRestart(t *testing.T) {
 	sent := make(chan error, 1)
 	go func() { sent <- send(c, objs) }()
 	time.Sleep(2 * time.Second)
-	down := outage(t, 10*time.Second)
+	down := kl.outage(t, 10*time.Second)
 	if err := <-sent; err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +195,7 @@ func TestAPIServerRestart(t *testing.T) {
 	saw, _, from, again := ready.state()
 	inv := check(t, c, ns, rec)
 	errs, examples := errorLines(t, ctrl.LogPath)
-	report(t, map[string]any{"phase": "burst", "apiserverDownSeconds": down.Seconds(), "convergeSeconds": burstConverge.Seconds(),
+	report(t, map[string]any{"phase": "burst", "apiserverDownSeconds": down.Seconds(), "componentsRevived": kl.takeRevived(), "convergeSeconds": burstConverge.Seconds(),
 		"readyzNotReady": saw, "readyzNotReadySeconds": again.Sub(from).Seconds(), "invariants": inv, "errorLines": errs, "examples": examples})
 	if inv.violations() > 0 {
 		t.Errorf("after the burst: invariants violated: %+v", inv)
@@ -158,7 +223,7 @@ func TestAPIServerRestart(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- setModes(c, ns, names, mode) }()
 		time.Sleep(time.Second)
-		down = outage(t, 10*time.Second)
+		down = kl.outage(t, 10*time.Second)
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +236,7 @@ func TestAPIServerRestart(t *testing.T) {
 		took := time.Since(start)
 		inv = check(t, c, ns, nil)
 		errs, examples = errorLines(t, ctrl.LogPath)
-		report(t, map[string]any{"phase": string(mode) + " wave", "apiserverDownSeconds": down.Seconds(), "convergeSeconds": took.Seconds(),
+		report(t, map[string]any{"phase": string(mode) + " wave", "apiserverDownSeconds": down.Seconds(), "componentsRevived": kl.takeRevived(), "convergeSeconds": took.Seconds(),
 			"invariants": inv, "errorLines": errs - errsBefore, "examples": examples})
 		if inv.violations() > 0 {
 			t.Errorf("after the %s wave: invariants violated: %+v", mode, inv)

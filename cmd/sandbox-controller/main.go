@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -90,7 +91,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader with a Lease so that only one replica reconciles.")
-	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: the controller's own namespace).")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: --controller-namespace).")
 	fs.BoolVar(&o.extensions, "extensions", false, "Run the SandboxTemplate, SandboxWarmPool and SandboxClaim controllers.")
 	fs.Float64Var(&o.qps, "kube-api-qps", -1, "Client-side queries per second to the API server; negative means no limit.")
 	fs.IntVar(&o.burst, "kube-api-burst", 10, "Client-side burst to the API server.")
@@ -257,7 +258,7 @@ func run(o options) error {
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              leaderElectionID,
-		LeaderElectionNamespace:       o.leaderElectionNamespace,
+		LeaderElectionNamespace:       cmp.Or(o.leaderElectionNamespace, o.controllerNamespace),
 		LeaderElectionReleaseOnCancel: true,
 	}
 	if o.enablePprof {

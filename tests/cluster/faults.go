@@ -111,7 +111,7 @@ func (p *Component) Alive() bool {
 		return false
 	}
 	i := bytes.LastIndexByte(stat, ')')
-	return !(i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
 
 // Start runs the component again, appending to its kwok log and recording

@@ -54,7 +54,9 @@ func TestCrashMidBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	killedAt := time.Since(start)
-	<-first.Exited()
+	if err := <-first.Exited(); err == nil {
+		t.Fatal("the killed controller reports a clean exit")
+	}
 	seenAtKill := len(rec.snapshotPods())
 	second := startController(t, "second", "--leader-elect=false")
 	if err := <-sent; err != nil {

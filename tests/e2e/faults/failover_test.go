@@ -69,10 +69,12 @@ func TestLeaderFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	<-leader.Exited()
+	if err := <-leader.Exited(); err == nil {
+		t.Fatal("the killed leader reports a clean exit")
+	}
 	waitFor(t, 2*leaseDuration, "the follower takes over", func() error {
 		if ok, err := isLeader(follower.Metrics); !ok {
-			return fmt.Errorf("not leader yet (%v)", err)
+			return fmt.Errorf("not leader yet (%w)", err)
 		}
 		return nil
 	})

@@ -202,14 +202,6 @@ func send(c client.Client, objs []client.Object) error {
 	})
 }
 
-// create makes the burst's objects and waits until all exist.
-func (b burst) create(t *testing.T, c client.Client) {
-	t.Helper()
-	if err := send(c, b.objects(t, c)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // parallelErr runs f(0..n-1) on workers goroutines and returns the
 // errors joined.
 func parallelErr(workers, n int, f func(i int) error) error {

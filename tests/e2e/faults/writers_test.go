@@ -42,7 +42,7 @@ func applyAs(c client.Client, obj *unstructured.Unstructured) error {
 		// Forced, as GitOps tools apply: the fields become the other
 		// writer's even where the creator set them first.
 		err := c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(otherManager), client.ForceOwnership)
-		if err == nil || time.Now().After(deadline) || !(apierrors.IsNotFound(err) || apierrors.IsConflict(err)) {
+		if err == nil || time.Now().After(deadline) || !apierrors.IsConflict(err) {
 			return err
 		}
 		time.Sleep(200 * time.Millisecond)

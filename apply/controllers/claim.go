@@ -175,8 +175,9 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if claim.DeletionTimestamp != nil {
-		// Garbage collection removes the Sandbox the claim owns.
+	if claim.DeletionTimestamp != nil || namespaceDeleting(ctx, r.Client, claim.Namespace) {
+		// Garbage collection (or the namespace's deletion) removes the
+		// Sandbox the claim owns.
 		r.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}

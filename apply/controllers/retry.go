@@ -11,7 +11,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -82,6 +84,21 @@ func expectedReason(err error) string {
 func isNetTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// namespaceDeleting reports whether ns is being deleted: everything in it
+// goes with it, and the API server refuses to create anything there, so
+// there is nothing to reconcile (a reconcile would only spend a refused
+// create and a pointless status write per event). Namespaces are read
+// from the cache (metadata only). A namespace the cache does not know is
+// not "deleting": it may be new.
+func namespaceDeleting(ctx context.Context, c client.Reader, ns string) bool {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := c.Get(ctx, client.ObjectKey{Name: ns}, m); err != nil {
+		return false
+	}
+	return m.DeletionTimestamp != nil
 }
 
 // namespaceTerminating reports an error that only says the namespace is

@@ -42,6 +42,7 @@ const (
 // it writes with server-side apply (patch), never update.
 //
 // +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes/status,verbs=get;patch
 // +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods;services,verbs=get;list;watch;create;patch;delete
@@ -198,8 +199,9 @@ func (r *SandboxReconciler) reconcile(ctx context.Context, req reconcile.Request
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if sb.DeletionTimestamp != nil {
-		// Garbage collection removes what the Sandbox owns.
+	if sb.DeletionTimestamp != nil || namespaceDeleting(ctx, r.Client, sb.Namespace) {
+		// Garbage collection (or the namespace's deletion) removes what
+		// the Sandbox owns.
 		r.forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
@@ -256,6 +258,10 @@ func (r *SandboxReconciler) reconcile(ctx context.Context, req reconcile.Request
 			}
 			statusIn.Error = err.Error()
 			return reconcile.Result{}, r.applyStatus(ctx, sb, statusIn)
+		}
+		if namespaceTerminating(err) {
+			// Everything here is about to go: nothing to report.
+			return reconcile.Result{}, err
 		}
 		statusIn.Error = err.Error()
 		if serr := r.applyStatus(ctx, sb, statusIn); serr != nil {

@@ -166,7 +166,7 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Reques
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if pool.DeletionTimestamp != nil {
+	if pool.DeletionTimestamp != nil || namespaceDeleting(ctx, r.Client, pool.Namespace) {
 		r.status.forget(req.NamespacedName)
 		r.expected.Delete(pool.UID)
 		return reconcile.Result{}, nil

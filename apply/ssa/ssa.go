@@ -119,6 +119,14 @@ func (e *Engine) observe(c Change) {
 	}
 }
 
+// observeOK observes a change that happened: a refused request changed
+// nothing and is not counted as created or configured.
+func (e *Engine) observeOK(c Change, err error) {
+	if err == nil {
+		e.observe(c)
+	}
+}
+
 // CreateExpectation is how long an object we created is expected to show up
 // in the cache. Within it, a reconcile that does not see the object yet does
 // not create it again; after it, it does.
@@ -189,9 +197,9 @@ type Options struct {
 // exist; extract is the generated Extract function of its kind (ExtractPod,
 // ExtractSandbox, ...).
 func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engine, kind string, desired AC, live O,
-	extract func(O, string) (AC, error), opts Options) (Change, error) {
-	change := Change{Kind: kind, Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Created}
-	defer func() { e.observe(change) }()
+	extract func(O, string) (AC, error), opts Options) (change Change, err error) {
+	change = Change{Kind: kind, Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Created}
+	defer func() { e.observeOK(change, err) }()
 	if isNil(live) && e.recentlyCreated(change, desired) {
 		e.skipped.Add(1)
 		change.Action, change.Pending = Unchanged, true
@@ -353,9 +361,9 @@ func resourceVersion(ac any) string {
 // the status subresource unless what the status manager owns already equals
 // it. Status has a single writer, so ownership is forced.
 func ApplyStatus[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engine, kind string, desired AC, live O,
-	extractStatus func(O, string) (AC, error)) (Change, error) {
-	change := Change{Kind: kind + "Status", Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Configured}
-	defer func() { e.observe(change) }()
+	extractStatus func(O, string) (AC, error)) (change Change, err error) {
+	change = Change{Kind: kind + "Status", Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Configured}
+	defer func() { e.observeOK(change, err) }()
 	same, err := e.ownsDesired(change, live, "status", desired, func() (any, error) { return extractStatus(live, e.statusManager) })
 	if err != nil {
 		return change, fmt.Errorf("extracting the status fields %s owns of %s: %w", e.statusManager, kind, err)
@@ -377,9 +385,9 @@ func ApplyStatus[O client.Object, AC ApplyConfiguration](ctx context.Context, e 
 // Delete deletes obj, guarded by its UID so that a newer object of the same
 // name is never deleted by mistake. An object that is already gone or being
 // deleted is unchanged.
-func (e *Engine) Delete(ctx context.Context, kind string, obj client.Object, opts ...client.DeleteOption) (Change, error) {
-	change := Change{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Deleted}
-	defer func() { e.observe(change) }()
+func (e *Engine) Delete(ctx context.Context, kind string, obj client.Object, opts ...client.DeleteOption) (change Change, err error) {
+	change = Change{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Deleted}
+	defer func() { e.observeOK(change, err) }()
 	if obj.GetDeletionTimestamp() != nil {
 		change.Action = Unchanged
 		return change, nil

@@ -142,10 +142,19 @@ func TestHostileInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	quietWrites := writes(after) - writes(before)
+	changed := map[string]float64{}
+	for series, v := range after {
+		if strings.HasPrefix(series, "rest_client_requests_total{") || strings.HasPrefix(series, "agent_sandbox_apply_total{") ||
+			strings.HasPrefix(series, "agent_sandbox_reconcile_retries_total{") {
+			if d := v - before[series]; d != 0 {
+				changed[series] = d
+			}
+		}
+	}
 	alive := syscall.Kill(ctrl.PID, 0) == nil
 	errs, examples := errorLines(t, ctrl.LogPath)
 	report(t, map[string]any{"settledSeconds": settled.Seconds(), "outcomes": outcomes, "controllerAlive": alive,
-		"writesIn20QuietSeconds": quietWrites, "errorLines": errs, "examples": examples})
+		"writesIn20QuietSeconds": quietWrites, "quietChanged": changed, "errorLines": errs, "examples": examples})
 	if !alive {
 		t.Fatal("the controller died")
 	}

@@ -39,6 +39,9 @@ type TemplateReconciler struct {
 	// Policy holds the policies the NetworkPolicy is checked against.
 	Policy   *policy.Holder
 	Recorder events.EventRecorder
+
+	// retries backs off expected, passing failures without logging them.
+	retries retries
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -53,6 +56,11 @@ func (r *TemplateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 
 // Reconcile renders one template and applies the difference.
 func (r *TemplateReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	result, err := r.reconcile(ctx, req)
+	return r.retries.quiet(ctx, "sandboxtemplate", req, result, err)
+}
+
+func (r *TemplateReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	t := &extv1beta1.SandboxTemplate{}
 	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -61,7 +69,7 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if t.DeletionTimestamp != nil {
+	if t.DeletionTimestamp != nil || namespaceDeleting(ctx, r.Client, t.Namespace) {
 		return reconcile.Result{}, nil
 	}
 	desired, err := render.Template(render.TemplateInputs{Template: t, ControllerNamespace: r.ControllerNamespace})

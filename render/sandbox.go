@@ -69,6 +69,14 @@ func Sandbox(in SandboxInputs) (SandboxDesired, error) {
 	wantService := sb.Spec.Service != nil && *sb.Spec.Service
 	keepService := sb.Spec.Service == nil && in.ServiceExists
 	out.DeleteService = sb.Spec.Service != nil && !*sb.Spec.Service
+	if wantService {
+		// Refuse before anything is created, with the fix in the message,
+		// rather than create the Pod and fail on the Service.
+		if errs := validation.IsDNS1035Label(sb.Name); len(errs) > 0 {
+			return SandboxDesired{}, fmt.Errorf("spec.service: the headless Service is named after the Sandbox, and %q is not a valid Service name (%s): use a Sandbox name of at most 63 lowercase letters, digits and '-' that starts with a letter, or set spec.service to false",
+				sb.Name, strings.Join(errs, "; "))
+		}
+	}
 	if wantService || keepService {
 		out.Service = service(sb, hash, owner)
 	}
@@ -272,7 +280,12 @@ func pvc(sb *sandboxv1beta1.Sandbox, t *sandboxv1beta1.PersistentVolumeClaimTemp
 	if err := convert(&t.Spec, spec); err != nil {
 		return nil, fmt.Errorf("render: volume claim template %q: %w", t.Name, err)
 	}
-	p := corev1ac.PersistentVolumeClaim(PVCName(t.Name, sb.Name), sb.Namespace).
+	name := PVCName(t.Name, sb.Name)
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return nil, fmt.Errorf("spec.volumeClaimTemplates: the PersistentVolumeClaim %q (<template>-<sandbox>) is not a valid name (%s): shorten the template's or the Sandbox's name",
+			name, strings.Join(errs, "; "))
+	}
+	p := corev1ac.PersistentVolumeClaim(name, sb.Namespace).
 		WithLabels(labels).
 		WithOwnerReferences(owner).
 		WithSpec(spec)

@@ -2,12 +2,14 @@ package render
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -130,5 +132,46 @@ func TestSandboxPure(t *testing.T) {
 			t.Errorf("%s: render is not pure (errors %v, %v; outputs equal %v; input unchanged %v)",
 				c.Name, errA, errB, string(ya) == string(yb), string(before) == string(after))
 		}
+	}
+}
+
+// A name that cannot become a child's name is refused by render, before
+// anything is created, with the fix in the message.
+func TestSandboxRefusesInvalidChildNames(t *testing.T) {
+	base := func(name string) *sandboxv1beta1.Sandbox {
+		sb := &sandboxv1beta1.Sandbox{}
+		sb.Name, sb.Namespace, sb.UID = name, "ns", "u"
+		sb.Spec.PodTemplate.Spec.Containers = []corev1.Container{{Name: "main", Image: "busybox"}}
+		return sb
+	}
+	long := strings.Repeat("a", 64)
+	withService := func(sb *sandboxv1beta1.Sandbox) *sandboxv1beta1.Sandbox { sb.Spec.Service = ptr.To(true); return sb }
+	withVCT := func(sb *sandboxv1beta1.Sandbox, name string) *sandboxv1beta1.Sandbox {
+		sb.Spec.VolumeClaimTemplates = []sandboxv1beta1.PersistentVolumeClaimTemplate{{EmbeddedObjectMetadata: sandboxv1beta1.EmbeddedObjectMetadata{Name: name}}}
+		return sb
+	}
+	cases := []struct {
+		name string
+		sb   *sandboxv1beta1.Sandbox
+		want string // "" = renders
+	}{
+		{"63 chars with a Service", withService(base(long[:63])), ""},
+		{"64 chars with a Service", withService(base(long)), "no more than 63 characters"},
+		{"64 chars without a Service", base(long), ""},
+		{"dotted name with a Service", withService(base("my.box")), "set spec.service to false"},
+		{"dotted name without a Service", base("my.box"), ""},
+		{"PVC name over 253", withVCT(base(long), strings.Repeat("d", 200)), "no more than 253 characters"},
+		{"PVC name at 253", withVCT(base(long), strings.Repeat("d", 253-65)), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Sandbox(SandboxInputs{Sandbox: tc.sb})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -219,7 +219,9 @@ func (c *Cluster) ScaleNodes(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	// Minutes, not seconds: on a loaded 2-core machine kwok can take a
+	// while to mark many nodes Ready.
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()
 	for {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})

@@ -64,6 +64,22 @@ func (f *upFlags) bindCommon(fs *flag.FlagSet) {
 	fs.StringVar(&f.binDir, "bin-dir", "", "directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and kwokctl (default: next to this program, then PATH)")
 }
 
+// parseNoArgs parses flags that take no positional arguments; when it returns
+// false the command ends with code (0 for -h).
+func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	if fs.NArg() > 0 {
+		_, _ = fmt.Fprintf(stderr, "%s: unexpected arguments %v\n", fs.Name(), fs.Args())
+		return exitUsage, false
+	}
+	return exitOK, true
+}
+
 func runUp(args []string, stdout, stderr io.Writer) int {
 	var f upFlags
 	fs := flag.NewFlagSet("kubectl-sandbox up", flag.ContinueOnError)
@@ -77,15 +93,8 @@ func runUp(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.kind, "kind", false, "create a kind cluster instead (Docker needed)")
 	fs.BoolVar(&f.foreground, "foreground", false, "stay in the foreground; Ctrl-C stops everything")
 	fs.BoolVar(&f.verbose, "v", false, "print kwokctl's output")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox up: unexpected arguments %v\n", fs.Args())
-		return exitUsage
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return code
 	}
 	if f.nodes < 1 {
 		_, _ = fmt.Fprintln(stderr, "kubectl-sandbox up: --nodes must be at least 1")
@@ -186,15 +195,8 @@ func runDown(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() { _, _ = fmt.Fprint(stderr, downUsage); fs.PrintDefaults() }
 	f.bindCommon(fs)
 	fs.BoolVar(&f.all, "all", false, "stop every local cluster in --workdir")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox down: unexpected arguments %v\n", fs.Args())
-		return exitUsage
+	if code, ok := parseNoArgs(fs, args, stderr); !ok {
+		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -193,7 +194,7 @@ func DownAll(ctx context.Context, workdir, binDir string, out io.Writer) error {
 	states, _ := filepath.Glob(filepath.Join(workdir, "*.state"))
 	for _, s := range states {
 		n := strings.TrimSuffix(filepath.Base(s), ".state")
-		if !contains(names, n) {
+		if !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}
@@ -202,15 +203,6 @@ func DownAll(ctx context.Context, workdir, binDir string, out io.Writer) error {
 		errs = append(errs, Down(ctx, workdir, n, binDir, out))
 	}
 	return errors.Join(errs...)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // running reports whether the named cluster has live processes or a live

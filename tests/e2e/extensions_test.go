@@ -10,40 +10,18 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/tests"
 )
 
-func e2eTemplate(ns, name string) *extv1beta1.SandboxTemplate {
-	return &extv1beta1.SandboxTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: extv1beta1.SandboxTemplateSpec{PodTemplate: sandboxv1beta1.PodTemplate{Spec: corev1.PodSpec{
-			RuntimeClassName: ptr.To("gvisor"),
-			Containers:       []corev1.Container{{Name: "agent", Image: "python:3.13-slim", Ports: []corev1.ContainerPort{{ContainerPort: 8888}}}},
-		}}},
-	}
-}
-
-func e2ePool(ns, name, template string, replicas int32) *extv1beta1.SandboxWarmPool {
-	return &extv1beta1.SandboxWarmPool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       extv1beta1.SandboxWarmPoolSpec{Replicas: ptr.To(replicas), TemplateRef: extv1beta1.SandboxTemplateRef{Name: template}},
-	}
-}
-
-func e2eClaim(ns, name, pool string, mutate ...func(*extv1beta1.SandboxClaim)) *extv1beta1.SandboxClaim {
-	c := &extv1beta1.SandboxClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: pool}},
-	}
-	for _, m := range mutate {
-		m(c)
-	}
-	return c
-}
+var (
+	e2eTemplate = tests.Template
+	e2ePool     = tests.WarmPool
+	e2eClaim    = tests.Claim
+)
 
 func poolReady(c client.Client, ns, name string, want int32) func() error {
 	return func() error {

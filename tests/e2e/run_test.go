@@ -4,12 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -184,28 +181,14 @@ func atLeast(v float64) func(float64) bool { return func(x float64) bool { retur
 // expectMetrics scrapes url and checks each series (name{labels} exactly as
 // Prometheus' text format prints it) against its predicate.
 func expectMetrics(url string, want map[string]func(float64) bool) error {
-	resp, err := http.Get(url)
+	got, err := tests.ScrapeMetrics(url)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	got := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err == nil {
-			series := line[:i]
-			if j := strings.IndexByte(series, '{'); j > 0 && strings.HasPrefix(series, "agent_sandbox_build_info") {
-				series = series[:j]
-			}
-			got[series] = v
+	for series, v := range got {
+		// build_info's labels carry the version: match it by name.
+		if j := strings.IndexByte(series, '{'); j > 0 && strings.HasPrefix(series, "agent_sandbox_build_info") {
+			got[series[:j]] = v
 		}
 	}
 	var bad []string

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/envtest"
 )
 
@@ -61,25 +62,11 @@ func persistentVolume(t *testing.T, c client.Client, name string) {
 	t.Cleanup(func() { _ = c.Delete(context.Background(), pv) })
 }
 
-func sandbox(ns, name string, mutate ...func(*sandboxv1beta1.Sandbox)) *sandboxv1beta1.Sandbox {
-	gvisor := "gvisor"
-	sb := &sandboxv1beta1.Sandbox{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: sandboxv1beta1.SandboxSpec{SandboxBlueprint: sandboxv1beta1.SandboxBlueprint{
-			Service: ptr.To(true),
-			PodTemplate: sandboxv1beta1.PodTemplate{Spec: corev1.PodSpec{
-				RuntimeClassName: &gvisor,
-				Containers: []corev1.Container{{
-					Name: "agent", Image: "python:3.13-slim", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8888}},
-				}},
-			}},
-		}},
-	}
-	for _, m := range mutate {
-		m(sb)
-	}
-	return sb
-}
+// The suites' shared object builders and wait.
+var (
+	sandbox = tests.Sandbox
+	waitFor = tests.WaitFor
+)
 
 func withHome(sb *sandboxv1beta1.Sandbox) {
 	sc := storageClass
@@ -92,21 +79,6 @@ func withHome(sb *sandboxv1beta1.Sandbox) {
 		},
 	}}
 	sb.Spec.PodTemplate.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "home", MountPath: "/home/agent"}}
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, check func() error) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for {
-		err := check()
-		if err == nil {
-			return time.Since(start)
-		}
-		if time.Since(start) > timeout {
-			t.Fatalf("%s: not after %s: %v", what, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // setMode changes operatingMode, retrying when the controller wrote status

@@ -57,7 +57,7 @@ func TestCrashMidBurst(t *testing.T) {
 	if err := <-first.Exited(); err == nil {
 		t.Fatal("the killed controller reports a clean exit")
 	}
-	seenAtKill := len(rec.snapshotPods())
+	seenAtKill := rec.podsSeen()
 	second := startController(t, "second", "--leader-elect=false")
 	if err := <-sent; err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ func TestLeaderFailover(t *testing.T) {
 	sent := make(chan error, 1)
 	go func() { sent <- send(c, objs) }()
 	time.Sleep(3 * time.Second)
-	podsAtKill := len(rec.snapshotPods())
+	podsAtKill := rec.podsSeen()
 	if err := leader.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

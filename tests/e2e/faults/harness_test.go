@@ -6,12 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -72,24 +69,12 @@ func startController(t *testing.T, name string, extra ...string) *tests.Controll
 	return c
 }
 
-func sandbox(ns, name string, mutate ...func(*sandboxv1beta1.Sandbox)) *sandboxv1beta1.Sandbox {
-	sb := &sandboxv1beta1.Sandbox{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: sandboxv1beta1.SandboxSpec{SandboxBlueprint: sandboxv1beta1.SandboxBlueprint{
-			Service: ptr.To(true),
-			PodTemplate: sandboxv1beta1.PodTemplate{Spec: corev1.PodSpec{
-				RuntimeClassName: ptr.To("gvisor"),
-				Containers: []corev1.Container{{
-					Name: "agent", Image: "python:3.13-slim", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8888}},
-				}},
-			}},
-		}},
-	}
-	for _, m := range mutate {
-		m(sb)
-	}
-	return sb
-}
+// The suites' shared object builders.
+var (
+	sandbox  = tests.Sandbox
+	template = tests.Template
+	pool     = tests.WarmPool
+)
 
 // withHome gives the Sandbox a PVC "home" and pre-creates a PV for it.
 func withHome(t *testing.T, c client.Client) func(*sandboxv1beta1.Sandbox) {
@@ -122,28 +107,8 @@ func withHome(t *testing.T, c client.Client) func(*sandboxv1beta1.Sandbox) {
 	}
 }
 
-func template(ns, name string) *extv1beta1.SandboxTemplate {
-	return &extv1beta1.SandboxTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: extv1beta1.SandboxTemplateSpec{PodTemplate: sandboxv1beta1.PodTemplate{Spec: corev1.PodSpec{
-			RuntimeClassName: ptr.To("gvisor"),
-			Containers:       []corev1.Container{{Name: "agent", Image: "python:3.13-slim", Ports: []corev1.ContainerPort{{ContainerPort: 8888}}}},
-		}}},
-	}
-}
-
-func pool(ns, name, tmpl string, replicas int32) *extv1beta1.SandboxWarmPool {
-	return &extv1beta1.SandboxWarmPool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       extv1beta1.SandboxWarmPoolSpec{Replicas: ptr.To(replicas), TemplateRef: extv1beta1.SandboxTemplateRef{Name: tmpl}},
-	}
-}
-
 func claim(ns, name, poolName string) *extv1beta1.SandboxClaim {
-	return &extv1beta1.SandboxClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: poolName}},
-	}
+	return tests.Claim(ns, name, poolName)
 }
 
 // burst is a workload: Sandboxes (every tenth with a PVC), a template, a
@@ -291,17 +256,7 @@ func converged(c client.Client, ns string) func() error {
 // waitFor polls check until it returns nil and returns how long that took.
 func waitFor(t *testing.T, timeout time.Duration, what string, check func() error) time.Duration {
 	t.Helper()
-	start := time.Now()
-	for {
-		err := check()
-		if err == nil {
-			return time.Since(start)
-		}
-		if time.Since(start) > timeout {
-			t.Fatalf("%s: not after %s: %v", what, timeout, err)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	return tests.WaitForEvery(t, 250*time.Millisecond, timeout, what, check)
 }
 
 // invariants are what must hold after every scenario; each count but the
@@ -546,17 +501,15 @@ func (r *recorder) count(inv *invariants, sbs []sandboxv1beta1.Sandbox) {
 	}
 }
 
-// snapshotPods returns the UIDs of every Sandbox Pod seen so far.
-func (r *recorder) snapshotPods() []types.UID {
+// podsSeen counts the Sandbox Pods seen so far.
+func (r *recorder) podsSeen() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []types.UID
+	n := 0
 	for _, pods := range r.podsBySandbox {
-		for p := range pods {
-			out = append(out, p)
-		}
+		n += len(pods)
 	}
-	return out
+	return n
 }
 
 func (r *recorder) close() {
@@ -617,26 +570,7 @@ func report(t *testing.T, figures map[string]any) {
 
 // scrape returns the metrics of a controller as series -> value.
 func scrape(addr string) (map[string]float64, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			out[line[:i]] = v
-		}
-	}
-	return out, nil
+	return tests.ScrapeMetrics("http://" + addr + "/metrics")
 }
 
 // writes sums the controller's write requests to the API server (every

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/tests"
 )
 
 // TestHostileInput sends Sandboxes at and past the limits. Each must end
@@ -142,15 +143,7 @@ func TestHostileInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	quietWrites := writes(after) - writes(before)
-	changed := map[string]float64{}
-	for series, v := range after {
-		if strings.HasPrefix(series, "rest_client_requests_total{") || strings.HasPrefix(series, "agent_sandbox_apply_total{") ||
-			strings.HasPrefix(series, "agent_sandbox_reconcile_retries_total{") {
-			if d := v - before[series]; d != 0 {
-				changed[series] = d
-			}
-		}
-	}
+	changed := tests.MetricChanges(before, after, "rest_client_requests_total{", "agent_sandbox_apply_total{", "agent_sandbox_reconcile_retries_total{")
 	alive := syscall.Kill(ctrl.PID, 0) == nil
 	errs, examples := errorLines(t, ctrl.LogPath)
 	report(t, map[string]any{"settledSeconds": settled.Seconds(), "outcomes": outcomes, "controllerAlive": alive,

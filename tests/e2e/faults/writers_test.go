@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/tests"
 )
 
 // otherManager stands in for a GitOps tool or an HPA.
@@ -136,14 +136,7 @@ func TestOtherWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	quietWrites := writes(after) - writes(before)
-	changed := map[string]float64{}
-	for series, v := range after {
-		if strings.HasPrefix(series, "rest_client_requests_total{") || strings.HasPrefix(series, "agent_sandbox_apply_total{") {
-			if d := v - before[series]; d != 0 {
-				changed[series] = d
-			}
-		}
-	}
+	changed := tests.MetricChanges(before, after, "rest_client_requests_total{", "agent_sandbox_apply_total{")
 
 	// The other writer's fields are all still there.
 	lost := 0

@@ -72,6 +72,18 @@ func readManifests(paths []string, recursive bool, stdin io.Reader) ([]document,
 	return docs, nil
 }
 
+// expand lists the manifests p names: p itself when it is a file, else the
+// *.yaml, *.yml and *.json files in the directory (and, with recursive, its
+// subdirectories; kustomization.yaml excluded), sorted.
+//
+// A directory is a tree the user handed over, and nothing outside it is read:
+// a symbolic link in it whose target resolves outside the directory is
+// refused (an input error naming the link and its target), as is a link that
+// cannot be resolved (dangling, or a loop) and a file that is not a regular
+// file (a FIFO would block the read). Links that stay inside the tree are
+// followed for files; a linked directory inside the tree is not descended
+// into, since its files are reached through their real path (and a link to an
+// ancestor would otherwise loop).
 func expand(p string, recursive bool) ([]string, error) {
 	info, err := os.Stat(p)
 	if err != nil {
@@ -80,28 +92,105 @@ func expand(p string, recursive bool) ([]string, error) {
 	if !info.IsDir() {
 		return []string{p}, nil
 	}
+	root, err := realPath(p)
+	if err != nil {
+		return nil, &inputError{err.Error()}
+	}
+	walkRoot := p
+	if l, err := os.Lstat(p); err == nil && l.Mode()&os.ModeSymlink != 0 {
+		// The directory was named through a link: walk what it points to
+		// (WalkDir does not follow a link at the root otherwise).
+		walkRoot = p + string(filepath.Separator)
+	}
 	var out []string
-	err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
+	err = filepath.WalkDir(walkRoot, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() {
-			if path != p && !recursive {
+		isDir := d.IsDir()
+		if d.Type()&os.ModeSymlink != 0 {
+			if !recursive && !isManifest(d.Name()) {
+				return nil // neither read nor descended into
+			}
+			target, err := insideTree(root, p, path)
+			if err != nil {
+				return err
+			}
+			st, err := os.Stat(target)
+			if err != nil {
+				return &inputError{fmt.Sprintf("%s: %v", path, err)}
+			}
+			if st.IsDir() {
+				return nil // its files are walked through their real path
+			}
+			isDir = false
+		}
+		if isDir {
+			if path != walkRoot && !recursive {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if strings.EqualFold(d.Name(), "kustomization.yaml") || strings.EqualFold(d.Name(), "kustomization.yml") {
-			return nil // kustomize's own file, not a manifest
+		if !isManifest(d.Name()) {
+			return nil
 		}
-		switch strings.ToLower(filepath.Ext(path)) {
-		case ".yaml", ".yml", ".json":
-			out = append(out, path)
+		if st, err := os.Stat(path); err != nil {
+			return &inputError{fmt.Sprintf("%s: %v", path, err)}
+		} else if !st.Mode().IsRegular() {
+			return &inputError{fmt.Sprintf("%s: not a regular file (%s); refusing to read it", path, st.Mode().Type())}
 		}
+		out = append(out, path)
 		return nil
 	})
 	sort.Strings(out)
 	return out, err
+}
+
+// isManifest reports whether a file name is one expand reads.
+func isManifest(name string) bool {
+	if strings.EqualFold(name, "kustomization.yaml") || strings.EqualFold(name, "kustomization.yml") {
+		return false // kustomize's own file, not a manifest
+	}
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// insideTree resolves the symbolic link at path, found while walking the
+// directory given as arg (whose real path is root), and returns its target
+// if that lies inside root.
+func insideTree(root, arg, path string) (string, error) {
+	target, err := realPath(path)
+	if err != nil {
+		// ELOOP for a loop, ENOENT for a dangling link: refused, never retried.
+		return "", &inputError{fmt.Sprintf("%s: symbolic link cannot be resolved: %v", path, unwrapPath(err))}
+	}
+	rel, err := filepath.Rel(root, target)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", &inputError{fmt.Sprintf("%s: symbolic link to %s, which is outside %s; refusing to follow it (copy the file into the directory, or pass it with its own -f)", path, target, arg)}
+	}
+	return target, nil
+}
+
+// realPath is the absolute path of p with every symbolic link resolved.
+func realPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
+// unwrapPath drops the operation and path of a *fs.PathError (the message
+// names the link already).
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // parse splits a file into documents, keeping each document's first line

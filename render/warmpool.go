@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -202,38 +203,11 @@ func PlanWarmPool(in WarmPoolPlanInputs) (WarmPoolPlan, error) {
 	if p.Spec.Replicas != nil {
 		want = int(*p.Spec.Replicas)
 	}
-	recreate := p.Spec.UpdateStrategy != nil && p.Spec.UpdateStrategy.Type == extv1beta1.UpdateStrategyRecreate
-	if in.Template != nil {
-		spec := TemplateSpec(in.Template, in.Defaults)
-		plan.Hash = TemplateHash(&spec)
-	}
+	r := removals(in)
+	plan.Hash, plan.Stale, plan.Delete = r.hash, r.stale, r.remove
 
-	var live []*sandboxv1beta1.Sandbox
-	for _, m := range in.Members {
-		if m.DeletionTimestamp != nil {
-			continue
-		}
-		stale := plan.Hash != "" && m.Labels[sandboxv1beta1.LabelSandboxTemplateHash] != plan.Hash
-		if stale {
-			plan.Stale++
-			if recreate {
-				plan.Delete = append(plan.Delete, m)
-				continue
-			}
-		}
-		live = append(live, m)
-	}
-
-	count := len(live) + len(in.Pending)
-	switch {
-	case count > want:
-		excess := count - want
-		if excess > len(live) {
-			excess = len(live)
-		}
-		sortForRemoval(live)
-		plan.Delete = append(plan.Delete, live[:excess]...)
-	case count < want && in.Template != nil:
+	count := r.live + len(in.Pending)
+	if count < want && in.Template != nil {
 		n := want - count
 		if in.MaxBatch > 0 && n > in.MaxBatch {
 			n = in.MaxBatch
@@ -256,6 +230,61 @@ func PlanWarmPool(in WarmPoolPlanInputs) (WarmPoolPlan, error) {
 		}
 	}
 	return plan, nil
+}
+
+// WarmPoolRemovals returns the members the pool is about to delete, as
+// PlanWarmPool decides it: stale members under Recreate, then the excess
+// over replicas (not Ready first, then newest). A claim never takes one of
+// these: the pool may be deleting it at that very moment.
+func WarmPoolRemovals(in WarmPoolPlanInputs) []*sandboxv1beta1.Sandbox {
+	if in.Pool == nil {
+		return nil
+	}
+	return removals(in).remove
+}
+
+type removalPlan struct {
+	hash   string
+	stale  int
+	live   int
+	remove []*sandboxv1beta1.Sandbox
+}
+
+func removals(in WarmPoolPlanInputs) removalPlan {
+	var out removalPlan
+	p := in.Pool
+	want := 1
+	if p.Spec.Replicas != nil {
+		want = int(*p.Spec.Replicas)
+	}
+	recreate := p.Spec.UpdateStrategy != nil && p.Spec.UpdateStrategy.Type == extv1beta1.UpdateStrategyRecreate
+	if in.Template != nil {
+		spec := TemplateSpec(in.Template, in.Defaults)
+		out.hash = TemplateHash(&spec)
+	}
+	var live []*sandboxv1beta1.Sandbox
+	for _, m := range in.Members {
+		if m.DeletionTimestamp != nil {
+			continue
+		}
+		if out.hash != "" && m.Labels[sandboxv1beta1.LabelSandboxTemplateHash] != out.hash {
+			out.stale++
+			if recreate {
+				out.remove = append(out.remove, m)
+				continue
+			}
+		}
+		live = append(live, m)
+	}
+	out.live = len(live)
+	if count := len(live) + len(in.Pending); count > want {
+		excess := min(count-want, len(live))
+		live = slices.Clone(live)
+		sortForRemoval(live)
+		out.remove = append(out.remove, live[:excess]...)
+		out.live -= excess
+	}
+	return out
 }
 
 // sortForRemoval orders members so the first ones are the best to remove:

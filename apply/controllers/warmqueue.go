@@ -14,25 +14,45 @@ import (
 
 // takenHold is how long a member handed to a claim stays out of the queue
 // while the informer still shows it as a pool member (the claim's adoption
-// patch may be in flight). After that it may be offered again; the
+// patch may be in flight). After that it is offered again, from the last
+// copy the informer showed, without waiting for another event; the
 // adoption's resourceVersion precondition still keeps two claims apart.
+// A member the pool withdrew to delete is held out as long.
 const takenHold = 30 * time.Second
 
 // WarmQueue holds, per warm pool, the Ready members a claim may take, in the
 // order they became available. The Sandbox informer feeds it, so a claim
-// finds a member without listing anything; Take hands each member to one
-// caller only.
+// finds a member without listing anything. It is also where a claim and its
+// pool meet: Take hands each member to one claim only, and Withdraw lets the
+// pool remove a member from the queue before deleting it, refusing members a
+// claim holds. A member is therefore never both taken and deleted by this
+// process; resourceVersion preconditions on both writes cover every other
+// writer.
 type WarmQueue struct {
 	mu sync.Mutex
 	// pools maps a pool (namespace and name) to its available members.
 	pools map[types.NamespacedName]*memberQueue
 	// where maps a member to its pool, to remove it when it changes.
 	where map[types.NamespacedName]types.NamespacedName
-	// taken are members handed out, with when.
-	taken map[types.UID]time.Time
+	// held are members out of the queue for a while: taken by a claim, or
+	// withdrawn by the pool, with the latest copy the informer showed.
+	held map[types.UID]*hold
 	// lastTake is, per pool, when a claim last took a member.
 	lastTake map[types.NamespacedName]time.Time
 	now      func() time.Time
+}
+
+type holdKind int
+
+const (
+	heldTaken holdKind = iota + 1
+	heldWithdrawn
+)
+
+type hold struct {
+	kind   holdKind
+	at     time.Time
+	latest *sandboxv1beta1.Sandbox
 }
 
 type memberQueue struct {
@@ -45,7 +65,7 @@ func NewWarmQueue() *WarmQueue {
 	return &WarmQueue{
 		pools:    map[types.NamespacedName]*memberQueue{},
 		where:    map[types.NamespacedName]types.NamespacedName{},
-		taken:    map[types.UID]time.Time{},
+		held:     map[types.UID]*hold{},
 		lastTake: map[types.NamespacedName]time.Time{},
 		now:      time.Now,
 	}
@@ -64,7 +84,7 @@ func (q *WarmQueue) Handler() toolscache.ResourceEventHandler {
 				q.mu.Lock()
 				defer q.mu.Unlock()
 				q.remove(types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name})
-				delete(q.taken, sb.UID)
+				delete(q.held, sb.UID)
 			}
 		},
 	}
@@ -91,21 +111,31 @@ func (q *WarmQueue) observe(obj any) {
 	if !ok {
 		return
 	}
-	key := types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if !claimable(sb) {
+	q.offer(sb)
+}
+
+// offer queues sb if a claim may take it, or removes it. Callers hold q.mu.
+func (q *WarmQueue) offer(sb *sandboxv1beta1.Sandbox) {
+	key := types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}
+	if _, member := poolOf(sb); !member {
+		// Adopted by a claim (or never a member): it leaves for good.
 		q.remove(key)
-		if _, member := poolOf(sb); !member {
-			delete(q.taken, sb.UID)
-		}
+		delete(q.held, sb.UID)
 		return
 	}
-	if at, ok := q.taken[sb.UID]; ok {
-		if q.now().Sub(at) < takenHold {
+	if h, ok := q.held[sb.UID]; ok {
+		h.latest = sb
+		if q.now().Sub(h.at) < takenHold {
+			q.remove(key)
 			return
 		}
-		delete(q.taken, sb.UID)
+		delete(q.held, sb.UID)
+	}
+	if !claimable(sb) {
+		q.remove(key)
+		return
 	}
 	pool, _ := poolOf(sb)
 	if old, ok := q.where[key]; ok && old != pool {
@@ -121,6 +151,22 @@ func (q *WarmQueue) observe(obj any) {
 	}
 	mq.members[key] = sb
 	q.where[key] = pool
+}
+
+// release offers again the members whose hold ran out, from the last copy
+// the informer showed: a member whose adoption never happened does not wait
+// for the next event (which may be a resync away). Callers hold q.mu.
+func (q *WarmQueue) release() {
+	now := q.now()
+	for uid, h := range q.held {
+		if now.Sub(h.at) < takenHold {
+			continue
+		}
+		delete(q.held, uid)
+		if h.latest != nil {
+			q.offer(h.latest)
+		}
+	}
 }
 
 // remove drops a member from its pool's queue. Callers hold q.mu.
@@ -146,21 +192,57 @@ func (q *WarmQueue) remove(key types.NamespacedName) {
 	}
 }
 
-// Take hands out the pool's longest-waiting Ready member, or nil when it has
-// none. The member is the informer's copy: read it, do not change it.
-func (q *WarmQueue) Take(pool types.NamespacedName) *sandboxv1beta1.Sandbox {
+// Take hands out the pool's longest-waiting Ready member that accept
+// approves (nil accepts any), or nil when it has none. Members accept
+// refuses stay queued. The member is the informer's copy: read it, do not
+// change it.
+func (q *WarmQueue) Take(pool types.NamespacedName, accept func(*sandboxv1beta1.Sandbox) bool) *sandboxv1beta1.Sandbox {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.release()
 	mq := q.pools[pool]
-	if mq == nil || len(mq.order) == 0 {
+	if mq == nil {
 		return nil
 	}
-	key := mq.order[0]
-	sb := mq.members[key]
-	q.remove(key)
-	q.taken[sb.UID] = q.now()
-	q.lastTake[pool] = q.now()
-	return sb
+	for _, key := range mq.order {
+		sb := mq.members[key]
+		if accept != nil && !accept(sb) {
+			continue
+		}
+		q.remove(key)
+		q.held[sb.UID] = &hold{kind: heldTaken, at: q.now(), latest: sb}
+		q.lastTake[pool] = q.now()
+		return sb
+	}
+	return nil
+}
+
+// Withdraw takes a member out of the queue because its pool is about to
+// delete it, so no claim can take it meanwhile. It returns false, and the
+// pool must not delete the member, when a claim holds it (its adoption may
+// be in flight). A withdrawn member stays out until it is gone, Restore puts
+// it back, or the hold runs out.
+func (q *WarmQueue) Withdraw(sb *sandboxv1beta1.Sandbox) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if h, ok := q.held[sb.UID]; ok && h.kind == heldTaken && q.now().Sub(h.at) < takenHold {
+		return false
+	}
+	q.remove(types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name})
+	q.held[sb.UID] = &hold{kind: heldWithdrawn, at: q.now(), latest: sb}
+	return true
+}
+
+// Restore undoes a Withdraw whose delete did not happen.
+func (q *WarmQueue) Restore(sb *sandboxv1beta1.Sandbox) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	h, ok := q.held[sb.UID]
+	if !ok || h.kind != heldWithdrawn {
+		return
+	}
+	delete(q.held, sb.UID)
+	q.offer(h.latest)
 }
 
 // LastTake returns when a claim last took a member of the pool (zero if
@@ -171,19 +253,30 @@ func (q *WarmQueue) LastTake(pool types.NamespacedName) time.Time {
 	return q.lastTake[pool]
 }
 
-// Return puts back a member taken but not adopted (the adoption failed for a
-// reason unrelated to the member), so other claims may have it.
+// Return puts back a member taken but not adopted, so other claims may have
+// it: the latest copy the informer showed (later events keep it current),
+// or sb if it showed none.
 func (q *WarmQueue) Return(sb *sandboxv1beta1.Sandbox) {
 	q.mu.Lock()
-	delete(q.taken, sb.UID)
-	q.mu.Unlock()
-	q.observe(sb)
+	defer q.mu.Unlock()
+	latest := sb
+	if h, ok := q.held[sb.UID]; ok {
+		if h.kind != heldTaken {
+			return
+		}
+		if h.latest != nil {
+			latest = h.latest
+		}
+		delete(q.held, sb.UID)
+	}
+	q.offer(latest)
 }
 
 // Len returns the number of members available in a pool.
 func (q *WarmQueue) Len(pool types.NamespacedName) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.release()
 	if mq := q.pools[pool]; mq != nil {
 		return len(mq.order)
 	}

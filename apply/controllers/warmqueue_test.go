@@ -42,16 +42,16 @@ func TestWarmQueue(t *testing.T) {
 	if q.Len(pool) != 2 {
 		t.Fatalf("%d members offered, want 2", q.Len(pool))
 	}
-	if got := q.Take(pool); got == nil || got.Name != "a" {
+	if got := q.Take(pool, nil); got == nil || got.Name != "a" {
 		t.Fatalf("Take gave %v, want the member Ready first (a)", got)
 	}
 	// The informer still shows a as a Ready member (the adoption is in
 	// flight): it is not offered again.
 	h.OnUpdate(nil, member("a", "p", true))
-	if got := q.Take(pool); got == nil || got.Name != "b" {
+	if got := q.Take(pool, nil); got == nil || got.Name != "b" {
 		t.Fatalf("Take gave %v, want b", got)
 	}
-	if got := q.Take(pool); got != nil {
+	if got := q.Take(pool, nil); got != nil {
 		t.Fatalf("Take gave %s from an empty pool", got.Name)
 	}
 	if !q.LastTake(pool).Equal(now) {
@@ -94,7 +94,7 @@ func TestWarmQueueTakesEachMemberOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
-			for sb := q.Take(pool); sb != nil; sb = q.Take(pool) {
+			for sb := q.Take(pool, nil); sb != nil; sb = q.Take(pool, nil) {
 				mu.Lock()
 				got[sb.Name]++
 				mu.Unlock()
@@ -109,5 +109,84 @@ func TestWarmQueueTakesEachMemberOnce(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%s handed out %d times", name, n)
 		}
+	}
+}
+
+// TestWarmQueueReleasesWithoutAnEvent: a member taken but never adopted, of
+// which the informer sends no further event, is offered again once the hold
+// runs out, not only after a resync.
+func TestWarmQueueReleasesWithoutAnEvent(t *testing.T) {
+	q := NewWarmQueue()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	q.now = func() time.Time { return now }
+	pool := types.NamespacedName{Namespace: "ns", Name: "p"}
+	q.Handler().OnAdd(member("a", "p", true), false)
+	if q.Take(pool, nil) == nil {
+		t.Fatal("nothing to take")
+	}
+	if q.Len(pool) != 0 {
+		t.Fatal("a held member is offered")
+	}
+	now = now.Add(takenHold + time.Second)
+	if got := q.Take(pool, nil); got == nil || got.Name != "a" {
+		t.Fatalf("after the hold, Take gave %v, want a", got)
+	}
+}
+
+// TestWarmQueueWithdraw: the pool withdraws a member before deleting it, so
+// no claim takes it; a member a claim holds cannot be withdrawn.
+func TestWarmQueueWithdraw(t *testing.T) {
+	q := NewWarmQueue()
+	pool := types.NamespacedName{Namespace: "ns", Name: "p"}
+	h := q.Handler()
+	a, b := member("a", "p", true), member("b", "p", true)
+	h.OnAdd(a, false)
+	h.OnAdd(b, false)
+	if !q.Withdraw(a) {
+		t.Fatal("a queued member could not be withdrawn")
+	}
+	// The informer shows a again (status moved on): still withdrawn.
+	h.OnUpdate(nil, member("a", "p", true))
+	taken := q.Take(pool, nil)
+	if taken == nil || taken.Name != "b" {
+		t.Fatalf("Take gave %v, want b (a is withdrawn)", taken)
+	}
+	if q.Take(pool, nil) != nil {
+		t.Fatal("a withdrawn member was handed to a claim")
+	}
+	if q.Withdraw(b) {
+		t.Fatal("a member a claim holds was withdrawn for deletion")
+	}
+	// The delete did not happen: a is offered again.
+	q.Restore(a)
+	if got := q.Take(pool, nil); got == nil || got.Name != "a" {
+		t.Fatalf("after Restore, Take gave %v, want a", got)
+	}
+	// A claim returning b makes it withdrawable and takable again.
+	q.Return(b)
+	if !q.Withdraw(b) {
+		t.Fatal("a returned member could not be withdrawn")
+	}
+}
+
+// TestWarmQueueTakeAccepts: members the claim may not have (stale, excess)
+// are skipped and stay queued.
+func TestWarmQueueTakeAccepts(t *testing.T) {
+	q := NewWarmQueue()
+	pool := types.NamespacedName{Namespace: "ns", Name: "p"}
+	h := q.Handler()
+	for _, n := range []string{"a", "b", "c"} {
+		h.OnAdd(member(n, "p", true), false)
+	}
+	notA := func(sb *sandboxv1beta1.Sandbox) bool { return sb.Name != "a" }
+	if got := q.Take(pool, notA); got == nil || got.Name != "b" {
+		t.Fatalf("Take gave %v, want b", got)
+	}
+	if q.Len(pool) != 2 {
+		t.Fatalf("%d queued, want 2 (a skipped, not dropped)", q.Len(pool))
+	}
+	none := func(*sandboxv1beta1.Sandbox) bool { return false }
+	if got := q.Take(pool, none); got != nil {
+		t.Fatalf("Take gave %s though nothing is acceptable", got.Name)
 	}
 }

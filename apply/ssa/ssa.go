@@ -393,7 +393,13 @@ func (e *Engine) Delete(ctx context.Context, kind string, obj client.Object, opt
 		return change, nil
 	}
 	uid := obj.GetUID()
-	opts = append(opts, client.Preconditions{UID: &uid})
+	pre := client.Preconditions{UID: &uid}
+	for _, o := range opts {
+		if p, ok := o.(client.Preconditions); ok && p.ResourceVersion != nil {
+			pre.ResourceVersion = p.ResourceVersion
+		}
+	}
+	opts = append(opts, pre)
 	e.deletes.Add(1)
 	e.Forget(kind, obj.GetNamespace(), obj.GetName())
 	if err := e.client.Delete(ctx, obj, opts...); err != nil {
@@ -404,6 +410,20 @@ func (e *Engine) Delete(ctx context.Context, kind string, obj client.Object, opt
 		return change, fmt.Errorf("deleting %s: %w", kind, err)
 	}
 	return change, nil
+}
+
+// DeleteIfUnchanged deletes obj only if it is still exactly the object the
+// caller decided on: guarded by its UID and its resourceVersion. Any change
+// since (another controller adopted it, a claim took it, its status moved
+// on) fails the delete with a Conflict, and the caller decides again from a
+// fresh view. Deletes of objects that hold or guard user data go this way.
+func (e *Engine) DeleteIfUnchanged(ctx context.Context, kind string, obj client.Object, opts ...client.DeleteOption) (Change, error) {
+	if obj.GetResourceVersion() == "" {
+		return Change{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
+			fmt.Errorf("deleting %s %s: no resourceVersion to guard the delete with", kind, obj.GetName())
+	}
+	rv := obj.GetResourceVersion()
+	return e.Delete(ctx, kind, obj, append(opts, client.Preconditions{ResourceVersion: &rv})...)
 }
 
 // ConflictError reports fields that another field manager owns and that we

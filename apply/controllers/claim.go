@@ -40,6 +40,10 @@ import (
 // cache that does not show it yet.
 const bindingHold = 30 * time.Second
 
+// EventAdoptionRefused is the Warning event on a claim whose warm adoption
+// the API server refused (Forbidden or Invalid); the claim cold-starts.
+const EventAdoptionRefused = "AdoptionRefused"
+
 // maxAdoptionAttempts bounds the members one claim tries before it
 // cold-starts instead.
 const maxAdoptionAttempts = 8
@@ -202,7 +206,7 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 		conds = sb.Status.Conditions
 	}
 	expiry := render.ClaimExpiry(claim, render.FinishedAt(conds).Time)
-	if !expiry.IsZero() && !now.Before(expiry) {
+	if (!expiry.IsZero() && !now.Before(expiry)) || expiredBefore(claim) {
 		return r.expire(ctx, claim, sb, name, statusIn)
 	}
 	var result reconcile.Result
@@ -347,9 +351,9 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *extv1beta1.SandboxCla
 	if !render.NeedsColdStart(claim) {
 		// A warm member needs nothing from the template: it is taken even
 		// while the template is missing.
-		sb, err := r.adoptWarm(ctx, claim, pool)
-		if err != nil {
-			return nil, nil, err
+		sb, rej, err := r.adoptWarm(ctx, claim, pool)
+		if err != nil || rej != nil {
+			return nil, rej, err
 		}
 		if sb != nil {
 			r.bindTo(b, sb, sandboxv1beta1.LaunchTypeWarm, now)
@@ -378,42 +382,113 @@ func (r *ClaimReconciler) bindTo(b *binding, sb *sandboxv1beta1.Sandbox, launchT
 }
 
 // adoptWarm takes a Ready member of the pool for the claim. It returns nil
-// when the pool has none to give.
-func (r *ClaimReconciler) adoptWarm(ctx context.Context, claim *extv1beta1.SandboxClaim, pool *extv1beta1.SandboxWarmPool) (*sandboxv1beta1.Sandbox, error) {
+// when the pool has none to give, or none this claim may have (a refused
+// adoption falls back to a cold start rather than retrying forever).
+func (r *ClaimReconciler) adoptWarm(ctx context.Context, claim *extv1beta1.SandboxClaim, pool *extv1beta1.SandboxWarmPool) (*sandboxv1beta1.Sandbox, *render.ClaimRejection, error) {
 	key := client.ObjectKeyFromObject(pool)
+	if r.Queue.Len(key) == 0 {
+		return nil, nil, nil
+	}
+	accept, err := r.acceptor(ctx, pool)
+	if err != nil {
+		return nil, nil, err
+	}
 	for range maxAdoptionAttempts {
-		m := r.Queue.Take(key)
+		m := r.Queue.Take(key, accept)
 		if m == nil {
-			return nil, nil
+			return nil, nil, nil
 		}
-		if !controlledBy(m, pool.UID) {
-			// A member of an earlier pool of the same name.
-			continue
+		if rej, err := r.checkAdoption(ctx, claim, m); rej != nil || err != nil {
+			r.Queue.Return(m)
+			return nil, rej, err
 		}
 		sb, err := r.adopt(ctx, claim, m)
 		switch {
 		case err == nil:
-			return sb, nil
+			return sb, nil, nil
 		case apierrors.IsNotFound(err):
 			continue
 		case apierrors.IsConflict(err):
 			// The member changed since the cache saw it: another claim
-			// may have taken it, or only its status moved on. Look again.
+			// may have taken it, its pool may be deleting it, or only its
+			// status moved on. Look again.
 			live := &sandboxv1beta1.Sandbox{}
 			if gerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), live); gerr != nil {
+				if !apierrors.IsNotFound(gerr) {
+					r.Queue.Return(m)
+				}
 				continue
 			}
-			if !controlledBy(live, pool.UID) || !claimable(live) {
+			if !claimable(live) || !accept(live) {
+				r.Queue.Return(live)
 				continue
 			}
 			if sb, err := r.adopt(ctx, claim, live); err == nil {
-				return sb, nil
+				return sb, nil, nil
 			}
+			r.Queue.Return(live)
 			continue
+		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+			// Refused by admission (a webhook or a ValidatingAdmission
+			// Policy on Sandbox updates) or by validation: retrying the
+			// same patch cannot succeed. The member stays warm for others
+			// and the claim gets a Sandbox of its own.
+			r.Queue.Return(m)
+			log.FromContext(ctx).Info("adopting a warm Sandbox was refused; creating one instead", "sandbox", m.Name, "reason", apierrors.ReasonForError(err))
+			r.Recorder.Eventf(claim, m, corev1.EventTypeWarning, EventAdoptionRefused, "Adopt",
+				"taking warm Sandbox %s was refused (%s); creating a Sandbox for the claim instead", m.Name, apierrors.ReasonForError(err))
+			return nil, nil, nil
 		default:
 			r.Queue.Return(m)
-			return nil, fmt.Errorf("adopting Sandbox %s: %w", m.Name, err)
+			return nil, nil, fmt.Errorf("adopting Sandbox %s: %w", m.Name, err)
 		}
+	}
+	return nil, nil, nil
+}
+
+// acceptor says which of the pool's queued members a claim may take: only
+// members of this pool (not of an earlier pool of the same name) that the
+// pool is not about to delete, as stale under Recreate or as excess over
+// its replicas, by the same decision the pool makes (render.WarmPoolRemovals).
+func (r *ClaimReconciler) acceptor(ctx context.Context, pool *extv1beta1.SandboxWarmPool) (func(*sandboxv1beta1.Sandbox) bool, error) {
+	tmpl := &extv1beta1.SandboxTemplate{}
+	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: pool.Namespace, Name: pool.Spec.TemplateRef.Name}, tmpl); {
+	case apierrors.IsNotFound(err):
+		tmpl = nil
+	case err != nil:
+		return nil, fmt.Errorf("reading template: %w", err)
+	}
+	var list sandboxv1beta1.SandboxList
+	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), client.MatchingFields{IndexControllerUID: string(pool.UID)}); err != nil {
+		return nil, fmt.Errorf("listing members: %w", err)
+	}
+	members := make([]*sandboxv1beta1.Sandbox, len(list.Items))
+	for i := range list.Items {
+		members[i] = &list.Items[i]
+	}
+	doomed := map[types.UID]bool{}
+	for _, m := range render.WarmPoolRemovals(render.WarmPoolPlanInputs{
+		WarmPoolInputs: render.WarmPoolInputs{Pool: pool, Template: tmpl, Defaults: r.Defaults},
+		Members:        members,
+	}) {
+		doomed[m.UID] = true
+	}
+	return func(sb *sandboxv1beta1.Sandbox) bool {
+		return controlledBy(sb, pool.UID) && sb.DeletionTimestamp == nil && !doomed[sb.UID]
+	}, nil
+}
+
+// checkAdoption runs the policies on the Sandbox a member becomes once the
+// claim takes it (its pod template with the claim's additional metadata):
+// a claim cannot get past a policy by taking a warm member instead of
+// creating one.
+func (r *ClaimReconciler) checkAdoption(ctx context.Context, claim *extv1beta1.SandboxClaim, m *sandboxv1beta1.Sandbox) (*render.ClaimRejection, error) {
+	adopted := render.Adopted(claim, m)
+	var denied *policyError
+	if err := checkNewSandbox(ctx, r.Policy.Get(), adopted); errors.As(err, &denied) {
+		return &render.ClaimRejection{Reason: extv1beta1.ReasonPolicyDenied, Message: denied.Error()}, nil
+	} else if err != nil {
+		return nil, err
 	}
 	return nil, nil
 }
@@ -519,6 +594,15 @@ func (r *ClaimReconciler) commit(ctx context.Context, claim *extv1beta1.SandboxC
 		in.Claim, rv = live, live.ResourceVersion
 	}
 	return true, fmt.Errorf("binding status of claim %s kept conflicting", claim.Name)
+}
+
+// expiredBefore reports a claim already reported expired (kept by
+// shutdownPolicy Retain). Expiry is final: once its Sandbox is gone nothing
+// may be computed to un-expire it (the Finished time went with the Sandbox),
+// so a restarted controller never binds it a new one.
+func expiredBefore(claim *extv1beta1.SandboxClaim) bool {
+	c := findCondition(claim.Status.Conditions, extv1beta1.ConditionReady)
+	return c != nil && c.Reason == extv1beta1.ReasonClaimExpired
 }
 
 // expire handles a claim past its expiry according to its shutdownPolicy:

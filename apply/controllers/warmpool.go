@@ -229,16 +229,9 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Reques
 		}
 	}
 
-	var changes ssa.ChangeSet
-	for _, m := range plan.Delete {
-		exp.mu.Lock()
-		exp.deleted[m.UID] = now
-		exp.mu.Unlock()
-		c, err := r.Engine.Delete(ctx, "Sandbox", m)
-		changes = append(changes, c)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
+	changes, deleted, err := r.deleteMembers(ctx, exp, plan.Delete, now)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	created, err := r.create(ctx, exp, plan.Create, now)
 	changes = append(changes, created...)
@@ -260,10 +253,6 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	}
 
 	// Status counts what exists: members deleted just now are gone.
-	deleted := map[types.UID]bool{}
-	for _, m := range plan.Delete {
-		deleted[m.UID] = true
-	}
 	var remaining []*sandboxv1beta1.Sandbox
 	for _, m := range members {
 		if !deleted[m.UID] {
@@ -285,6 +274,42 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Reques
 		result.RequeueAfter = wait
 	}
 	return result, nil
+}
+
+// deleteMembers deletes the members the plan gives up, each only after
+// taking it out of the claim queue (a member a claim holds is skipped: the
+// claim's adoption is in flight and the member is about to leave the pool)
+// and only if it is still exactly the member the plan saw (UID and
+// resourceVersion preconditions: a member adopted meanwhile, by this or
+// any other controller, is never deleted). It returns what it deleted.
+func (r *WarmPoolReconciler) deleteMembers(ctx context.Context, exp *expectations, members []*sandboxv1beta1.Sandbox, now time.Time) (ssa.ChangeSet, map[types.UID]bool, error) {
+	var changes ssa.ChangeSet
+	deleted := map[types.UID]bool{}
+	for _, m := range members {
+		if r.Queue != nil && !r.Queue.Withdraw(m) {
+			log.FromContext(ctx).V(1).Info("not deleting a member a claim is taking", "sandbox", m.Name)
+			continue
+		}
+		exp.mu.Lock()
+		exp.deleted[m.UID] = now
+		exp.mu.Unlock()
+		c, err := r.Engine.DeleteIfUnchanged(ctx, "Sandbox", m)
+		changes = append(changes, c)
+		if err != nil {
+			exp.mu.Lock()
+			delete(exp.deleted, m.UID)
+			exp.mu.Unlock()
+			if r.Queue != nil {
+				r.Queue.Restore(m)
+			}
+			// A Conflict means the member changed since the cache saw it
+			// (taken by a claim, or its status moved on): plan again from
+			// a fresh view.
+			return changes, deleted, err
+		}
+		deleted[m.UID] = true
+	}
+	return changes, deleted, nil
 }
 
 // settle reconciles the pool's expectations with what the cache shows: it

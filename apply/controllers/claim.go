@@ -302,7 +302,7 @@ func (r *ClaimReconciler) bound(ctx context.Context, claim *extv1beta1.SandboxCl
 				if extra.Name == pick.Name || (extra.Name == b.name && now.Sub(b.at) < bindingHold) {
 					continue
 				}
-				if _, err := r.Engine.Delete(ctx, "Sandbox", extra); err != nil {
+				if _, err := r.Engine.DeleteIfUnchanged(ctx, "Sandbox", extra); err != nil {
 					return nil, "", false, err
 				}
 				log.FromContext(ctx).Info("removed a second Sandbox bound to the claim by a concurrent controller", "sandbox", extra.Name, "kept", pick.Name)
@@ -584,7 +584,7 @@ func (r *ClaimReconciler) commit(ctx context.Context, claim *extv1beta1.SandboxC
 		if other := live.Status.Sandbox.Name; other != "" && other != b.name {
 			log.FromContext(ctx).Info("another controller bound the claim first; releasing ours", "sandbox", b.name, "kept", other)
 			if b.sandbox != nil && controlledBy(b.sandbox, claim.UID) && b.sandbox.Name != other {
-				if _, err := r.Engine.Delete(ctx, "Sandbox", b.sandbox); err != nil {
+				if _, err := r.Engine.DeleteIfUnchanged(ctx, "Sandbox", b.sandbox); err != nil {
 					return false, err
 				}
 			}

@@ -274,11 +274,15 @@ type invariants struct {
 	PVCsLostWhileSandboxed  int `json:"pvcsLostWhileSandboxed"`
 	PodsCreatedTwice        int `json:"podsCreatedTwice"`
 	ClaimsWithSecondSandbox int `json:"claimsWithSecondSandbox"`
+	// BoundClaimsLostSandbox counts claims that still exist and still name
+	// a Sandbox that was deleted: data lost under a live claim.
+	BoundClaimsLostSandbox int `json:"boundClaimsLostSandbox"`
 }
 
 func (i invariants) violations() int {
 	return i.RunningWithoutOnePod + i.SuspendedWithPod + i.MissingService + i.MissingPVC + i.ClaimsNotBoundToOne +
-		i.SandboxesWithTwoClaims + i.OrphanPods + i.PVCsLostWhileSandboxed + i.PodsCreatedTwice + i.ClaimsWithSecondSandbox
+		i.SandboxesWithTwoClaims + i.OrphanPods + i.PVCsLostWhileSandboxed + i.PodsCreatedTwice + i.ClaimsWithSecondSandbox +
+		i.BoundClaimsLostSandbox
 }
 
 // check counts the invariants in ns now, plus what rec saw happen (nil: not
@@ -370,6 +374,7 @@ func check(t *testing.T, c client.Client, ns string, rec *recorder) invariants {
 	}
 	if rec != nil {
 		rec.count(&inv, sbs.Items)
+		inv.BoundClaimsLostSandbox = rec.lostUnder(t, claims.Items)
 	}
 	return inv
 }
@@ -396,13 +401,16 @@ type recorder struct {
 	podsBySandbox   map[types.UID]map[types.UID]bool // Sandbox UID -> Pod UIDs ever seen
 	sandboxByClaim  map[types.UID]map[types.UID]bool // claim UID -> Sandbox UIDs ever controlled
 	deletedPVCOwner map[string]types.UID             // deleted PVC name -> owning Sandbox UID
+	// claimedDeleted are Sandboxes deleted (or marked for deletion) while
+	// a claim controlled them: claim UID -> Sandbox names.
+	claimedDeleted map[types.UID]map[string]bool
 	stop            []func()
 }
 
 func record(t *testing.T, ns string) *recorder {
 	t.Helper()
 	r := &recorder{podsBySandbox: map[types.UID]map[types.UID]bool{}, sandboxByClaim: map[types.UID]map[types.UID]bool{},
-		deletedPVCOwner: map[string]types.UID{}}
+		deletedPVCOwner: map[string]types.UID{}, claimedDeleted: map[types.UID]map[string]bool{}}
 	wc, err := client.NewWithWatch(local.Config, client.Options{Scheme: envtest.Scheme()})
 	if err != nil {
 		t.Fatal(err)
@@ -458,6 +466,12 @@ func (r *recorder) observe(typ watch.EventType, o client.Object) {
 	case *sandboxv1beta1.Sandbox:
 		if ref != nil && ref.Kind == "SandboxClaim" {
 			add(r.sandboxByClaim, ref.UID, o.UID)
+			if typ == watch.Deleted || o.DeletionTimestamp != nil {
+				if r.claimedDeleted[ref.UID] == nil {
+					r.claimedDeleted[ref.UID] = map[string]bool{}
+				}
+				r.claimedDeleted[ref.UID][o.Name] = true
+			}
 		}
 	case *corev1.PersistentVolumeClaim:
 		if typ == watch.Deleted && ref != nil {
@@ -499,6 +513,21 @@ func (r *recorder) count(inv *invariants, sbs []sandboxv1beta1.Sandbox) {
 			inv.PVCsLostWhileSandboxed++
 		}
 	}
+}
+
+// lostUnder counts the claims (of those that exist now) whose bound
+// Sandbox, as their status names it, was deleted while they controlled it.
+func (r *recorder) lostUnder(t *testing.T, claims []extv1beta1.SandboxClaim) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lost := 0
+	for _, cl := range claims {
+		if name := cl.Status.Sandbox.Name; name != "" && r.claimedDeleted[cl.UID][name] {
+			lost++
+			t.Logf("claim %s lost its Sandbox %s", cl.Name, name)
+		}
+	}
+	return lost
 }
 
 // podsSeen counts the Sandbox Pods seen so far.

@@ -85,6 +85,11 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "faults:", err)
 		return 1
 	}
+	// FAULTS_CONTROLLER runs the scenarios against another build (say, an
+	// older commit's) to see what they catch.
+	if controller = os.Getenv("FAULTS_CONTROLLER"); controller != "" {
+		return m.Run()
+	}
 	if controller, err = tests.BuildController(workdir); err != nil {
 		fmt.Fprintln(os.Stderr, "faults:", err)
 		return 1

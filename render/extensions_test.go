@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +117,20 @@ func TestWarmPoolGolden(t *testing.T) {
 			var deleted []string
 			for _, m := range plan.Delete {
 				deleted = append(deleted, m.Name)
+			}
+			// Claims refuse exactly the members the pool deletes: the
+			// removals a claim computes (it knows nothing pending, so
+			// only where nothing is pending) are the plan's deletes.
+			if len(obs.Pending) == 0 {
+				var refused []string
+				for _, m := range WarmPoolRemovals(WarmPoolPlanInputs{
+					WarmPoolInputs: WarmPoolInputs{Pool: &pool, Template: tmpl}, Members: obs.Members,
+				}) {
+					refused = append(refused, m.Name)
+				}
+				if !slices.Equal(refused, deleted) {
+					t.Errorf("claims refuse %v, the pool deletes %v", refused, deleted)
+				}
 			}
 			golden.AssertYAML(t, c.Path("desired.yaml"), map[string]any{
 				"create": plan.Create, "delete": deleted, "stale": plan.Stale, "hash": plan.Hash,

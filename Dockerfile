@@ -4,12 +4,19 @@
 
 FROM golang:1.26 AS build
 WORKDIR /src
+# Modules first, so that a source change does not download them again.
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
+# Exactly the packages the controller imports (go list -deps ./cmd/sandbox-controller),
+# with the CRDs and policy bundles they embed. tests/image builds from these
+# lines without Docker (make verify): a missing one fails there first.
 COPY api/ api/
 COPY apply/ apply/
+COPY config/crd/ config/crd/
+COPY policy/ policy/
 COPY render/ render/
-COPY cmd/ cmd/
+COPY webhooks/ webhooks/
+COPY cmd/sandbox-controller/ cmd/sandbox-controller/
 ARG VERSION=dev
 ARG COMMIT=unknown
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \

@@ -189,7 +189,7 @@ undeploy: $(KUSTOMIZE) ## Remove what deploy installed (deletes the CRDs and so 
 	$(KUSTOMIZE) build config/$(OVERLAY) | kubectl delete --ignore-not-found -f -
 
 .PHONY: verify
-verify: $(CONTROLLER_GEN) $(KUSTOMIZE) ## Fail when generated code, CRDs, RBAC, go.mod/go.sum or formatting differ from what the tools produce.
+verify: $(CONTROLLER_GEN) $(KUSTOMIZE) ## Fail when generated code, CRDs, RBAC, go.mod/go.sum or formatting differ from what the tools produce, or the Dockerfile cannot build.
 	@before=$$($(GENERATED_SUM)); \
 	$(MAKE) --no-print-directory generate dist >/dev/null; \
 	go mod tidy; (cd tests/tools && go mod tidy); \
@@ -200,7 +200,9 @@ verify: $(CONTROLLER_GEN) $(KUSTOMIZE) ## Fail when generated code, CRDs, RBAC, 
 	@unformatted=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "verify: gofmt would change: $$unformatted"; exit 1; fi
 	cd tests/tools && go vet ./...
-	@echo "verify: generated files, modules and formatting are up to date"
+	@# The Dockerfile's build stage compiles from exactly what it copies (no Docker needed).
+	go test -count=1 ./tests/image/
+	@echo "verify: generated files, modules, formatting and the Dockerfile's build are up to date"
 
 # Checksums of everything generation or tidying may touch.
 GENERATED_SUM := find api config dist go.mod go.sum tests/tools/go.mod tests/tools/go.sum -type f -print0 | sort -z | xargs -0 sha256sum

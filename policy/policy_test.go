@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
 
@@ -109,6 +110,94 @@ func TestBuiltInRules(t *testing.T) {
 		}, policy: "agent-sandbox-baseline", rule: 7},
 		{name: "automount true", mutate: func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = &yes },
 			policy: "agent-sandbox-baseline", rule: 8},
+		{name: "seccomp Unconfined on the pod", mutate: func(p *corev1.Pod) {
+			p.Spec.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
+		}, policy: "agent-sandbox-baseline", rule: 9, want: "Unconfined is not allowed): pod"},
+		{name: "seccomp Unconfined on an init container", mutate: func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: "x", SecurityContext: &corev1.SecurityContext{
+				Capabilities: dropAll(), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}}}
+		}, policy: "agent-sandbox-baseline", rule: 9, want: "): setup"},
+		{name: "seccomp RuntimeDefault and Localhost allowed", mutate: func(p *corev1.Pod) {
+			p.Spec.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+			p.Spec.Containers[0].SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("p.json")}
+		}},
+		{name: "seccomp annotation unconfined", mutate: func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"container.seccomp.security.alpha.kubernetes.io/agent": "unconfined"}
+		}, policy: "agent-sandbox-baseline", rule: 10, want: "container.seccomp.security.alpha.kubernetes.io/agent"},
+		{name: "seccomp pod annotation unconfined", mutate: func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"seccomp.security.alpha.kubernetes.io/pod": "unconfined"}
+		}, policy: "agent-sandbox-baseline", rule: 10, want: "seccomp.security.alpha.kubernetes.io/pod"},
+		{name: "seccomp annotations allowed", mutate: func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"seccomp.security.alpha.kubernetes.io/pod": "runtime/default",
+				"container.seccomp.security.alpha.kubernetes.io/agent": "localhost/p.json", "other": "unconfined"}
+		}},
+		{name: "AppArmor Unconfined on a container", mutate: func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+		}, policy: "agent-sandbox-baseline", rule: 11, want: "): agent"},
+		{name: "AppArmor Unconfined on the pod", mutate: func(p *corev1.Pod) {
+			p.Spec.SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+		}, policy: "agent-sandbox-baseline", rule: 11, want: "): pod"},
+		{name: "AppArmor annotation unconfined", mutate: func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"container.apparmor.security.beta.kubernetes.io/agent": "unconfined"}
+		}, policy: "agent-sandbox-baseline", rule: 12, want: "runtime/default or localhost/* profiles: container.apparmor.security.beta.kubernetes.io/agent"},
+		{name: "AppArmor allowed", mutate: func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"container.apparmor.security.beta.kubernetes.io/agent": "localhost/sandbox"}
+			p.Spec.SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
+		}},
+		{name: "SELinux type spc_t", mutate: func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Type: "spc_t"}
+		}, policy: "agent-sandbox-baseline", rule: 13, want: "container_engine_t: agent"},
+		{name: "SELinux allowed type and level", mutate: func(p *corev1.Pod) {
+			p.Spec.SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Type: "container_kvm_t", Level: "s0:c1,c2"}
+		}},
+		{name: "SELinux user", mutate: func(p *corev1.Pod) {
+			p.Spec.SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{User: "system_u"}
+		}, policy: "agent-sandbox-baseline", rule: 14, want: "must not be set: pod"},
+		{name: "SELinux role", mutate: func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Role: "sysadm_r"}
+		}, policy: "agent-sandbox-baseline", rule: 14, want: "agent"},
+		{name: "nfs volume", mutate: func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "share", VolumeSource: corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "10.0.0.1", Path: "/"}}}}
+		}, policy: "agent-sandbox-baseline", rule: 15, want: "use a PersistentVolumeClaim: share"},
+		{name: "iscsi, cephfs and gitRepo volumes", mutate: func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{
+				{Name: "disk", VolumeSource: corev1.VolumeSource{ISCSI: &corev1.ISCSIVolumeSource{TargetPortal: "t", IQN: "i"}}},
+				{Name: "fs", VolumeSource: corev1.VolumeSource{CephFS: &corev1.CephFSVolumeSource{Monitors: []string{"m"}}}},
+				{Name: "repo", VolumeSource: corev1.VolumeSource{GitRepo: &corev1.GitRepoVolumeSource{Repository: "r"}}},
+			}
+		}, policy: "agent-sandbox-baseline", rule: 15, want: "disk, fs, repo"},
+		{name: "ordinary volumes allowed", mutate: func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{
+				{Name: "a", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "b", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+				{Name: "c", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"}}},
+				{Name: "d", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "x"}}},
+				{Name: "e", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{}}},
+				{Name: "f", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}},
+				{Name: "g", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "r"}}},
+				{Name: "h", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{}}}}}},
+			}
+		}},
+		{name: "inline CSI volume", mutate: func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "secrets-store", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "secrets-store.csi.k8s.io"}}}}
+		}, policy: "agent-sandbox-baseline", rule: 16, want: "inline CSI volumes are not allowed"},
+		{name: "projected pod certificate", mutate: func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "cert", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				Sources: []corev1.VolumeProjection{{PodCertificate: &corev1.PodCertificateProjection{SignerName: "example.com/s", KeyType: "ED25519"}}}}}}}
+		}, policy: "agent-sandbox-baseline", rule: 17, want: "cert"},
+		{name: "Windows HostProcess", mutate: func(p *corev1.Pod) {
+			p.Spec.SecurityContext.WindowsOptions = &corev1.WindowsSecurityContextOptions{HostProcess: &yes}
+		}, policy: "agent-sandbox-baseline", rule: 18, want: "HostProcess containers are not allowed: pod"},
+		{name: "probe with a host", mutate: func(p *corev1.Pod) {
+			p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Host: "169.254.169.254", Port: intstr.FromInt32(80)}}}
+		}, policy: "agent-sandbox-baseline", rule: 19, want: "agent"},
+		{name: "lifecycle hook with a host", mutate: func(p *corev1.Pod) {
+			p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{TCPSocket: &corev1.TCPSocketAction{Host: "10.0.0.1", Port: intstr.FromInt32(22)}}}
+		}, policy: "agent-sandbox-baseline", rule: 19, want: "agent"},
+		{name: "probes without a host allowed", mutate: func(p *corev1.Pod) {
+			p.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8888)}}}
+			p.Spec.Containers[0].StartupProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8888)}}}
+		}},
 		{name: "root", mutate: func(p *corev1.Pod) { p.Spec.SecurityContext.RunAsNonRoot = nil },
 			policy: "agent-sandbox-restricted", rule: 0},
 		{name: "container non-root overrides", mutate: func(p *corev1.Pod) {

@@ -56,7 +56,7 @@ func ValidateClaim(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate) *C
 	if _, rej := injectEnv(&spec.PodTemplate.Spec, c.Spec.Env, policyOrDefault(t.Spec.EnvVarsInjectionPolicy), t.Name); rej != nil {
 		return rej
 	}
-	if _, rej := mergeVolumeClaimTemplates(spec.VolumeClaimTemplates, c.Spec.VolumeClaimTemplates, policyOrDefault(t.Spec.VolumeClaimTemplatesPolicy), t.Name); rej != nil {
+	if _, rej := mergeVolumeClaimTemplates(&spec, c.Spec.VolumeClaimTemplates, policyOrDefault(t.Spec.VolumeClaimTemplatesPolicy), t.Name); rej != nil {
 		return rej
 	}
 	return nil
@@ -78,12 +78,15 @@ func policyOrDefault(p extv1beta1.InjectionPolicy) extv1beta1.InjectionPolicy {
 	return p
 }
 
-// validatePodMetadata refuses keys the controller or Kubernetes reserve and
+// validatePodMetadata refuses keys that container runtimes read (they could
+// change the Pod's isolation), keys the controller or Kubernetes reserve and
 // keys or values that are not valid label syntax.
 func validatePodMetadata(m sandboxv1beta1.PodMetadata) string {
 	var problems []string
 	check := func(what, key string) {
 		switch {
+		case runtimeKeyReason(key) != "":
+			problems = append(problems, fmt.Sprintf("%s %q could change the Sandbox's isolation: %s; set it in the SandboxTemplate if it is needed", what, key, runtimeKeyReason(key)))
 		case IsReservedKey(key):
 			problems = append(problems, fmt.Sprintf("%s %q uses a prefix reserved for the controller", what, key))
 		case isSystemKey(key):
@@ -196,9 +199,12 @@ func targetContainer(spec *corev1.PodSpec, name string) *corev1.Container {
 }
 
 // mergeVolumeClaimTemplates adds a claim's volume claim templates to the
-// template's. Under Allowed a name the template already uses is refused;
-// under Overrides the claim's template replaces it.
-func mergeVolumeClaimTemplates(base, extra []sandboxv1beta1.PersistentVolumeClaimTemplate, policy extv1beta1.InjectionPolicy, template string) ([]sandboxv1beta1.PersistentVolumeClaimTemplate, *ClaimRejection) {
+// template's (bp). Under Allowed a name the template already uses is
+// refused; under Overrides the claim's template replaces it. Either way a
+// claim cannot replace a template volume of another kind, nor attach
+// existing data the template does not (checkClaimVCT).
+func mergeVolumeClaimTemplates(bp *sandboxv1beta1.SandboxBlueprint, extra []sandboxv1beta1.PersistentVolumeClaimTemplate, policy extv1beta1.InjectionPolicy, template string) ([]sandboxv1beta1.PersistentVolumeClaimTemplate, *ClaimRejection) {
+	base := bp.VolumeClaimTemplates
 	if len(extra) == 0 {
 		return base, nil
 	}
@@ -218,6 +224,9 @@ func mergeVolumeClaimTemplates(base, extra []sandboxv1beta1.PersistentVolumeClai
 			return nil, reject("spec.volumeClaimTemplates: %s appears twice", v.Name)
 		}
 		seen[v.Name] = true
+		if msg := checkClaimVCT(&v, bp.PodTemplate.Spec.Volumes, base, template); msg != "" {
+			return nil, reject("%s", msg)
+		}
 		replaced := false
 		for i := range out {
 			if out[i].Name != v.Name {
@@ -254,7 +263,7 @@ func ClaimSandbox(in ClaimInputs) (*sandboxac.SandboxApplyConfiguration, error) 
 	if _, rej := injectEnv(&spec.PodTemplate.Spec, c.Spec.Env, policyOrDefault(t.Spec.EnvVarsInjectionPolicy), t.Name); rej != nil {
 		return nil, rej
 	}
-	vcts, rej := mergeVolumeClaimTemplates(spec.VolumeClaimTemplates, c.Spec.VolumeClaimTemplates, policyOrDefault(t.Spec.VolumeClaimTemplatesPolicy), t.Name)
+	vcts, rej := mergeVolumeClaimTemplates(&spec.SandboxBlueprint, c.Spec.VolumeClaimTemplates, policyOrDefault(t.Spec.VolumeClaimTemplatesPolicy), t.Name)
 	if rej != nil {
 		return nil, rej
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/utils/ptr"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
@@ -120,8 +121,10 @@ func PodName(sb *sandboxv1beta1.Sandbox) string {
 }
 
 // PodSpec renders the spec of a Sandbox's Pod: the template's spec with PVC
-// volumes in place of same-named template volumes, and hostname/subdomain set
-// when the template leaves them empty.
+// volumes in place of same-named template volumes, hostname/subdomain set
+// when the template leaves them empty, and no service-account token unless
+// the template asks for one (automountServiceAccountToken: true). The
+// Sandbox itself is never changed.
 func PodSpec(sb *sandboxv1beta1.Sandbox, withService bool) (*corev1ac.PodSpecApplyConfiguration, error) {
 	spec := sb.Spec.PodTemplate.Spec.DeepCopy()
 	for _, t := range sb.Spec.VolumeClaimTemplates {
@@ -144,6 +147,9 @@ func PodSpec(sb *sandboxv1beta1.Sandbox, withService bool) (*corev1ac.PodSpecApp
 	}
 	if spec.Subdomain == "" && withService {
 		spec.Subdomain = sb.Name
+	}
+	if spec.AutomountServiceAccountToken == nil {
+		spec.AutomountServiceAccountToken = ptr.To(false)
 	}
 	ac := &corev1ac.PodSpecApplyConfiguration{}
 	if err := convert(spec, ac); err != nil {

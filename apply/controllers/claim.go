@@ -89,6 +89,9 @@ type binding struct {
 	launchType string
 	// readyReported is set once the claim was reported Ready.
 	readyReported bool
+	// expired is set once this process expired the claim: final, even
+	// while the cache does not show the expired status yet.
+	expired bool
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -206,7 +209,7 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 		conds = sb.Status.Conditions
 	}
 	expiry := render.ClaimExpiry(claim, render.FinishedAt(conds).Time)
-	if (!expiry.IsZero() && !now.Before(expiry)) || expiredBefore(claim) {
+	if (!expiry.IsZero() && !now.Before(expiry)) || b.expired || expiredBefore(claim) {
 		return r.expire(ctx, claim, sb, name, statusIn)
 	}
 	var result reconcile.Result
@@ -637,6 +640,7 @@ func (r *ClaimReconciler) expire(ctx context.Context, claim *extv1beta1.SandboxC
 	if b == nil {
 		b = &binding{uid: claim.UID}
 	}
+	b.expired = true
 	return reconcile.Result{}, r.writeStatus(ctx, claim, b, statusIn)
 }
 

@@ -404,7 +404,7 @@ type recorder struct {
 	// claimedDeleted are Sandboxes deleted (or marked for deletion) while
 	// a claim controlled them: claim UID -> Sandbox names.
 	claimedDeleted map[types.UID]map[string]bool
-	stop            []func()
+	stop           []func()
 }
 
 func record(t *testing.T, ns string) *recorder {

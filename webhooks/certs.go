@@ -3,27 +3,21 @@ package webhooks
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
-	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -39,8 +33,12 @@ const (
 	OptOutLabel = "agents.x-k8s.io/policy-webhook"
 )
 
+// The certificate Secret: created (a create cannot be limited to a name),
+// then read, watched and updated by name only. A list or watch is limited
+// to the name by its metadata.name field selector.
+//
 // +kubebuilder:rbac:groups="",namespace=agent-sandbox-system,resources=secrets,verbs=create
-// +kubebuilder:rbac:groups="",namespace=agent-sandbox-system,resources=secrets,verbs=get;update,resourceNames=agent-sandbox-webhook-cert
+// +kubebuilder:rbac:groups="",namespace=agent-sandbox-system,resources=secrets,verbs=get;list;watch;update,resourceNames=agent-sandbox-webhook-cert
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;patch,resourceNames=agent-sandbox-validating-webhook
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;patch,resourceNames=sandboxes.agents.x-k8s.io;sandboxtemplates.extensions.agents.x-k8s.io;sandboxclaims.extensions.agents.x-k8s.io;sandboxwarmpools.extensions.agents.x-k8s.io
 
@@ -51,26 +49,47 @@ var CRDs = []string{
 	"sandboxclaims.extensions.agents.x-k8s.io", "sandboxwarmpools.extensions.agents.x-k8s.io",
 }
 
-// Certs manages the webhook's serving certificate itself: a CA and a serving
-// certificate kept in a Secret (shared by every replica), written to the
-// webhook server's certificate directory, and the CA injected as caBundle
-// into the webhook configuration. Certificates are renewed before expiry.
+// Certs manages the webhook's serving certificate itself: a CA and a
+// serving certificate kept in a Secret shared by every replica, served from
+// memory (GetCertificate), and the CA bundle injected into the webhook
+// configuration and the CRDs' conversion webhooks.
+//
+// A renewal never breaks a caller: the new CA joins the bundle first, the
+// new certificate is served only once that bundle has been injected for
+// PromoteAfter, and the old CA stays in the bundle for Overlap after that.
+// A stored certificate that cannot be served (key not matching, not signed
+// by the bundle, expired, missing a host name) is replaced at once. Every
+// replica watches the Secret (Run) and serves what it holds within seconds.
 type Certs struct {
 	// Client reads and writes without a cache (certificates are needed
 	// before caches run).
-	Client                client.Client
+	Client client.Client
+	// Clientset watches the Secret (Run only).
+	Clientset             kubernetes.Interface
 	Namespace, SecretName string
 	WebhookConfigName     string
 	ServiceName           string
 	// ExtraHosts are further DNS names or IPs for the certificate (the
 	// local cluster reaches the webhook at 127.0.0.1).
 	ExtraHosts []string
-	// CertDir receives tls.crt and tls.key.
+	// CertDir, when set, also receives tls.crt and tls.key (for servers
+	// that read files).
 	CertDir string
 	// Validity of new certificates (default one year); RenewBefore is how
 	// long before expiry they are replaced (default 30 days).
 	Validity, RenewBefore time.Duration
-	Now                   func() time.Time
+	// PromoteAfter (default one minute) and Overlap (default 24 hours):
+	// see the type's comment.
+	PromoteAfter, Overlap time.Duration
+	// Resync is the longest Run waits between two checks (default ten
+	// minutes); the Secret's watch events and the next renewal step wake
+	// it earlier.
+	Resync time.Duration
+	Now    func() time.Time
+
+	mu      sync.Mutex // one Ensure at a time
+	serving atomic.Pointer[tls.Certificate]
+	next    atomic.Int64 // unix nanoseconds of the next due step
 }
 
 func (c *Certs) defaults() {
@@ -89,6 +108,15 @@ func (c *Certs) defaults() {
 	if c.RenewBefore == 0 {
 		c.RenewBefore = 30 * 24 * time.Hour
 	}
+	if c.PromoteAfter == 0 {
+		c.PromoteAfter = time.Minute
+	}
+	if c.Overlap == 0 {
+		c.Overlap = 24 * time.Hour
+	}
+	if c.Resync == 0 {
+		c.Resync = 10 * time.Minute
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -101,179 +129,142 @@ func (c *Certs) hosts() []string {
 		svc + "." + c.Namespace + ".svc.cluster.local", "localhost", "127.0.0.1"}, c.ExtraHosts...)
 }
 
-// Ensure makes sure a valid certificate exists, is on disk and is trusted by
-// the webhook configuration. It returns the CA bundle.
+func (c *Certs) policy() certPolicy {
+	return certPolicy{
+		hosts: c.hosts(), commonName: c.ServiceName + "." + c.Namespace + ".svc",
+		validity: c.Validity, renewBefore: c.RenewBefore, promoteAfter: c.PromoteAfter, overlap: c.Overlap,
+	}
+}
+
+// GetCertificate serves the certificate this replica holds (for
+// tls.Config.GetCertificate): a new one is served without a restart.
+func (c *Certs) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if cert := c.serving.Load(); cert != nil {
+		return cert, nil
+	}
+	return nil, errors.New("no webhook serving certificate yet")
+}
+
+// Ensure makes sure a servable certificate is stored, trusted by the
+// webhook configuration and the CRDs, and served by this replica; it takes
+// the next renewal step when one is due. It returns the CA bundle.
 func (c *Certs) Ensure(ctx context.Context) ([]byte, error) {
 	c.defaults()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.SecretName}
-	secret := &corev1.Secret{}
-	err := c.Client.Get(ctx, key, secret)
-	switch {
-	case apierrors.IsNotFound(err):
-		secret = nil
-	case err != nil:
-		return nil, fmt.Errorf("reading webhook certificate Secret: %w", err)
-	}
-	if secret == nil || !c.usable(secret) {
-		fresh, err := c.generate()
+	for attempt := 0; ; attempt++ {
+		secret := &corev1.Secret{}
+		err := c.Client.Get(ctx, key, secret)
+		switch {
+		case apierrors.IsNotFound(err):
+			secret = nil
+		case err != nil:
+			return nil, fmt.Errorf("reading webhook certificate Secret: %w", err)
+		}
+		var data map[string][]byte
+		trusted := false
+		if secret != nil {
+			data = secret.Data
+			if len(parseCerts(data[keyCA])) > 0 {
+				// What is stored must be trusted before anything changes.
+				changed, err := c.inject(ctx, data[keyCA])
+				if err != nil {
+					return nil, err
+				}
+				trusted = !changed
+			}
+		} else {
+			// A deleted Secret: callers may still be sent to replicas
+			// serving the old certificate, so keep trusting its CA.
+			data = map[string][]byte{keyCA: c.injectedBundle(ctx)}
+		}
+		now := c.Now()
+		out, action, reason, err := plan(data, now, c.policy(), trusted)
 		if err != nil {
 			return nil, err
 		}
-		if secret == nil {
-			fresh.ObjectMeta = metav1.ObjectMeta{Namespace: c.Namespace, Name: c.SecretName}
-			if err := c.Client.Create(ctx, fresh); apierrors.IsAlreadyExists(err) {
-				// Another replica won the race: use its certificate.
-				return c.Ensure(ctx)
-			} else if err != nil {
-				return nil, fmt.Errorf("storing webhook certificate: %w", err)
+		if action != planNone {
+			retry, err := c.store(ctx, secret, out)
+			if err != nil {
+				return nil, err
 			}
-			secret = fresh
-		} else {
-			secret.Data = fresh.Data
-			if err := c.Client.Update(ctx, secret); apierrors.IsConflict(err) {
-				return c.Ensure(ctx)
-			} else if err != nil {
-				return nil, fmt.Errorf("renewing webhook certificate: %w", err)
+			if retry {
+				if attempt >= 5 {
+					return nil, errors.New("webhook certificate Secret: too many conflicting writers")
+				}
+				continue // another replica wrote first: start from what it wrote
+			}
+			log.FromContext(ctx).Info("webhook serving certificate "+string(action), "secret", key.String(), "reason", reason)
+			if !bytes.Equal(out[keyCA], data[keyCA]) {
+				if _, err := c.inject(ctx, out[keyCA]); err != nil {
+					return nil, err
+				}
 			}
 		}
-		log.FromContext(ctx).Info("webhook serving certificate issued", "secret", key.String())
+		if err := c.serve(out); err != nil {
+			return nil, err
+		}
+		if step := nextStep(out, now, c.policy()); !step.IsZero() {
+			// Kept on the wall clock: Now may be a test's clock.
+			c.next.Store(time.Now().Add(step.Sub(now)).UnixNano())
+		}
+		return out[keyCA], nil
 	}
-	if err := c.write(secret); err != nil {
-		return nil, err
-	}
-	ca := secret.Data["ca.crt"]
-	if err := c.inject(ctx, ca); err != nil {
-		return nil, err
-	}
-	return ca, c.injectConversion(ctx, ca)
 }
 
-// injectConversion sets the CA bundle of our CRDs' conversion webhooks
-// (CRDs without webhook conversion are left alone).
-func (c *Certs) injectConversion(ctx context.Context, ca []byte) error {
-	for _, name := range CRDs {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return fmt.Errorf("reading CRD %s: %w", name, err)
+// store writes the Secret; retry says another writer came first.
+func (c *Certs) store(ctx context.Context, secret *corev1.Secret, data map[string][]byte) (retry bool, err error) {
+	if secret == nil {
+		fresh := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.SecretName},
+			Type:       corev1.SecretTypeTLS, Data: data,
 		}
-		conv := crd.Spec.Conversion
-		if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil ||
-			bytes.Equal(conv.Webhook.ClientConfig.CABundle, ca) {
-			continue
+		err = c.Client.Create(ctx, fresh)
+		if apierrors.IsAlreadyExists(err) {
+			return true, nil
 		}
-		base := crd.DeepCopy()
-		conv.Webhook.ClientConfig.CABundle = slices.Clone(ca)
-		if err := c.Client.Patch(ctx, crd, client.MergeFrom(base)); err != nil {
-			return fmt.Errorf("injecting the CA bundle into CRD %s: %w", name, err)
+		if err != nil {
+			return false, fmt.Errorf("storing webhook certificate: %w", err)
 		}
-		log.FromContext(ctx).Info("CA bundle injected", "crd", name)
+		return false, nil
 	}
-	return nil
+	// Update carries the resourceVersion read: a concurrent writer makes
+	// it fail instead of being overwritten.
+	secret.Data = data
+	err = c.Client.Update(ctx, secret)
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("updating webhook certificate: %w", err)
+	}
+	return false, nil
 }
 
-// usable reports a stored certificate that covers our names and is not due
-// for renewal.
-func (c *Certs) usable(s *corev1.Secret) bool {
-	for _, k := range []string{"ca.crt", "tls.crt", "tls.key"} {
-		if len(s.Data[k]) == 0 {
-			return false
+// serve makes the stored certificate the one this replica serves, and
+// writes it to CertDir when set.
+func (c *Certs) serve(data map[string][]byte) error {
+	if cur := c.serving.Load(); cur == nil || !bytes.Equal(cur.Certificate[0], firstDER(data[keyCert])) {
+		pair, err := tls.X509KeyPair(data[keyCert], data[keyKey])
+		if err != nil {
+			return fmt.Errorf("webhook serving certificate: %w", err)
 		}
+		c.serving.Store(&pair)
 	}
-	block, _ := pem.Decode(s.Data["tls.crt"])
-	if block == nil {
-		return false
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return false
-	}
-	if c.Now().Add(c.RenewBefore).After(cert.NotAfter) {
-		return false
-	}
-	for _, h := range c.hosts() {
-		if cert.VerifyHostname(h) != nil {
-			return false
-		}
-	}
-	return true
-}
-
-// generate makes a CA and a serving certificate signed by it.
-func (c *Certs) generate() (*corev1.Secret, error) {
-	now := c.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial := func() *big.Int {
-		n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-		return n
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: "agent-sandbox-webhook-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(c.Validity),
-		IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("creating webhook CA: %w", err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: c.ServiceName + "." + c.Namespace + ".svc"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(c.Validity),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, h := range c.hosts() {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("creating webhook serving certificate: %w", err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return &corev1.Secret{
-		Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{
-			"ca.crt":  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-			"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-			"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-		},
-	}, nil
-}
-
-// write puts the certificate where the webhook server reads it (it watches
-// the files and picks up a renewal without a restart).
-func (c *Certs) write(s *corev1.Secret) error {
 	if c.CertDir == "" {
-		return errors.New("no certificate directory")
+		return nil
 	}
 	if err := os.MkdirAll(c.CertDir, 0o700); err != nil {
 		return err
 	}
-	for _, k := range []string{"tls.crt", "tls.key"} {
+	for _, k := range []string{keyCert, keyKey} {
 		path := filepath.Join(c.CertDir, k)
-		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, s.Data[k]) {
+		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data[k]) {
 			continue
 		}
 		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, s.Data[k], 0o600); err != nil {
+		if err := os.WriteFile(tmp, data[k], 0o600); err != nil {
 			return err
 		}
 		if err := os.Rename(tmp, path); err != nil {
@@ -283,47 +274,41 @@ func (c *Certs) write(s *corev1.Secret) error {
 	return nil
 }
 
-// inject sets the CA bundle on every webhook of our configuration. A
-// missing configuration is not an error: it may be installed later (the
-// periodic check injects it then).
-func (c *Certs) inject(ctx context.Context, ca []byte) error {
-	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := c.Client.Get(ctx, types.NamespacedName{Name: c.WebhookConfigName}, cfg); err != nil {
-		return client.IgnoreNotFound(err)
+func firstDER(certPEM []byte) []byte {
+	if c := firstCert(certPEM); c != nil {
+		return c.Raw
 	}
-	changed := false
-	for i := range cfg.Webhooks {
-		if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, ca) {
-			changed = true
-		}
-	}
-	if !changed {
-		return nil
-	}
-	base := cfg.DeepCopy()
-	for i := range cfg.Webhooks {
-		cfg.Webhooks[i].ClientConfig.CABundle = slices.Clone(ca)
-	}
-	if err := c.Client.Patch(ctx, cfg, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("injecting the CA bundle into %s: %w", c.WebhookConfigName, err)
-	}
-	log.FromContext(ctx).Info("CA bundle injected", "webhookConfiguration", c.WebhookConfigName)
 	return nil
 }
 
-// Keep runs Ensure every interval until ctx ends: renewals and a webhook
-// configuration installed after start are handled without a restart.
-func (c *Certs) Keep(ctx context.Context, interval time.Duration) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			if _, err := c.Ensure(ctx); err != nil {
-				log.FromContext(ctx).Error(err, "webhook certificate check failed; retrying")
-			}
+// nextStep is when the stored certificates next need a look: a waiting
+// certificate to promote, a renewal to start, a CA leaving the bundle.
+func nextStep(data map[string][]byte, now time.Time, p certPolicy) time.Time {
+	var due []time.Time
+	cur, next := firstCert(data[keyCert]), firstCert(data[keyNextCert])
+	switch {
+	case next != nil:
+		due = append(due, issuedAt(next).Add(p.promoteAfter))
+	case cur != nil:
+		due = append(due, cur.NotAfter.Add(-p.renewBefore))
+	}
+	for _, ca := range parseCerts(data[keyCA]) {
+		due = append(due, ca.NotAfter)
+		signs := func(leaf *x509.Certificate) bool { return leaf != nil && leaf.CheckSignatureFrom(ca) == nil }
+		if cur != nil && !signs(cur) && !signs(next) {
+			due = append(due, issuedAt(cur).Add(p.promoteAfter+p.overlap))
 		}
 	}
+	best := time.Time{}
+	for _, t := range due {
+		if !t.After(now) {
+			// Due but blocked (a promotion waits for its bundle to be
+			// injected): look again soon.
+			t = now.Add(5 * time.Second)
+		}
+		if best.IsZero() || t.Before(best) {
+			best = t
+		}
+	}
+	return best
 }

@@ -3,7 +3,6 @@ package webhooks
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -77,9 +76,9 @@ type Converter struct{}
 
 // ServeHTTP implements http.Handler for ConversionReview (apiextensions/v1).
 func (Converter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+	body, err := readBody(r, MaxConversionBodyBytes)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		writeBodyError(w, err)
 		return
 	}
 	review := &apiextensionsv1.ConversionReview{}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -21,7 +20,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -56,6 +54,8 @@ const leaderElectionID = "agent-sandbox-controller.agents.x-k8s.io"
 type options struct {
 	clusterDomain           string
 	metricsAddr             string
+	metricsSecure           bool
+	metricsCertDir          string
 	probeAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
@@ -70,12 +70,14 @@ type options struct {
 	enablePprof             bool
 	pprofAddr               string
 	webhookPort             int
+	webhookHost             string
 	webhookCertDir          string
 	enableWebhook           bool
 	showVersion             bool
 	fieldManager            string
 	statusCoalesceWindow    time.Duration
 	controllerNamespace     string
+	controllerSA            string
 	defaultRuntimeClass     string
 	warmPoolGrace           time.Duration
 	webhookCertManagement   string
@@ -90,6 +92,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "DNS domain of the cluster, for status.serviceFQDN.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", false,
+		"Serve metrics over HTTPS, only to callers whose token the API server authenticates and allows to get /metrics (ClusterRole agent-sandbox-metrics-reader); the deploy bundle sets it.")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "Directory of the metrics serving certificate (tls.crt, tls.key) with --metrics-secure; default: a self-signed one.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader with a Lease so that only one replica reconciles.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: --controller-namespace).")
 	fs.BoolVar(&o.extensions, "extensions", false, "Run the SandboxTemplate, SandboxWarmPool and SandboxClaim controllers.")
@@ -102,6 +107,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.warmPoolMaxBatch, "sandbox-warm-pool-max-batch-size", 300, "Most members a warm pool creates in one pass (with --extensions).")
 	fs.BoolVar(&o.enablePprof, "enable-pprof", false, "Serve Go pprof profiles on --pprof-bind-address.")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the admission webhook server.")
+	fs.StringVar(&o.webhookHost, "webhook-host", "", "Address the admission webhook server listens on, e.g. 127.0.0.1; empty: every interface (in a Pod, the API server reaches it through its Service).")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory of the webhook serving certificate (tls.crt, tls.key).")
 	fs.BoolVar(&o.enableWebhook, "enable-webhook", true, "Serve the admission webhooks.")
 	fs.StringVar(&o.webhookCertManagement, "webhook-cert-management", "self",
@@ -119,6 +125,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	}
 	fs.StringVar(&o.controllerNamespace, "controller-namespace", ns,
 		"Namespace the controller and the sandbox router run in (default: $POD_NAMESPACE, else agent-sandbox-system); template NetworkPolicies admit ingress from sandbox-router pods there.")
+	fs.StringVar(&o.controllerSA, "controller-service-account", webhooks.DefaultControllerServiceAccount,
+		"ServiceAccount (in --controller-namespace) the controller runs as. The webhook lets only its requests make a Sandbox or SandboxClaim controlled by a SandboxWarmPool or SandboxClaim.")
 	fs.StringVar(&o.defaultRuntimeClass, "default-runtime-class", "",
 		"Runtime class given to Pods of template-made Sandboxes (warm pool members, claims) whose template names none, e.g. gvisor. Templates themselves are never changed.")
 	fs.StringVar(&o.policyBundles, "policy-bundles", strings.Join(policy.DefaultBundles, ","),
@@ -154,6 +162,9 @@ func (o *options) validate() error {
 	if len(validation.IsDNS1123Label(o.controllerNamespace)) > 0 {
 		errs = append(errs, fmt.Errorf("--controller-namespace=%q is not a namespace name", o.controllerNamespace))
 	}
+	if len(validation.IsDNS1123Subdomain(o.controllerSA)) > 0 {
+		errs = append(errs, fmt.Errorf("--controller-service-account=%q is not a ServiceAccount name", o.controllerSA))
+	}
 	if o.defaultRuntimeClass != "" && len(validation.IsDNS1123Subdomain(o.defaultRuntimeClass)) > 0 {
 		errs = append(errs, fmt.Errorf("--default-runtime-class=%q is not a RuntimeClass name", o.defaultRuntimeClass))
 	}
@@ -171,6 +182,9 @@ func (o *options) validate() error {
 	}
 	if o.enableWebhook && o.webhookCertManagement == "provided" && o.webhookCertDir == "" {
 		errs = append(errs, errors.New("--webhook-cert-management=provided needs --webhook-cert-dir with tls.crt and tls.key"))
+	}
+	if o.metricsCertDir != "" && !o.metricsSecure {
+		errs = append(errs, errors.New("--metrics-cert-dir needs --metrics-secure"))
 	}
 	if o.webhookPort < 1 || o.webhookPort > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port=%d: not a port", o.webhookPort))
@@ -251,25 +265,23 @@ func run(o options) error {
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	cfg.UserAgent = "sandbox-controller/" + version
 
+	srv, err := listen(o, cfg, scheme, log)
+	if err != nil {
+		return err
+	}
 	mgrOpts := ctrl.Options{
-		Scheme:                        scheme,
-		Cache:                         controllers.CacheOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:        o.probeAddr,
+		Scheme: scheme,
+		Cache:  controllers.CacheOptions(),
+		// Our own servers (servers.go) have timeouts; controller-runtime's
+		// metrics, probe and pprof servers are off.
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              leaderElectionID,
 		LeaderElectionNamespace:       cmp.Or(o.leaderElectionNamespace, o.controllerNamespace),
 		LeaderElectionReleaseOnCancel: true,
 	}
-	if o.enablePprof {
-		mgrOpts.PprofBindAddress = o.pprofAddr
-	}
-	certDir := o.webhookCertDir
-	if certDir == "" {
-		certDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
-	}
-	if o.enableWebhook {
-		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: certDir})
+	if srv.webhook != nil {
+		mgrOpts.WebhookServer = srv.webhook
 	}
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
@@ -323,33 +335,13 @@ func run(o options) error {
 		}
 	}
 	if o.enableWebhook {
-		if o.webhookCertManagement == "self" {
-			direct, err := client.New(cfg, client.Options{Scheme: scheme})
-			if err != nil {
-				return err
-			}
-			certs := &webhooks.Certs{Client: direct, Namespace: o.controllerNamespace, CertDir: certDir}
-			for _, h := range strings.Split(o.webhookHosts, ",") {
-				if h = strings.TrimSpace(h); h != "" {
-					certs.ExtraHosts = append(certs.ExtraHosts, h)
-				}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			_, err = certs.Ensure(ctrl.LoggerInto(ctx, log))
-			cancel()
-			if err != nil {
-				return fmt.Errorf("webhook serving certificate: %w (the controller needs its namespace %s; or start it with --enable-webhook=false)", err, o.controllerNamespace)
-			}
-			if err := mgr.Add(everyReplica(func(ctx context.Context) error { return certs.Keep(ctx, time.Hour) })); err != nil {
-				return err
-			}
-		}
 		mgr.GetWebhookServer().Register(webhooks.ConvertPath, webhooks.Converter{})
 		mgr.GetWebhookServer().Register(webhooks.ValidatePath, &webhook.Admission{Handler: &webhooks.Validator{
 			Policy: policies, Reader: mgr.GetClient(), ControllerNamespace: o.controllerNamespace,
-			Defaults: render.Defaults{RuntimeClassName: o.defaultRuntimeClass},
+			Defaults:       render.Defaults{RuntimeClassName: o.defaultRuntimeClass},
+			ControllerUser: webhooks.ServiceAccountUser(o.controllerNamespace, o.controllerSA),
 		}})
-		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		if err := srv.probes.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return err
 		}
 	}
@@ -366,12 +358,12 @@ func run(o options) error {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+	if err := srv.probes.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
 	// Ready once the caches have synced: before that the controller would
 	// act on an empty view of the cluster.
-	if err := mgr.AddReadyzCheck("caches", func(req *http.Request) error {
+	if err := srv.probes.AddReadyzCheck("caches", func(req *http.Request) error {
 		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
 			return errors.New("caches not synced")
 		}
@@ -386,7 +378,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("apiserver", func(req *http.Request) error {
+	if err := srv.probes.AddReadyzCheck("apiserver", func(req *http.Request) error {
 		ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
 		defer cancel()
 		if _, err := apiserver.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
@@ -397,6 +389,9 @@ func run(o options) error {
 		return err
 	}
 
+	if err := srv.add(mgr, o); err != nil {
+		return err
+	}
 	log.Info("starting", "version", version, "commit", commit, "leaderElection", o.leaderElect)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }

@@ -48,6 +48,9 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed("")
 	}
+	if resp := refuseClaimMetadata(req); resp != nil {
+		return *resp
+	}
 	set := v.Policy.Get()
 	if set == nil {
 		return admission.Allowed("no policies")

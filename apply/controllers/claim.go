@@ -360,7 +360,7 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *extv1beta1.SandboxCla
 		}
 		if sb != nil {
 			r.bindTo(b, sb, sandboxv1beta1.LaunchTypeWarm, now)
-			metrics.ClaimCreations.WithLabelValues(sandboxv1beta1.LaunchTypeWarm, template).Inc()
+			metrics.ObserveClaimCreation(sandboxv1beta1.LaunchTypeWarm, template)
 			r.Recorder.Eventf(claim, sb, corev1.EventTypeNormal, sandboxv1beta1.EventSandboxAdopted, "Adopt",
 				"took warm Sandbox %s from SandboxWarmPool %s", sb.Name, pool.Name)
 			return sb, nil, nil
@@ -548,7 +548,7 @@ func (r *ClaimReconciler) coldStart(ctx context.Context, claim *extv1beta1.Sandb
 		}
 		sb = live
 	default:
-		metrics.ClaimCreations.WithLabelValues(sandboxv1beta1.LaunchTypeCold, tmpl.Name).Inc()
+		metrics.ObserveClaimCreation(sandboxv1beta1.LaunchTypeCold, tmpl.Name)
 		r.Recorder.Eventf(claim, sb, corev1.EventTypeNormal, sandboxv1beta1.EventSandboxProvisioned, "Create",
 			"created Sandbox %s from SandboxTemplate %s", sb.Name, tmpl.Name)
 	}

@@ -112,11 +112,21 @@ var (
 	}, []string{"kind"})
 )
 
+// Bounds of the labels that carry user input (see labels.go).
+var (
+	namespaceLabel      = newBoundedLabel(maxNamespaces)
+	templateLabel       = newBoundedLabel(maxTemplates)
+	policyLabel         = newBoundedLabel(maxPolicies)
+	ruleLabel           = newBoundedLabel(maxRules)
+	activePoliciesLabel = newBoundedLabel(maxPolicies)
+)
+
 // PolicyLoaded records the policies now in force.
 func PolicyLoaded(names []string) {
 	PoliciesActive.Reset()
+	activePoliciesLabel.reset()
 	for _, n := range names {
-		PoliciesActive.WithLabelValues(n).Set(1)
+		PoliciesActive.WithLabelValues(activePoliciesLabel.value(n)).Set(1)
 	}
 }
 
@@ -128,8 +138,22 @@ func init() {
 // ObserveClaimReady records a claim's first Ready: at is now, seen is when
 // the controller first saw the claim.
 func ObserveClaimReady(created, seen, at time.Time, launchType, template string) {
-	ClaimStartupLatency.WithLabelValues(orNone(launchType), orNone(template)).Observe(float64(at.Sub(created).Milliseconds()))
-	ClaimControllerStartupLatency.WithLabelValues(orNone(launchType), orNone(template)).Observe(float64(at.Sub(seen).Milliseconds()))
+	launchType, template = launchTypeValue(launchType), templateLabel.value(orNone(template))
+	ClaimStartupLatency.WithLabelValues(launchType, template).Observe(float64(at.Sub(created).Milliseconds()))
+	ClaimControllerStartupLatency.WithLabelValues(launchType, template).Observe(float64(at.Sub(seen).Milliseconds()))
+}
+
+// ObserveClaimCreation counts a Sandbox bound to a claim.
+func ObserveClaimCreation(launchType, template string) {
+	ClaimCreations.WithLabelValues(launchTypeValue(launchType), templateLabel.value(orNone(template))).Inc()
+}
+
+// launchTypeValue is a launch type as a label: cold, warm, none or other.
+func launchTypeValue(v string) string {
+	if v == "" {
+		return none
+	}
+	return knownOr(v, sandboxv1beta1.LaunchTypeCold, sandboxv1beta1.LaunchTypeWarm, none)
 }
 
 func orNone(s string) string {
@@ -150,14 +174,11 @@ func ObserveChange(c ssa.Change) {
 // ObserveReady records a Sandbox's first Ready at a time.
 func ObserveReady(sb *sandboxv1beta1.Sandbox, at time.Time) {
 	ms := float64(at.Sub(sb.CreationTimestamp.Time).Milliseconds())
-	CreationLatency.WithLabelValues(sb.Namespace, launchType(sb), template(sb)).Observe(ms)
+	CreationLatency.WithLabelValues(namespaceLabel.value(sb.Namespace), launchType(sb), templateLabel.value(template(sb))).Observe(ms)
 }
 
 func launchType(sb *sandboxv1beta1.Sandbox) string {
-	if v := sb.Labels[sandboxv1beta1.LabelLaunchType]; v != "" {
-		return v
-	}
-	return none
+	return launchTypeValue(sb.Labels[sandboxv1beta1.LabelLaunchType])
 }
 
 func template(sb *sandboxv1beta1.Sandbox) string {
@@ -192,21 +213,42 @@ func (c *SandboxCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	type key struct{ ns, ready, launch, tpl, owner string }
 	counts := map[key]int{}
+	byNamespace, byTemplate, byOwner := map[string]int{}, map[string]int{}, map[string]int{}
 	for i := range list.Items {
 		sb := &list.Items[i]
 		ready := string(metav1.ConditionUnknown)
 		for _, cond := range sb.Status.Conditions {
 			if cond.Type == sandboxv1beta1.ConditionReady {
-				ready = string(cond.Status)
+				ready = knownOr(string(cond.Status), string(metav1.ConditionTrue), string(metav1.ConditionFalse), string(metav1.ConditionUnknown))
 			}
 		}
 		owner := none
 		if ref := metav1.GetControllerOf(sb); ref != nil {
-			owner = ref.Kind
+			owner = truncate(ref.Kind)
 		}
-		counts[key{sb.Namespace, ready, launchType(sb), template(sb), owner}]++
+		k := key{truncate(sb.Namespace), ready, launchType(sb), truncate(template(sb)), owner}
+		counts[k]++
+		byNamespace[k.ns]++
+		byTemplate[k.tpl]++
+		byOwner[k.owner]++
 	}
+	// The gauge is computed afresh at every scrape: the most populated
+	// values keep their series, the rest are summed as other.
+	nsKeep, tplKeep, ownerKeep := topValues(byNamespace, maxNamespaces), topValues(byTemplate, maxTemplates), topValues(byOwner, maxKinds)
+	bounded := map[key]int{}
 	for k, n := range counts {
+		if !nsKeep[k.ns] {
+			k.ns = Other
+		}
+		if !tplKeep[k.tpl] {
+			k.tpl = Other
+		}
+		if !ownerKeep[k.owner] {
+			k.owner = Other
+		}
+		bounded[k] += n
+	}
+	for k, n := range bounded {
 		ch <- prometheus.MustNewConstMetric(sandboxesDesc, prometheus.GaugeValue, float64(n), k.ns, k.ready, k.launch, k.tpl, k.owner)
 	}
 }
@@ -214,6 +256,6 @@ func (c *SandboxCollector) Collect(ch chan<- prometheus.Metric) {
 // ObserveDecisions counts failed policy validations.
 func ObserveDecisions(ds []policy.Decision) {
 	for _, d := range ds {
-		PolicyDecisions.WithLabelValues(d.Policy, strconv.Itoa(d.Rule), string(d.Action)).Inc()
+		PolicyDecisions.WithLabelValues(policyLabel.value(d.Policy), ruleLabel.value(strconv.Itoa(d.Rule)), knownOr(string(d.Action), string(policy.Deny), string(policy.Warn), string(policy.Audit))).Inc()
 	}
 }

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -11,9 +12,11 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -30,7 +33,12 @@ const ValidatePath = "/validate-agent-sandbox"
 // SandboxWarmPools: it checks the object with the policies and renders what
 // the controller would make of it (the Pod above all) and checks that too,
 // so a Sandbox that would become a privileged or non-gVisor Pod is refused
-// at kubectl apply time with the Pod-level message. It never mutates.
+// at kubectl apply time with the Pod-level message. It fails closed: an
+// object it cannot decode or render, or whose pool or template it cannot
+// read (other than not found: that may be created later, and the
+// controller checks again before it creates anything), is refused. Only the
+// controller may give a Sandbox or claim a pool or claim as its controller
+// (see checkOwnership). It never mutates.
 type Validator struct {
 	Policy *policy.Holder
 	// Reader resolves a claim's pool and a pool's template; nil skips that.
@@ -39,6 +47,11 @@ type Validator struct {
 	ControllerNamespace string
 	// Defaults are the controller's defaults for template-made Sandboxes.
 	Defaults render.Defaults
+	// ControllerUser is the username of the controller's own requests
+	// (ServiceAccountUser of its namespace and ServiceAccount). Only it may
+	// set a pool or claim as the controller of a Sandbox or claim; empty:
+	// nobody may.
+	ControllerUser string
 }
 
 var _ admission.Handler = (*Validator)(nil)
@@ -49,6 +62,9 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Allowed("")
 	}
 	if resp := refuseClaimMetadata(req); resp != nil {
+		return *resp
+	}
+	if resp := v.checkOwnership(req); resp != nil {
 		return *resp
 	}
 	set := v.Policy.Get()
@@ -62,9 +78,19 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Allowed("spec unchanged")
 	}
 	objs, err := v.rendered(ctx, req)
-	if err != nil {
-		// Not ours to judge: the API server validates the schema itself.
-		return admission.Allowed("not rendered: " + err.Error())
+	var unreadable *lookupError
+	switch {
+	case errors.As(err, &unreadable):
+		// The object may be fine; we cannot tell now. Fail closed with a
+		// server error, which a client may retry.
+		return admission.Errored(http.StatusInternalServerError, err)
+	case err != nil:
+		// What the controller could not render it cannot run: refuse it
+		// now rather than admit something no policy has seen.
+		resp := admission.Denied(fmt.Sprintf("%s %s cannot be checked against the policies: %v", req.Kind.Kind, req.Name, err))
+		resp.Result.Code = http.StatusForbidden
+		resp.Result.Reason = metav1.StatusReasonForbidden
+		return resp
 	}
 	var decisions []policy.Decision
 	for _, o := range objs {
@@ -112,79 +138,136 @@ type checked struct {
 	obj any
 }
 
+// lookupError is a pool or template that could not be read for another
+// reason than not existing.
+type lookupError struct {
+	kind, name string
+	err        error
+}
+
+func (e *lookupError) Error() string {
+	return fmt.Sprintf("reading %s %s: %v", e.kind, e.name, e.err)
+}
+
+func (e *lookupError) Unwrap() error { return e.err }
+
+// hubObject returns the object under review as v1beta1 JSON: deprecated
+// versions are converted as the API server would store them.
+func hubObject(req admission.Request) ([]byte, error) {
+	gv := schema.GroupVersion{Group: req.Kind.Group, Version: req.Kind.Version}
+	if gv.Version == "" || gv.Version == "v1beta1" {
+		return req.Object.Raw, nil
+	}
+	hub := sandboxv1beta1.GroupVersion
+	if req.Kind.Kind != "Sandbox" {
+		hub = extv1beta1.GroupVersion
+	}
+	conv := conversions[[3]string{req.Kind.Kind, gv.String(), hub.String()}]
+	if conv == nil {
+		return nil, fmt.Errorf("%s %s is not a version this webhook knows", req.Kind.Kind, gv)
+	}
+	out, err := conv(req.Object.Raw)
+	if err != nil {
+		return nil, fmt.Errorf("converting %s from %s: %w", req.Kind.Kind, gv, err)
+	}
+	return json.Marshal(out)
+}
+
 // rendered decodes the object under review and renders what it stands for.
+// A pool or claim whose pool or template does not exist (yet) is checked
+// alone; any other failure is an error.
 func (v *Validator) rendered(ctx context.Context, req admission.Request) ([]checked, error) {
 	kind := req.Kind.Kind
+	raw, err := hubObject(req)
+	if err != nil {
+		return nil, err
+	}
+	decode := func(into any) error {
+		if err := json.Unmarshal(raw, into); err != nil {
+			return fmt.Errorf("decoding %s: %w", kind, err)
+		}
+		return nil
+	}
 	switch kind {
 	case "Sandbox":
 		sb := &sandboxv1beta1.Sandbox{}
-		if err := json.Unmarshal(req.Object.Raw, sb); err != nil {
+		if err := decode(sb); err != nil {
 			return nil, err
 		}
 		return sandboxObjects(sb, req)
 	case "SandboxTemplate":
 		t := &extv1beta1.SandboxTemplate{}
-		if err := json.Unmarshal(req.Object.Raw, t); err != nil {
+		if err := decode(t); err != nil {
 			return nil, err
 		}
+		fillTemplate(t, req)
 		out := []checked{{extv1beta1.GroupVersion.WithKind(kind), t}}
-		member := templateSandbox(t, v.Defaults)
-		more, err := sandboxObjects(member, req)
+		more, err := templateObjects(t, req, v.Defaults, v.ControllerNamespace)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, more...)
-		probe := t.DeepCopy()
-		if probe.UID == "" {
-			probe.UID = placeholderUID
-		}
-		if d, err := render.Template(render.TemplateInputs{Template: probe, ControllerNamespace: v.ControllerNamespace}); err == nil && d.NetworkPolicy != nil {
-			out = append(out, checked{networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"), d.NetworkPolicy})
-		}
-		return out, nil
+		return append(out, more...), nil
 	case "SandboxWarmPool":
 		p := &extv1beta1.SandboxWarmPool{}
-		if err := json.Unmarshal(req.Object.Raw, p); err != nil {
+		if err := decode(p); err != nil {
 			return nil, err
 		}
 		out := []checked{{extv1beta1.GroupVersion.WithKind(kind), p}}
-		if t := v.template(ctx, p.Namespace, p.Spec.TemplateRef.Name); t != nil {
-			more, err := sandboxObjects(templateSandbox(t, v.Defaults), req)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, more...)
+		t, err := v.template(ctx, namespaceOf(p.Namespace, req), p.Spec.TemplateRef.Name)
+		if err != nil || t == nil {
+			return out, err
 		}
-		return out, nil
+		more, err := sandboxObjects(templateSandbox(t, v.Defaults), req)
+		if err != nil {
+			return nil, fmt.Errorf("SandboxTemplate %s: %w", t.Name, err)
+		}
+		return append(out, more...), nil
 	case "SandboxClaim":
 		c := &extv1beta1.SandboxClaim{}
-		if err := json.Unmarshal(req.Object.Raw, c); err != nil {
+		if err := decode(c); err != nil {
 			return nil, err
 		}
 		out := []checked{{extv1beta1.GroupVersion.WithKind(kind), c}}
 		if !render.NeedsColdStart(c) || v.Reader == nil {
 			return out, nil
 		}
+		ns := namespaceOf(c.Namespace, req)
 		pool := &extv1beta1.SandboxWarmPool{}
-		if err := v.Reader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: c.Spec.WarmPoolRef.Name}, pool); err != nil {
+		if err := v.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: c.Spec.WarmPoolRef.Name}, pool); apierrors.IsNotFound(err) {
+			// The claim reports the missing pool; nothing is made until then.
 			return out, nil
+		} else if err != nil {
+			return nil, &lookupError{kind: "SandboxWarmPool", name: c.Spec.WarmPoolRef.Name, err: err}
 		}
-		t := v.template(ctx, c.Namespace, pool.Spec.TemplateRef.Name)
-		if t == nil {
-			return out, nil
+		t, err := v.template(ctx, ns, pool.Spec.TemplateRef.Name)
+		if err != nil || t == nil {
+			return out, err
 		}
 		probe := c.DeepCopy()
+		probe.Namespace = ns
+		if probe.Name == "" {
+			probe.Name = req.Name
+		}
 		if probe.UID == "" {
 			probe.UID = placeholderUID
 		}
 		ac, err := render.ClaimSandbox(render.ClaimInputs{Claim: probe, Template: t, Defaults: v.Defaults})
-		if err != nil {
-			// Injection refusals are reported on the claim by the controller.
+		var rejected *render.ClaimRejection
+		if errors.As(err, &rejected) {
+			// The claim is refused by the controller with the public
+			// API's reason in its status (envVarsInjectionPolicy and
+			// friends): nothing is created from it.
 			return out, nil
+		} else if err != nil {
+			return nil, err
 		}
 		sb := &sandboxv1beta1.Sandbox{}
-		if b, err := json.Marshal(ac); err == nil {
-			_ = json.Unmarshal(b, sb)
+		b, err := json.Marshal(ac)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the claim's Sandbox: %w", err)
+		}
+		if err := json.Unmarshal(b, sb); err != nil {
+			return nil, fmt.Errorf("decoding the claim's Sandbox: %w", err)
 		}
 		more, err := sandboxObjects(sb, req)
 		if err != nil {
@@ -197,24 +280,66 @@ func (v *Validator) rendered(ctx context.Context, req admission.Request) ([]chec
 
 const placeholderUID = types.UID("00000000-0000-0000-0000-000000000000")
 
-func (v *Validator) template(ctx context.Context, ns, name string) *extv1beta1.SandboxTemplate {
+func namespaceOf(ns string, req admission.Request) string {
+	if ns != "" {
+		return ns
+	}
+	return req.Namespace
+}
+
+func fillTemplate(t *extv1beta1.SandboxTemplate, req admission.Request) {
+	t.Namespace = namespaceOf(t.Namespace, req)
+	if t.Name == "" {
+		t.Name = req.Name
+	}
+}
+
+// templateObjects are what a template stands for: the objects of a Sandbox
+// made from it (as a pool member or cold claim would be) and its shared
+// NetworkPolicy.
+func templateObjects(t *extv1beta1.SandboxTemplate, req admission.Request, d render.Defaults, controllerNamespace string) ([]checked, error) {
+	out, err := sandboxObjects(templateSandbox(t, d), req)
+	if err != nil {
+		return nil, err
+	}
+	probe := t.DeepCopy()
+	if probe.UID == "" {
+		probe.UID = placeholderUID
+	}
+	desired, err := render.Template(render.TemplateInputs{Template: probe, ControllerNamespace: controllerNamespace})
+	if err != nil {
+		return nil, err
+	}
+	if desired.NetworkPolicy != nil {
+		out = append(out, checked{networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"), desired.NetworkPolicy})
+	}
+	return out, nil
+}
+
+// template reads a pool's template: nil without an error when it does not
+// exist (it may be created later; the controller checks before it creates
+// anything) or when there is no reader.
+func (v *Validator) template(ctx context.Context, ns, name string) (*extv1beta1.SandboxTemplate, error) {
 	if v.Reader == nil {
-		return nil
+		return nil, nil
 	}
 	t := &extv1beta1.SandboxTemplate{}
-	if err := v.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, t); err != nil {
-		// Missing (or unreadable): the object itself was checked; the
-		// controller checks again before it creates anything.
-		return nil
+	if err := v.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, t); apierrors.IsNotFound(err) {
+		return nil, nil
+	} else if err != nil {
+		return nil, &lookupError{kind: "SandboxTemplate", name: name, err: err}
 	}
-	return t
+	return t, nil
 }
 
 // templateSandbox is the Sandbox a template stands for (as a pool member).
+// It carries the template's name when that can name a Sandbox's Service;
+// members are named after their pool, so a template name that could not is
+// not the template's fault.
 func templateSandbox(t *extv1beta1.SandboxTemplate, d render.Defaults) *sandboxv1beta1.Sandbox {
 	name := t.Name
-	if name == "" {
-		name = "template"
+	if len(validation.IsDNS1035Label(name)) > 0 {
+		name = "template-member"
 	}
 	return &sandboxv1beta1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace,

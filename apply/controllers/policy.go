@@ -3,9 +3,11 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -29,15 +31,29 @@ var (
 // policy changes.
 type policyError struct {
 	decisions []policy.Decision
+	// adopting is set when the denied object is an existing Pod the
+	// Sandbox would have adopted.
+	adopting bool
 }
 
-func (e *policyError) Error() string { return policy.Summary(e.decisions) }
+func (e *policyError) Error() string {
+	if e.adopting {
+		return "the existing Pod is not adopted: " + policy.Summary(e.decisions)
+	}
+	return policy.Summary(e.decisions)
+}
 
 // creating says which of a Sandbox's objects are about to be created (the
 // ones policies judge; what exists was admitted before).
 type creating struct {
 	pod, service bool
 	pvcs         map[string]bool // by PVC name
+	// adopt is an existing Pod the Sandbox is about to take over. It was
+	// admitted as somebody else's Pod, so it is judged as if it were
+	// created now as the Sandbox's: its own spec with the labels and
+	// owner reference adoption gives it (bindings select sandbox Pods by
+	// label).
+	adopt *corev1.Pod
 }
 
 // checkSandbox checks a Sandbox and the objects it is about to create. It
@@ -72,11 +88,47 @@ func checkSandbox(ctx context.Context, set *policy.Set, sb *sandboxv1beta1.Sandb
 			}
 		}
 	}
+	adopting := false
+	if c.adopt != nil {
+		before := len(all)
+		if err := add(set.CheckAs(ctx, gvkPod, adoptedPod(c.adopt, desired))); err != nil {
+			return nil, err
+		}
+		adopting = len(policy.Denied(all[before:])) > 0
+	}
 	metrics.ObserveDecisions(all)
 	if denied := policy.Denied(all); len(denied) > 0 {
-		return all, &policyError{decisions: denied}
+		return all, &policyError{decisions: denied, adopting: adopting}
 	}
 	return all, nil
+}
+
+// adoptedPod is live as it will be once the Sandbox adopts it: its spec
+// unchanged, with the rendered Pod's labels, annotations and owner
+// references added.
+func adoptedPod(live *corev1.Pod, desired render.SandboxDesired) *corev1.Pod {
+	p := live.DeepCopy()
+	if desired.Pod == nil || desired.Pod.ObjectMetaApplyConfiguration == nil {
+		return p
+	}
+	if desired.Pod.Labels != nil && p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	maps.Copy(p.Labels, desired.Pod.Labels)
+	if desired.Pod.Annotations != nil && p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	maps.Copy(p.Annotations, desired.Pod.Annotations)
+	for _, ref := range desired.Pod.OwnerReferences {
+		if ref.APIVersion == nil || ref.Kind == nil || ref.Name == nil || ref.UID == nil {
+			continue
+		}
+		p.OwnerReferences = append(p.OwnerReferences, metav1.OwnerReference{
+			APIVersion: *ref.APIVersion, Kind: *ref.Kind, Name: *ref.Name, UID: *ref.UID,
+			Controller: ref.Controller, BlockOwnerDeletion: ref.BlockOwnerDeletion,
+		})
+	}
+	return p
 }
 
 // checkNewSandbox checks a Sandbox the controller is about to create (a

@@ -425,6 +425,11 @@ func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta
 	}
 	if set := r.Policy.Get(); set != nil {
 		c := creating{pod: obs.pod == nil && !obs.foreignPod, service: obs.service == nil, pvcs: map[string]bool{}}
+		if obs.adopt && desired.Pod != nil {
+			// The Pod was admitted as someone else's: a Sandbox takes it
+			// over only if it would have been allowed to create it.
+			c.adopt = obs.pod
+		}
 		for _, want := range desired.PVCs {
 			if obs.pvcs[*want.Name] == nil {
 				c.pvcs[*want.Name] = true

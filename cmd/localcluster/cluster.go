@@ -130,15 +130,17 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"create", "cluster", "--name", opts.Name, "--runtime", "binary",
-		"--disable-qps-limits", "--wait", "3m"}
+	binaries := map[string]string{}
 	for _, b := range binaryFlags {
-		p, err := FindBinary(opts.BinDir, b.name)
-		if err != nil {
+		if binaries[b.name], err = FindBinary(opts.BinDir, b.name); err != nil {
 			return nil, err
 		}
-		args = append(args, b.flag, p)
 	}
+	config, err := writeKwokConfig(workdir)
+	if err != nil {
+		return nil, err
+	}
+	args := createArgs(opts.Name, config, binaries)
 	c := &Cluster{Name: opts.Name, Workdir: workdir, kwokctl: kwokctl, log: opts.Log}
 
 	// A previous run that was killed may have left the cluster behind.

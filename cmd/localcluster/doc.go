@@ -3,7 +3,10 @@
 // benchmarks run on: etcd, kube-apiserver, kube-controller-manager,
 // kube-scheduler and the kwok controller, run as plain processes by kwokctl's
 // binary runtime (no Docker). Fake kwok nodes run Pods to Running and Ready;
-// scheduling, garbage collection and namespaces are the real thing.
+// scheduling, garbage collection and namespaces are the real thing. Every
+// component, and the controller's webhook, metrics and probes, listens on
+// 127.0.0.1 only (kwokctl's bindAddress, set in the configuration file it
+// reads), so a development cluster is never reachable from the network.
 //
 // On top of the bare cluster it installs what the controller needs when it
 // runs on this machine rather than in the cluster: the CRDs (embedded from

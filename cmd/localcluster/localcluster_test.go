@@ -6,9 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 func TestStateRoundTrip(t *testing.T) {
@@ -97,5 +100,54 @@ func TestUpRefusesMissingController(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "make controller") {
 		t.Fatalf("Up with a missing controller: %v", err)
+	}
+}
+
+// Every address the local cluster and its controller are told to listen on
+// is loopback: kwokctl's bindAddress (all components) through the
+// configuration file it reads first, and the controller's webhook, metrics
+// and probes. tests/e2e (TestLoopbackOnly, TestUpDown) checks the sockets
+// themselves.
+func TestLoopbackArgs(t *testing.T) {
+	workdir := t.TempDir()
+	config, err := writeKwokConfig(workdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if config != filepath.Join(workdir, "kwok.yaml") {
+		t.Errorf("config at %s; kwokctl reads %s/kwok.yaml by default with KWOK_WORKDIR, and only it must be read", config, workdir)
+	}
+	data, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Options    struct {
+			BindAddress string `json:"bindAddress"`
+		} `json:"options"`
+	}
+	if err := yaml.UnmarshalStrict(data, &conf); err != nil {
+		t.Fatal(err)
+	}
+	if conf.APIVersion != "config.kwok.x-k8s.io/v1alpha1" || conf.Kind != "KwokctlConfiguration" || conf.Options.BindAddress != "127.0.0.1" {
+		t.Errorf("kwokctl configuration %+v: want a KwokctlConfiguration binding 127.0.0.1", conf)
+	}
+	args := createArgs("x", config, map[string]string{"etcd": "/bin/etcd"})
+	if len(args) < 3 || args[0] != "--config" || args[1] != config || args[2] != "create" {
+		t.Errorf("kwokctl %v: --config must come first (kwokctl reads it before the command)", args)
+	}
+	if !slices.Contains(args, "/bin/etcd") {
+		t.Errorf("kwokctl %v: the etcd binary is missing", args)
+	}
+
+	ctl := strings.Join(controllerArgs(UpOptions{Options: Options{Name: "x", Workdir: workdir}}, "9443"), " ")
+	if !strings.Contains(ctl, "--webhook-host 127.0.0.1 --webhook-port 9443") {
+		t.Errorf("controller flags %q: the webhook must listen on 127.0.0.1", ctl)
+	}
+	addr, err := FreeAddr()
+	if err != nil || !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Errorf("FreeAddr (the metrics and probe addresses) = %s, %v; want 127.0.0.1:PORT", addr, err)
 	}
 }

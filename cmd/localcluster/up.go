@@ -120,13 +120,20 @@ func startLocalController(ctx context.Context, c *Cluster, o UpOptions) (*Contro
 	if _, err := InstallLocalConversion(ctx, cl, port); err != nil {
 		return nil, err
 	}
-	args := append([]string{"--leader-elect=false", "--extensions",
-		"--webhook-port", portStr, "--webhook-cert-dir", filepath.Join(o.Workdir, o.Name+"-webhook-certs"),
-		"--controller-namespace", ControllerNamespace}, o.ControllerArgs...)
 	return StartController(ControllerOptions{
-		Binary: o.Controller, Kubeconfig: c.Kubeconfig, Args: args, Detach: o.Detach,
+		Binary: o.Controller, Kubeconfig: c.Kubeconfig, Args: controllerArgs(o, portStr), Detach: o.Detach,
 		LogPath: filepath.Join(o.Workdir, o.Name+"-controller.log"),
 	})
+}
+
+// controllerArgs are the local controller's flags (StartController adds the
+// kubeconfig and the metrics and probe addresses, on loopback): its webhook
+// too listens on loopback only, where the API server of this machine
+// reaches it.
+func controllerArgs(o UpOptions, webhookPort string) []string {
+	return append([]string{"--leader-elect=false", "--extensions",
+		"--webhook-host", LoopbackAddress, "--webhook-port", webhookPort, "--webhook-cert-dir", filepath.Join(o.Workdir, o.Name+"-webhook-certs"),
+		"--controller-namespace", ControllerNamespace}, o.ControllerArgs...)
 }
 
 // Down stops what Up started: the controller first (SIGTERM, so it

@@ -109,7 +109,7 @@ func TestControllerWithDeployRBAC(t *testing.T) {
 	t.Cleanup(func() { _ = conversionOff() })
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=true", "--leader-election-namespace", controllerNS, "--extensions",
-		"--controller-namespace", controllerNS, "--webhook-port", webhookPort, "--webhook-cert-dir", t.TempDir(),
+		"--controller-namespace", controllerNS, "--webhook-host", "127.0.0.1", "--webhook-port", webhookPort, "--webhook-cert-dir", t.TempDir(),
 		"--health-probe-bind-address", probe, "--metrics-bind-address", metrics)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {

@@ -86,6 +86,16 @@ func TestUpDown(t *testing.T) {
 	if err := syscall.Kill(pid, 0); err != nil {
 		t.Fatalf("controller pid %d is gone after up returned: %v", pid, err)
 	}
+	// Everything up started, the webhook included, listens on loopback only.
+	upCluster, err := localcluster.Open(workdir, "updown", tests.BinDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	socks, err := cluster.Listening(upCluster, pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertLoopback(t, socks, "etcd", "kube-apiserver", "kube-controller", "kube-scheduler", "kwok-controller", "sandbox-control")
 	resp, err := http.Get(metrics)
 	if err != nil {
 		t.Fatalf("controller metrics after up returned: %v", err)

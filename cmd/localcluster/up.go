@@ -120,8 +120,14 @@ func startLocalController(ctx context.Context, c *Cluster, o UpOptions) (*Contro
 	if _, err := InstallLocalConversion(ctx, cl, port); err != nil {
 		return nil, err
 	}
+	// The controller acts as its own ServiceAccount with the deploy RBAC:
+	// the webhook lets only that identity set pool and claim ownership.
+	kubeconfig, err := ControllerKubeconfig(ctx, c, cl)
+	if err != nil {
+		return nil, err
+	}
 	return StartController(ControllerOptions{
-		Binary: o.Controller, Kubeconfig: c.Kubeconfig, Args: controllerArgs(o, portStr), Detach: o.Detach,
+		Binary: o.Controller, Kubeconfig: kubeconfig, Args: controllerArgs(o, portStr), Detach: o.Detach,
 		LogPath: filepath.Join(o.Workdir, o.Name+"-controller.log"),
 	})
 }
@@ -133,7 +139,7 @@ func startLocalController(ctx context.Context, c *Cluster, o UpOptions) (*Contro
 func controllerArgs(o UpOptions, webhookPort string) []string {
 	return append([]string{"--leader-elect=false", "--extensions",
 		"--webhook-host", LoopbackAddress, "--webhook-port", webhookPort, "--webhook-cert-dir", filepath.Join(o.Workdir, o.Name+"-webhook-certs"),
-		"--controller-namespace", ControllerNamespace}, o.ControllerArgs...)
+		"--controller-namespace", ControllerNamespace, "--controller-service-account", ControllerServiceAccount}, o.ControllerArgs...)
 }
 
 // Down stops what Up started: the controller first (SIGTERM, so it

@@ -11,8 +11,10 @@
 // On top of the bare cluster it installs what the controller needs when it
 // runs on this machine rather than in the cluster: the CRDs (embedded from
 // config/crd), the gvisor and kata RuntimeClasses, the admission webhook and
-// CRD conversion pointed at https://127.0.0.1:PORT, and the controller
-// process itself, started and stopped through a state file so that `down`
+// CRD conversion pointed at https://127.0.0.1:PORT, the controller's
+// ServiceAccount and least-privilege RBAC (embedded from config/rbac), and
+// the controller process itself, acting as that ServiceAccount as it does
+// when deployed, started and stopped through a state file so that `down`
 // finds what `up` started. With Kind set it creates a kind cluster instead
 // (Docker needed).
 //

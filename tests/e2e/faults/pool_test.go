@@ -101,6 +101,9 @@ func TestClaimsDuringPoolShrink(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitFor(t, 5*time.Minute, ns+" converges", converged(c, ns))
+			// Members deleted by the pool leave Pods for the garbage
+			// collector: let it finish and the pool see its latest spec.
+			waitFor(t, 2*time.Minute, ns+" settles", settled(c, ns))
 			inv := check(t, c, ns, rec)
 			warm, cold, missing := launches(t, c, ns)
 			total["claims"] += claims
@@ -151,4 +154,42 @@ func launches(t *testing.T, c client.Client, ns string) (warm, cold, missing int
 		}
 	}
 	return warm, cold, missing
+}
+
+// settled reports nil once the pool has reported on its latest spec and
+// every Pod's Sandbox exists (the garbage collector removed the Pods of
+// deleted members).
+func settled(c client.Client, ns string) func() error {
+	return func() error {
+		ctx := context.Background()
+		p := &extv1beta1.SandboxWarmPool{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pool"}, p); err != nil {
+			return err
+		}
+		if p.Status.ObservedGeneration != p.Generation {
+			return fmt.Errorf("pool status at generation %d of %d", p.Status.ObservedGeneration, p.Generation)
+		}
+		var sbs sandboxv1beta1.SandboxList
+		var pods corev1.PodList
+		if err := c.List(ctx, &sbs, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		live := map[types.UID]bool{}
+		for _, sb := range sbs.Items {
+			live[sb.UID] = true
+		}
+		orphans := 0
+		for i := range pods.Items {
+			if ref := metav1.GetControllerOf(&pods.Items[i]); ref != nil && !live[ref.UID] {
+				orphans++
+			}
+		}
+		if orphans > 0 {
+			return fmt.Errorf("%d Pods of deleted Sandboxes remain", orphans)
+		}
+		return nil
+	}
 }

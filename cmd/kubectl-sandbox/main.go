@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	extv1alpha1 "github.com/agentsandbox/reconciler/api/extensions/v1alpha1"
@@ -146,7 +147,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig (with --from-cluster)")
 			fs.StringVar(&o.context, "context", "", "kubeconfig context (with --from-cluster)")
 		}
-	case "policy check", "policy export":
+	case "policy check":
+		o.bind(fs, true)
+		fs.BoolVar(&o.fromCluster, "from-cluster", false, "resolve pools and templates missing from the manifests in the cluster")
+		fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig (with --from-cluster)")
+		fs.StringVar(&o.context, "context", "", "kubeconfig context (with --from-cluster)")
+	case "policy export":
 		o.bind(fs, true)
 	case "diff":
 		o.bind(fs, true)
@@ -179,24 +185,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var code int
 	var err error
-	switch cmd {
-	case "render":
-		if o.fromCluster {
-			c, cerr := clusterClient(&o)
-			if cerr != nil {
-				err = cerr
-				break
-			}
+	if o.fromCluster {
+		// render and policy check: pools and templates the manifests lack.
+		var c client.Client
+		if c, err = clusterClient(&o); err == nil {
 			o.lookup = clusterLookup(c)
 		}
+	}
+	switch {
+	case err != nil:
+	case cmd == "render":
 		code, err = runRender(&o, stdin, stdout, stderr)
-	case "diff":
+	case cmd == "diff":
 		code, err = runDiff(&o, stdin, stdout)
-	case "validate":
+	case cmd == "validate":
 		code, err = runValidate(&o, stdin, stdout)
-	case "policy check":
+	case cmd == "policy check":
 		code, err = runPolicyCheck(&o, stdin, stdout)
-	case "policy export":
+	case cmd == "policy export":
 		code, err = runPolicyExport(&o, stdout)
 	}
 	if err != nil {
@@ -219,6 +225,14 @@ type rendering struct {
 	objects []any // apply configurations, or the input itself when passed through
 	gvks    []schema.GroupVersionKind
 	problem string // why it could not be rendered
+	// missing is set when the problem is only that a pool or template it
+	// refers to is not among the manifests.
+	missing bool
+	// checks are what policy check also judges: the Pod, Service and PVCs
+	// of the Sandbox a template, pool or claim makes (render prints the
+	// Sandbox, not these).
+	checks    []any
+	checkGVKs []schema.GroupVersionKind
 }
 
 // renderAll renders every document with the controller's render functions.
@@ -294,6 +308,9 @@ func renderAll(o *options, docs []document) []rendering {
 			if desired.NetworkPolicy != nil {
 				add(gvkNetworkPolicy, desired.NetworkPolicy)
 			}
+			if err := r.check(templateMember(t, t.Name, defaults)); err != nil {
+				r.problem = err.Error()
+			}
 		case "extensions.agents.x-k8s.io/v1beta1/SandboxWarmPool":
 			p := &extv1beta1.SandboxWarmPool{}
 			if err := decode(d.Obj, p); err != nil {
@@ -307,6 +324,7 @@ func renderAll(o *options, docs []document) []rendering {
 			}
 			if t == nil {
 				r.problem = fmt.Sprintf("SandboxTemplate %s is not among the manifests%s; its members cannot be rendered", p.Spec.TemplateRef.Name, clusterNote(o))
+				r.missing = true
 				break
 			}
 			plan, err := render.PlanWarmPool(render.WarmPoolPlanInputs{WarmPoolInputs: render.WarmPoolInputs{Pool: p, Template: t, Defaults: defaults}})
@@ -316,6 +334,10 @@ func renderAll(o *options, docs []document) []rendering {
 			}
 			for _, m := range plan.Create {
 				add(gvkSandbox, m)
+			}
+			// Members render alike: one stands for all, planned or not.
+			if err := r.check(templateMember(t, render.MemberName(p, 0), defaults)); err != nil {
+				r.problem = err.Error()
 			}
 		case "extensions.agents.x-k8s.io/v1beta1/SandboxClaim":
 			c := &extv1beta1.SandboxClaim{}
@@ -333,6 +355,7 @@ func renderAll(o *options, docs []document) []rendering {
 			}
 			if p == nil {
 				r.problem = fmt.Sprintf("SandboxWarmPool %s is not among the manifests%s; the claim cannot be rendered", c.Spec.WarmPoolRef.Name, clusterNote(o))
+				r.missing = true
 				break
 			}
 			t := templates[p.Namespace+"/"+p.Spec.TemplateRef.Name]
@@ -341,6 +364,7 @@ func renderAll(o *options, docs []document) []rendering {
 			}
 			if t == nil {
 				r.problem = fmt.Sprintf("SandboxTemplate %s (of pool %s) is not among the manifests%s; the claim cannot be rendered", p.Spec.TemplateRef.Name, p.Name, clusterNote(o))
+				r.missing = true
 				break
 			}
 			// What a cold start creates; a warm claim takes a pool member
@@ -351,6 +375,14 @@ func renderAll(o *options, docs []document) []rendering {
 				break
 			}
 			add(gvkSandbox, sb)
+			cold := &sandboxv1beta1.Sandbox{}
+			if err := convertTo(sb, cold); err != nil {
+				r.problem = err.Error()
+				break
+			}
+			if err := r.check(cold); err != nil {
+				r.problem = err.Error()
+			}
 		default:
 			// Not ours: passed through untouched.
 			r.objects = append(r.objects, d.Obj)
@@ -599,116 +631,6 @@ func runValidate(o *options, stdin io.Reader, stdout io.Writer) (int, error) {
 	}
 	if len(findings) > 0 {
 		return exitFindings, nil
-	}
-	return exitOK, nil
-}
-
-// policySources are the configured policies: the bundles and files given,
-// or the default bundles.
-func policySources(o *options) ([]policy.Source, error) {
-	bundles := o.bundles
-	if len(bundles) == 0 && len(o.policies) == 0 {
-		bundles = policy.DefaultBundles
-	}
-	var srcs []policy.Source
-	for _, b := range bundles {
-		src, err := policy.Bundle(b)
-		if err != nil {
-			return nil, &inputError{err.Error()}
-		}
-		srcs = append(srcs, src)
-	}
-	for _, p := range o.policies {
-		info, err := os.Stat(p)
-		if err != nil {
-			return nil, &inputError{err.Error()}
-		}
-		if info.IsDir() {
-			more, err := policy.Config{Dir: p}.Sources()
-			if err != nil {
-				return nil, &inputError{err.Error()}
-			}
-			srcs = append(srcs, more...)
-			continue
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return nil, &inputError{err.Error()}
-		}
-		srcs = append(srcs, policy.Source{Name: p, Data: data})
-	}
-	return srcs, nil
-}
-
-func runPolicyCheck(o *options, stdin io.Reader, stdout io.Writer) (int, error) {
-	srcs, err := policySources(o)
-	if err != nil {
-		return 0, err
-	}
-	set, err := policy.Load(srcs...)
-	if err != nil {
-		return 0, &inputError{"invalid policy: " + err.Error()}
-	}
-	docs, err := readManifests(o.files, o.recursive, stdin)
-	if err != nil {
-		return 0, err
-	}
-	var findings []finding
-	denied := 0
-	for _, r := range renderAll(o, docs) {
-		objs := append([]any{r.doc.Obj}, r.objects...)
-		gvks := append([]schema.GroupVersionKind{r.doc.Obj.GroupVersionKind()}, r.gvks...)
-		if r.problem != "" {
-			objs, gvks = objs[:1], gvks[:1]
-		}
-		seen := map[string]bool{}
-		for i, obj := range objs {
-			if _, passthrough := obj.(*unstructured.Unstructured); passthrough && i > 0 {
-				continue // the input again
-			}
-			ds, err := set.CheckAs(context.Background(), gvks[i], obj)
-			if err != nil {
-				continue // not a kind policies check
-			}
-			for _, d := range ds {
-				key := d.String()
-				if seen[key] {
-					continue
-				}
-				seen[key] = true
-				dd := d
-				if d.Action == policy.Deny {
-					denied++
-				}
-				findings = append(findings, finding{File: r.doc.File, Document: r.doc.Index, Line: r.doc.Line,
-					Object: objectName(r.doc.Obj), Message: d.String(), Decision: &dd})
-			}
-		}
-	}
-	summary := fmt.Sprintf("%d documents, %d denied, %d warnings or audits (policies: %s)", len(docs), denied, len(findings)-denied, strings.Join(set.Policies(), ", "))
-	if err := writeFindings(stdout, o.output, findings, summary); err != nil {
-		return 0, err
-	}
-	if denied > 0 {
-		return exitFindings, nil
-	}
-	return exitOK, nil
-}
-
-func runPolicyExport(o *options, stdout io.Writer) (int, error) {
-	srcs, err := policySources(o)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := policy.Load(srcs...); err != nil {
-		return 0, &inputError{"invalid policy: " + err.Error()}
-	}
-	for i, s := range srcs {
-		if i > 0 {
-			_, _ = fmt.Fprintln(stdout, "---")
-		}
-		_, _ = fmt.Fprintf(stdout, "# from %s\n", s.Name)
-		_, _ = stdout.Write([]byte(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(s.Data)), "---")) + "\n"))
 	}
 	return exitOK, nil
 }

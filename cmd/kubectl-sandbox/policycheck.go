@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/policy"
+	"github.com/agentsandbox/reconciler/render"
+)
+
+// templateMember is the Sandbox a template makes, named name (a pool
+// member's name; a template name that cannot name a Sandbox's Service is
+// replaced, since members are named after their pool).
+func templateMember(t *extv1beta1.SandboxTemplate, name string, d render.Defaults) *sandboxv1beta1.Sandbox {
+	if len(validation.IsDNS1035Label(name)) > 0 {
+		name = "template-member"
+	}
+	return &sandboxv1beta1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace, UID: placeholderUID, Generation: 1,
+			Labels: map[string]string{sandboxv1beta1.LabelSandboxTemplateRefHash: render.NameHash(t.Name)}},
+		Spec: render.TemplateSpec(t, d),
+	}
+}
+
+// check renders sb as the controller would and adds its Pod, Service and
+// PVCs to what policy check judges.
+func (r *rendering) check(sb *sandboxv1beta1.Sandbox) error {
+	probe := sb.DeepCopy()
+	if probe.UID == "" {
+		probe.UID = placeholderUID
+	}
+	desired, err := render.Sandbox(render.SandboxInputs{Sandbox: probe})
+	if err != nil {
+		return fmt.Errorf("the Sandbox it makes: %w", err)
+	}
+	add := func(gvk schema.GroupVersionKind, obj any) {
+		r.checks = append(r.checks, obj)
+		r.checkGVKs = append(r.checkGVKs, gvk)
+	}
+	if desired.Pod != nil {
+		add(gvkPod, desired.Pod)
+	}
+	if desired.Service != nil {
+		add(gvkService, desired.Service)
+	}
+	for _, p := range desired.PVCs {
+		add(gvkPVC, p)
+	}
+	return nil
+}
+
+// convertTo copies an apply configuration into a typed object.
+func convertTo(from, to any) error {
+	b, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, to)
+}
+
+// policySources are the configured policies: the bundles and files given,
+// or the default bundles.
+func policySources(o *options) ([]policy.Source, error) {
+	bundles := o.bundles
+	if len(bundles) == 0 && len(o.policies) == 0 {
+		bundles = policy.DefaultBundles
+	}
+	var srcs []policy.Source
+	for _, b := range bundles {
+		src, err := policy.Bundle(b)
+		if err != nil {
+			return nil, &inputError{err.Error()}
+		}
+		srcs = append(srcs, src)
+	}
+	for _, p := range o.policies {
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, &inputError{err.Error()}
+		}
+		if info.IsDir() {
+			more, err := policy.Config{Dir: p}.Sources()
+			if err != nil {
+				return nil, &inputError{err.Error()}
+			}
+			srcs = append(srcs, more...)
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, &inputError{err.Error()}
+		}
+		srcs = append(srcs, policy.Source{Name: p, Data: data})
+	}
+	return srcs, nil
+}
+
+func runPolicyCheck(o *options, stdin io.Reader, stdout io.Writer) (int, error) {
+	srcs, err := policySources(o)
+	if err != nil {
+		return 0, err
+	}
+	set, err := policy.Load(srcs...)
+	if err != nil {
+		return 0, &inputError{"invalid policy: " + err.Error()}
+	}
+	docs, err := readManifests(o.files, o.recursive, stdin)
+	if err != nil {
+		return 0, err
+	}
+	var findings []finding
+	denied, unchecked, unrenderable := 0, 0, 0
+	for _, r := range renderAll(o, docs) {
+		objs := append(append([]any{r.doc.Obj}, r.objects...), r.checks...)
+		gvks := append(append([]schema.GroupVersionKind{r.doc.Obj.GroupVersionKind()}, r.gvks...), r.checkGVKs...)
+		if r.problem != "" {
+			// Only the object itself can be judged. Say so: a pool or
+			// template elsewhere is the user's to add; anything else
+			// would be refused by the controller and the webhook too.
+			objs, gvks = objs[:1], gvks[:1]
+			unchecked++
+			what := "not rendered, so what it makes was not checked: "
+			if !r.missing {
+				unrenderable++
+				what = "cannot be rendered (the controller and the webhook refuse it): "
+			}
+			findings = append(findings, finding{File: r.doc.File, Document: r.doc.Index, Line: r.doc.Line,
+				Object: objectName(r.doc.Obj), Message: what + r.problem})
+		}
+		seen := map[string]bool{}
+		for i, obj := range objs {
+			if _, passthrough := obj.(*unstructured.Unstructured); passthrough && i > 0 {
+				continue // the input again
+			}
+			ds, err := set.CheckAs(context.Background(), gvks[i], obj)
+			if err != nil {
+				continue // not a kind policies check
+			}
+			for _, d := range ds {
+				key := d.String()
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+				dd := d
+				if d.Action == policy.Deny {
+					denied++
+				}
+				findings = append(findings, finding{File: r.doc.File, Document: r.doc.Index, Line: r.doc.Line,
+					Object: objectName(r.doc.Obj), Message: d.String(), Decision: &dd})
+			}
+		}
+	}
+	summary := fmt.Sprintf("%d documents, %d denied, %d warnings or audits", len(docs), denied, len(findings)-denied-unchecked)
+	if n := unchecked - unrenderable; n > 0 {
+		summary += fmt.Sprintf(", %d not fully checked", n)
+	}
+	if unrenderable > 0 {
+		summary += fmt.Sprintf(", %d not renderable", unrenderable)
+	}
+	summary += fmt.Sprintf(" (policies: %s)", strings.Join(set.Policies(), ", "))
+	if err := writeFindings(stdout, o.output, findings, summary); err != nil {
+		return 0, err
+	}
+	if denied > 0 || unrenderable > 0 {
+		return exitFindings, nil
+	}
+	return exitOK, nil
+}
+
+func runPolicyExport(o *options, stdout io.Writer) (int, error) {
+	srcs, err := policySources(o)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := policy.Load(srcs...); err != nil {
+		return 0, &inputError{"invalid policy: " + err.Error()}
+	}
+	for i, s := range srcs {
+		if i > 0 {
+			_, _ = fmt.Fprintln(stdout, "---")
+		}
+		_, _ = fmt.Fprintf(stdout, "# from %s\n", s.Name)
+		_, _ = stdout.Write([]byte(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(s.Data)), "---")) + "\n"))
+	}
+	return exitOK, nil
+}

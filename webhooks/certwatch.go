@@ -45,7 +45,7 @@ func (c *Certs) Run(ctx context.Context) error {
 	go informer.RunWithContext(ctx)
 
 	failures := 0
-	timer := time.NewTimer(c.untilNext())
+	timer := time.NewTimer(0) // a first check at once, Secret or not
 	defer timer.Stop()
 	for {
 		select {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -109,15 +110,29 @@ func webhookCertificate(o options, cfg *rest.Config, scheme *k8sruntime.Scheme, 
 // add adds the servers (except the webhook server, which is the manager's
 // WebhookServer) to the manager; call it once every probe check is added.
 func (s *servers) add(mgr manager.Manager, o options) error {
+	runnables, err := s.runnables(o, mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
+	for _, r := range runnables {
+		if err := mgr.Add(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runnables are the servers other than the webhook's, and what keeps
+// certificates current.
+func (s *servers) runnables(o options, cfg *rest.Config, httpClient *http.Client) ([]manager.Runnable, error) {
 	var runnables []manager.Runnable
 	if s.metrics != nil {
-		httpClient := mgr.GetHTTPClient()
 		srv, watcher, err := serving.Metrics(s.metrics, serving.MetricsOptions{
 			Secure: o.metricsSecure, CertDir: o.metricsCertDir,
-			Config: mgr.GetConfig(), HTTPClient: httpClient, Log: ctrl.Log.WithName("metrics"),
+			Config: cfg, HTTPClient: httpClient, Log: ctrl.Log.WithName("metrics"),
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		runnables = append(runnables, srv)
 		if watcher != nil {
@@ -133,10 +148,5 @@ func (s *servers) add(mgr manager.Manager, o options) error {
 	if s.certRunnable != nil {
 		runnables = append(runnables, s.certRunnable)
 	}
-	for _, r := range runnables {
-		if err := mgr.Add(r); err != nil {
-			return err
-		}
-	}
-	return nil
+	return runnables, nil
 }

@@ -74,7 +74,7 @@ func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error)
 		Queue: queue,
 		Templates: &TemplateReconciler{
 			Client: mgr.GetClient(), Engine: o.Engine, ControllerNamespace: o.ControllerNamespace,
-			Policy: o.Policy, Recorder: mgr.GetEventRecorder("sandbox-template-controller"),
+			Policy: o.Policy, Recorder: mgr.GetEventRecorder("sandbox-template-controller"), Defaults: o.Defaults,
 		},
 		WarmPools: &WarmPoolReconciler{
 			Client: mgr.GetClient(), Engine: o.Engine, Recorder: mgr.GetEventRecorder("sandbox-warmpool-controller"),

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
@@ -143,7 +142,9 @@ func checkNewSandbox(ctx context.Context, set *policy.Set, sb *sandboxv1beta1.Sa
 	}
 	desired, err := render.Sandbox(render.SandboxInputs{Sandbox: probe})
 	if err != nil {
-		return fmt.Errorf("rendering for the policy check: %w", err)
+		// Nothing is created from what cannot be rendered, and only a
+		// change to it helps.
+		return &terminalError{"rendering for the policy check: " + err.Error()}
 	}
 	c := creating{pod: true, service: true, pvcs: map[string]bool{}}
 	for _, p := range desired.PVCs {

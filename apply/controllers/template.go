@@ -2,13 +2,16 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +22,7 @@ import (
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
@@ -36,9 +40,17 @@ type TemplateReconciler struct {
 	// ControllerNamespace is where the sandbox router runs (the secure
 	// default admits ingress only from there).
 	ControllerNamespace string
-	// Policy holds the policies the NetworkPolicy is checked against.
+	// Policy holds the policies the NetworkPolicy, and the Sandbox the
+	// template makes, are checked against.
 	Policy   *policy.Holder
 	Recorder events.EventRecorder
+	// Defaults apply to every Sandbox made from a template (as the pool
+	// and claim controllers apply them).
+	Defaults render.Defaults
+
+	// denied holds, per template, the denial last reported in an event,
+	// so that a template is reported once per reason, not per reconcile.
+	denied sync.Map // types.NamespacedName -> string
 
 	// retries backs off expected, passing failures without logging them.
 	retries retries
@@ -64,6 +76,7 @@ func (r *TemplateReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	t := &extv1beta1.SandboxTemplate{}
 	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.denied.Delete(req.NamespacedName)
 			r.Engine.Forget("SandboxTemplate", req.Namespace, req.Name)
 			r.Engine.Forget("NetworkPolicy", req.Namespace, render.NetworkPolicyName(req.Name))
 		}
@@ -71,6 +84,9 @@ func (r *TemplateReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	}
 	if t.DeletionTimestamp != nil || namespaceDeleting(ctx, r.Client, t.Namespace) {
 		return reconcile.Result{}, nil
+	}
+	if err := r.checkMembers(ctx, t); err != nil {
+		return reconcile.Result{}, err
 	}
 	desired, err := render.Template(render.TemplateInputs{Template: t, ControllerNamespace: r.ControllerNamespace})
 	if err != nil {
@@ -127,6 +143,52 @@ func (r *TemplateReconciler) reconcile(ctx context.Context, req reconcile.Reques
 		log.FromContext(ctx).V(1).Info("applied", "changes", changes.String())
 	}
 	return reconcile.Result{}, nil
+}
+
+// checkMembers checks the Sandbox the template makes (what a pool member or
+// a cold claim would be) and reports a denial on the template with one
+// Warning event: templates have no status, and the pools and claims that
+// use it say so in theirs (they create nothing from it).
+func (r *TemplateReconciler) checkMembers(ctx context.Context, t *extv1beta1.SandboxTemplate) error {
+	key := client.ObjectKeyFromObject(t)
+	var denied *policyError
+	var terminal *terminalError
+	err := checkNewSandbox(ctx, r.Policy.Get(), templateMember(t, r.Defaults))
+	switch {
+	case errors.As(err, &denied), errors.As(err, &terminal):
+		msg := "Sandboxes made from this template are refused; no pool member or claim Sandbox is created from it: " + err.Error()
+		reason := EventPolicyDenied
+		if denied == nil {
+			reason = extv1beta1.ReasonReconcilerError
+		}
+		if last, ok := r.denied.Load(key); (!ok || last != msg) && r.Recorder != nil {
+			r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, reason, "Check", "%s", msg)
+		}
+		r.denied.Store(key, msg)
+	case err != nil:
+		// The pools and claims that use the template fail closed on
+		// their own; this is retried.
+		return fmt.Errorf("checking the template's Sandbox: %w", err)
+	default:
+		r.denied.Delete(key)
+	}
+	return nil
+}
+
+// templateMember is the Sandbox a template makes, as the policies see it.
+// It is named like the template when that can name a Sandbox's Service
+// (members are named after their pool, so a template name that could not
+// is no fault of the template's).
+func templateMember(t *extv1beta1.SandboxTemplate, d render.Defaults) *sandboxv1beta1.Sandbox {
+	name := t.Name
+	if len(validation.IsDNS1035Label(name)) > 0 {
+		name = "template-member"
+	}
+	return &sandboxv1beta1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace,
+			Labels: map[string]string{sandboxv1beta1.LabelSandboxTemplateRefHash: render.NameHash(t.Name)}},
+		Spec: render.TemplateSpec(t, d),
+	}
 }
 
 func controlledBy(o client.Object, uid types.UID) bool {

@@ -95,6 +95,8 @@ func checkClaimVCT(v *sandboxv1beta1.PersistentVolumeClaimTemplate, volumes []co
 		}
 	}
 	for _, vol := range volumes {
+		// A template volume the template itself replaces with a PVC (own
+		// != nil), or that is a PVC already, may be replaced by a PVC.
 		if vol.Name != v.Name || vol.PersistentVolumeClaim != nil || own != nil {
 			continue
 		}

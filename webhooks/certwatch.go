@@ -22,8 +22,7 @@ func (c *Certs) Run(ctx context.Context) error {
 	if c.Clientset == nil {
 		return errors.New("webhook certificates: no clientset to watch the Secret with")
 	}
-	logger := log.FromContext(ctx).WithValues("secret", c.Namespace+"/"+c.SecretName)
-	ctx = log.IntoContext(ctx, logger)
+	logger := log.FromContext(ctx)
 
 	changed := make(chan struct{}, 1)
 	kick := func(any) {
@@ -55,10 +54,12 @@ func (c *Certs) Run(ctx context.Context) error {
 		case <-timer.C:
 		}
 		wait := time.Duration(0)
-		if _, err := c.Ensure(ctx); err != nil {
+		if _, err := c.Ensure(ctx); ctx.Err() != nil {
+			return nil
+		} else if err != nil {
 			failures++
 			wait = min(time.Second<<min(failures, 6), time.Minute)
-			logger.Error(err, "webhook certificate check failed; retrying", "in", wait)
+			logger.Error(err, "webhook certificate check failed; retrying", "secret", c.Namespace+"/"+c.SecretName, "in", wait)
 		} else {
 			failures = 0
 			wait = c.untilNext()

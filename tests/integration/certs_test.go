@@ -90,6 +90,21 @@ func serveWebhook(t *testing.T, ctx context.Context, certs *webhooks.Certs, inst
 	return l.Addr().String()
 }
 
+// runReplica runs certs' watch loop, as every replica does, until the
+// test ends.
+func runReplica(t *testing.T, ctx context.Context, certs *webhooks.Certs) {
+	t.Helper()
+	runCtx, stop := context.WithCancel(logr.NewContext(ctx, testr.New(t)))
+	ran := make(chan error, 1)
+	go func() { ran <- certs.Run(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-ran; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
 // served is the serial number of the certificate served at addr ("" while
 // nothing is served).
 func served(addr string) string {
@@ -97,7 +112,7 @@ func served(addr string) string {
 	if err != nil {
 		return ""
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
 }
 
@@ -227,7 +242,7 @@ func TestWebhookCertRotationWithoutOutage(t *testing.T) {
 	// so replicas still serving the old certificate are trusted.
 	time.Sleep(certs.PromoteAfter)
 	certs.RenewBefore = 30 * 24 * time.Hour
-	if bundle, err = certs.Ensure(ctx); err != nil {
+	if _, err = certs.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	newSecret := secretOf(t, ns)
@@ -264,10 +279,7 @@ func TestWebhookCertSecondReplicaWatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := serveWebhook(t, ctx, b, false)
-	runCtx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- b.Run(runCtx) }()
-	t.Cleanup(func() { stop(); <-ran })
+	runReplica(t, ctx, b)
 	want := serialOf(t, secretOf(t, ns).Data["tls.crt"])
 	waitUntil(t, 10*time.Second, "the second replica serves the stored certificate", func() bool { return served(addr) == want })
 
@@ -320,10 +332,7 @@ func TestWebhookCertBrokenSecretReplaced(t *testing.T) {
 	replica := certsFor(t, ns)
 	replica.Resync = time.Hour
 	addr := serveWebhook(t, ctx, replica, false)
-	runCtx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- replica.Run(logr.NewContext(runCtx, testr.New(t))) }()
-	t.Cleanup(func() { stop(); <-ran })
+	runReplica(t, ctx, replica)
 	waitUntil(t, 10*time.Second, "a certificate is served", func() bool { return served(addr) != "" })
 
 	other := donor("other", nil)
@@ -510,10 +519,7 @@ func TestWebhookCertsWithDeployRBAC(t *testing.T) {
 
 	replica := &webhooks.Certs{Client: c, Clientset: cs, Namespace: ns, Resync: time.Hour}
 	addr := serveWebhook(t, ctx, replica, false)
-	runCtx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- replica.Run(logr.NewContext(runCtx, testr.New(t))) }()
-	t.Cleanup(func() { stop(); <-ran })
+	runReplica(t, ctx, replica)
 	waitUntil(t, 10*time.Second, "the certificate is issued and served", func() bool { return served(addr) != "" })
 	cfgObj := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	if err := env.Client.Get(ctx, types.NamespacedName{Name: webhooks.DefaultWebhookConfigName}, cfgObj); err != nil {

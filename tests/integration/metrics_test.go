@@ -58,7 +58,12 @@ func TestSecureMetrics(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("metrics server: %v", err)
+		}
+	})
 
 	// The bundle's ClusterRole, from config/rbac.
 	raw, err := os.ReadFile(filepath.Join(tests.RepoRoot(), "config", "rbac", "metrics_reader_role.yaml"))
@@ -112,7 +117,7 @@ func TestSecureMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
@@ -141,7 +146,7 @@ func TestSecureMetrics(t *testing.T) {
 	// Plain HTTP is not served on the secure port.
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + l.Addr().String() + "/metrics")
 	if err == nil {
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		if resp.StatusCode == http.StatusOK {
 			t.Error("metrics served over plain HTTP on the secure port")
 		}

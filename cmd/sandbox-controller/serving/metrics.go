@@ -41,17 +41,18 @@ type MetricsOptions struct {
 // Metrics returns the metrics server on l (controller-runtime's registry on
 // /metrics) and, with a CertDir, the runnable that reloads the certificate.
 func Metrics(l net.Listener, o MetricsOptions) (*manager.Server, manager.Runnable, error) {
-	var h http.Handler = promhttp.HandlerFor(crmetrics.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
+	metrics := promhttp.HandlerFor(crmetrics.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
 	if !o.Secure {
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", h)
+		mux.Handle("/metrics", metrics)
 		return New("metrics", l, mux, nil, MetricsTimeouts), nil, nil
 	}
 	filter, err := filters.WithAuthenticationAndAuthorization(o.Config, o.HTTPClient)
 	if err != nil {
 		return nil, nil, fmt.Errorf("metrics authentication: %w", err)
 	}
-	if h, err = filter(o.Log, h); err != nil {
+	h, err := filter(o.Log, metrics)
+	if err != nil {
 		return nil, nil, fmt.Errorf("metrics authentication: %w", err)
 	}
 	mux := http.NewServeMux()

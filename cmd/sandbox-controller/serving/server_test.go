@@ -122,7 +122,7 @@ func TestSlowClientsAreCut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer conn.Close()
+			defer func() { _ = conn.Close() }()
 			if tc.send == nil { // over TLS
 				tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true})
 				if err := tc.Handshake(); err != nil {
@@ -164,7 +164,7 @@ func TestWebhookRefusesOversizeBodies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer conn.Close()
+			defer func() { _ = conn.Close() }()
 			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
 			req := "POST " + tc.path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
 				strconv.FormatInt(tc.length, 10) + "\r\n\r\n{"

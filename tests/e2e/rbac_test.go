@@ -247,8 +247,10 @@ func installDeployRBAC(c client.Client) error {
 			applied++
 		}
 	}
-	if applied != 6 {
-		return fmt.Errorf("applied %d RBAC objects from dist/install.yaml, want 6", applied)
+	// Namespace, ServiceAccount, the controller's ClusterRole and Role and
+	// their bindings, and the metrics-reader ClusterRole.
+	if applied != 7 {
+		return fmt.Errorf("applied %d RBAC objects from dist/install.yaml, want 7", applied)
 	}
 	return nil
 }

@@ -59,7 +59,13 @@ func (c *Certs) Run(ctx context.Context) error {
 		} else if err != nil {
 			failures++
 			wait = min(time.Second<<min(failures, 6), time.Minute)
-			logger.Error(err, "webhook certificate check failed; retrying", "secret", c.Namespace+"/"+c.SecretName, "in", wait)
+			// A passing failure (the API server away, a conflict) is
+			// retried quietly; one that persists is an error.
+			if failures <= 3 {
+				logger.Info("webhook certificate check failed; retrying", "secret", c.Namespace+"/"+c.SecretName, "in", wait, "error", err.Error())
+			} else {
+				logger.Error(err, "webhook certificate check failed; retrying", "secret", c.Namespace+"/"+c.SecretName, "in", wait)
+			}
 		} else {
 			failures = 0
 			wait = c.untilNext()

@@ -488,8 +488,12 @@ func (r *ClaimReconciler) acceptor(ctx context.Context, pool *extv1beta1.Sandbox
 func (r *ClaimReconciler) checkAdoption(ctx context.Context, claim *extv1beta1.SandboxClaim, m *sandboxv1beta1.Sandbox) (*render.ClaimRejection, error) {
 	adopted := render.Adopted(claim, m)
 	var denied *policyError
-	if err := checkNewSandbox(ctx, r.Policy.Get(), adopted); errors.As(err, &denied) {
+	var terminal *terminalError
+	err := checkNewSandbox(ctx, r.Policy.Get(), adopted)
+	if errors.As(err, &denied) {
 		return &render.ClaimRejection{Reason: extv1beta1.ReasonPolicyDenied, Message: denied.Error()}, nil
+	} else if errors.As(err, &terminal) {
+		return &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: terminal.Error()}, nil
 	} else if err != nil {
 		return nil, err
 	}
@@ -525,8 +529,11 @@ func (r *ClaimReconciler) coldStart(ctx context.Context, claim *extv1beta1.Sandb
 		return nil, nil, err
 	}
 	var denied *policyError
+	var terminal *terminalError
 	if err := checkNewSandbox(ctx, r.Policy.Get(), sb); errors.As(err, &denied) {
 		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonPolicyDenied, Message: denied.Error()}, nil
+	} else if errors.As(err, &terminal) {
+		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: terminal.Error()}, nil
 	} else if err != nil {
 		return nil, nil, err
 	}

@@ -209,7 +209,14 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Reques
 			return reconcile.Result{}, err
 		}
 		var denied *policyError
+		var terminal *terminalError
 		switch err := checkNewSandbox(ctx, r.Policy.Get(), probe); {
+		case errors.As(err, &terminal):
+			// Members that cannot be rendered: only a template change
+			// helps (the template is watched). Report; do not retry.
+			plan.Create = nil
+			statusIn.BlockedReason, statusIn.BlockedMessage = extv1beta1.ReasonReconcilerError,
+				"no members are created: "+terminal.Error()
 		case errors.As(err, &denied):
 			plan.Create = nil
 			statusIn.BlockedReason, statusIn.BlockedMessage = sandboxv1beta1.ReasonPolicyDenied,

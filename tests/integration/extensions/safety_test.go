@@ -2,6 +2,7 @@ package extensions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -126,10 +127,13 @@ func TestRefusedAdoptionColdStarts(t *testing.T) {
 		if apierrors.IsForbidden(err) {
 			return nil
 		}
+		if err == nil {
+			return errors.New("the policy is not in force yet")
+		}
 		if apierrors.IsConflict(err) {
 			_, members = waitPool(t, ns, "pool", 1)
 		}
-		return fmt.Errorf("dry-run adoption: %v", err)
+		return fmt.Errorf("dry-run adoption: %w", err)
 	})
 
 	create(t, newClaim(ns, "c", "pool"))
@@ -164,7 +168,7 @@ func TestExpiredRetainClaimNeverRebinds(t *testing.T) {
 	waitClaim(t, ns, "job", metav1.ConditionFalse, extv1beta1.ReasonClaimExpired)
 	eventually(t, "Retain deletes the Sandbox", func() error {
 		if _, err := get(t, ns, "job", &sandboxv1beta1.Sandbox{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("sandbox still there (%v)", err)
+			return fmt.Errorf("sandbox still there (%w)", err)
 		}
 		return nil
 	})

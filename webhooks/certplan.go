@@ -63,8 +63,11 @@ const (
 // plan computes the next content of the certificate Secret from the
 // current one at a time. trusted says the stored bundle is already in every
 // injected configuration, so a waiting certificate may be promoted.
-// The reason explains planIssued (what was wrong with what was stored).
-func plan(data map[string][]byte, now time.Time, p certPolicy, trusted bool) (map[string][]byte, planAction, string, error) {
+// injected is the bundle the API servers hold now: its CAs are kept like
+// the stored ones (replicas may serve what they signed even when the
+// Secret lost them). The reason explains planIssued (what was wrong with
+// what was stored).
+func plan(data map[string][]byte, now time.Time, p certPolicy, trusted bool, injected []byte) (map[string][]byte, planAction, string, error) {
 	bundle := parseCerts(data[keyCA])
 	cur, curErr := checkPair(data[keyCert], data[keyKey], bundle, now, p.hosts)
 	next, nextErr := checkPair(data[keyNextCert], data[keyNextKey], bundle, now, p.hosts)
@@ -106,7 +109,7 @@ func plan(data map[string][]byte, now time.Time, p certPolicy, trusted bool) (ma
 	if len(out[keyNextCert]) > 0 {
 		pending = firstCert(out[keyNextCert])
 	}
-	kept := keepCAs(bundle, cur, pending, now, p.promoteAfter+p.overlap)
+	kept := keepCAs(append(bundle, parseCerts(injected)...), cur, pending, now, p.promoteAfter+p.overlap)
 	out[keyCA] = encodeCerts(kept)
 	if action == planNone && !bytes.Equal(out[keyCA], data[keyCA]) {
 		action = planPruned

@@ -16,7 +16,7 @@ var testPolicy = certPolicy{
 // mustPlan runs plan and fails the test on an error.
 func mustPlan(t *testing.T, data map[string][]byte, now time.Time, p certPolicy, trusted bool) (map[string][]byte, planAction, string) {
 	t.Helper()
-	out, action, reason, err := plan(data, now, p, trusted)
+	out, action, reason, err := plan(data, now, p, trusted, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,5 +134,35 @@ func TestNextStep(t *testing.T) {
 	next := parseCerts(renewing[keyNextCert])[0]
 	if got, want := nextStep(renewing, t0.Add(340*24*time.Hour), testPolicy), issuedAt(next).Add(time.Minute); !got.Equal(want) {
 		t.Errorf("next step %s, want the promotion at %s", got, want)
+	}
+}
+
+// TestPlanKeepsInjectedCAs: a Secret that lost the CA replicas still serve
+// under (deleted, or its ca.crt overwritten) is replaced with a bundle
+// that still trusts that CA, taken from the injected bundle.
+func TestPlanKeepsInjectedCAs(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	good, _, _ := mustPlan(t, nil, t0, testPolicy, true)
+	for name, data := range map[string]map[string][]byte{
+		"deleted":     nil,
+		"CA replaced": {keyCA: []byte("garbage"), keyCert: good[keyCert], keyKey: good[keyKey]},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, action, _, err := plan(data, t0.Add(time.Hour), testPolicy, true, good[keyCA])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if action != planIssued {
+				t.Fatalf("action %q, want issued", action)
+			}
+			if _, err := checkPair(good[keyCert], good[keyKey], parseCerts(out[keyCA]), t0.Add(time.Hour), testPolicy.hosts); err != nil {
+				t.Errorf("the certificate replicas still serve is not trusted by the new bundle: %v", err)
+			}
+			// Once the overlap is over, only the new CA is left.
+			later, _, _ := mustPlan(t, out, t0.Add(26*time.Hour), testPolicy, true)
+			if n := len(parseCerts(later[keyCA])); n != 1 {
+				t.Errorf("%d CAs after the overlap, want 1", n)
+			}
+		})
 	}
 }

@@ -162,25 +162,25 @@ func (c *Certs) Ensure(ctx context.Context) ([]byte, error) {
 		case err != nil:
 			return nil, fmt.Errorf("reading webhook certificate Secret: %w", err)
 		}
+		now := c.Now()
+		// Replicas may serve what the injected bundle trusts even if the
+		// Secret was deleted or lost its CA: keep trusting it a while.
+		injected := c.injectedBundle(ctx)
 		var data map[string][]byte
 		trusted := false
 		if secret != nil {
 			data = secret.Data
-			if len(parseCerts(data[keyCA])) > 0 {
-				// What is stored must be trusted before anything changes.
+			if _, err := checkPair(data[keyCert], data[keyKey], parseCerts(data[keyCA]), now, c.hosts()); err == nil {
+				// A servable certificate's bundle must be trusted before
+				// anything changes (a broken one is not injected at all).
 				changed, err := c.inject(ctx, data[keyCA])
 				if err != nil {
 					return nil, err
 				}
 				trusted = !changed
 			}
-		} else {
-			// A deleted Secret: callers may still be sent to replicas
-			// serving the old certificate, so keep trusting its CA.
-			data = map[string][]byte{keyCA: c.injectedBundle(ctx)}
 		}
-		now := c.Now()
-		out, action, reason, err := plan(data, now, c.policy(), trusted)
+		out, action, reason, err := plan(data, now, c.policy(), trusted, injected)
 		if err != nil {
 			return nil, err
 		}

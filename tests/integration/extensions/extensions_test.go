@@ -491,22 +491,7 @@ func TestClaimExpiry(t *testing.T) {
 }
 
 func TestClaimTTLAfterFinished(t *testing.T) {
-	ns := env.Namespace(t)
-	env.StartKubelet(t, ns)
-	create(t, newTemplate(ns, "tpl"), newPool(ns, "pool", "tpl", 0))
-	create(t, newClaim(ns, "job", "pool", func(c *extv1beta1.SandboxClaim) {
-		c.Spec.Lifecycle = &extv1beta1.Lifecycle{TTLSecondsAfterFinished: ptr.To[int32](2), ShutdownPolicy: extv1beta1.ShutdownPolicyDelete}
-	}))
-	waitClaim(t, ns, "job", metav1.ConditionTrue, "")
-	// The workload completes.
-	pod, err := get(t, ns, "job", &corev1.Pod{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod.Status.Phase = corev1.PodSucceeded
-	if err := env.Client.Status().Update(ctxFor(t), pod); err != nil {
-		t.Fatal(err)
-	}
+	ns := finishedJob(t, 2, extv1beta1.ShutdownPolicyDelete)
 	eventually(t, "Finished mirrored on the claim", func() error {
 		c, err := get(t, ns, "job", &extv1beta1.SandboxClaim{})
 		if err != nil {

@@ -202,3 +202,26 @@ func names(list []sandboxv1beta1.Sandbox) []string {
 }
 
 func intstrPort(p int32) intstr.IntOrString { return intstr.FromInt32(p) }
+
+// finishedJob makes a namespace with a cold claim "job" that has the given
+// TTL after finishing and shutdown policy, waits for it to be Ready, and
+// completes its workload (the Pod succeeds). It returns the namespace.
+func finishedJob(t *testing.T, ttl int32, policy extv1beta1.ShutdownPolicy) string {
+	t.Helper()
+	ns := env.Namespace(t)
+	env.StartKubelet(t, ns)
+	create(t, newTemplate(ns, "tpl"), newPool(ns, "pool", "tpl", 0))
+	create(t, newClaim(ns, "job", "pool", func(c *extv1beta1.SandboxClaim) {
+		c.Spec.Lifecycle = &extv1beta1.Lifecycle{TTLSecondsAfterFinished: ptr.To(ttl), ShutdownPolicy: policy}
+	}))
+	waitClaim(t, ns, "job", metav1.ConditionTrue, "")
+	pod, err := get(t, ns, "job", &corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodSucceeded
+	if err := env.Client.Status().Update(ctxFor(t), pod); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}

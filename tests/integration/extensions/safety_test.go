@@ -150,21 +150,7 @@ func TestRefusedAdoptionColdStarts(t *testing.T) {
 // after its Sandbox finished) keeps no Sandbox; a controller started
 // afterwards, with no memory of the claim, must not bind it a new one.
 func TestExpiredRetainClaimNeverRebinds(t *testing.T) {
-	ns := env.Namespace(t)
-	env.StartKubelet(t, ns)
-	create(t, newTemplate(ns, "tpl"), newPool(ns, "pool", "tpl", 0))
-	create(t, newClaim(ns, "job", "pool", func(c *extv1beta1.SandboxClaim) {
-		c.Spec.Lifecycle = &extv1beta1.Lifecycle{TTLSecondsAfterFinished: ptr.To[int32](0), ShutdownPolicy: extv1beta1.ShutdownPolicyRetain}
-	}))
-	waitClaim(t, ns, "job", metav1.ConditionTrue, "")
-	pod, err := get(t, ns, "job", &corev1.Pod{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod.Status.Phase = corev1.PodSucceeded
-	if err := env.Client.Status().Update(ctxFor(t), pod); err != nil {
-		t.Fatal(err)
-	}
+	ns := finishedJob(t, 0, extv1beta1.ShutdownPolicyRetain)
 	waitClaim(t, ns, "job", metav1.ConditionFalse, extv1beta1.ReasonClaimExpired)
 	eventually(t, "Retain deletes the Sandbox", func() error {
 		if _, err := get(t, ns, "job", &sandboxv1beta1.Sandbox{}); !apierrors.IsNotFound(err) {

@@ -280,8 +280,18 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	if wait := r.nextGraceCheck(remaining, now); wait > 0 && (result.RequeueAfter == 0 || wait < result.RequeueAfter) {
 		result.RequeueAfter = wait
 	}
+	if len(deleted) < len(plan.Delete) && (result.RequeueAfter == 0 || result.RequeueAfter > heldRecheck) {
+		// A claim held a member the plan gives up: it either adopts it
+		// (the member leaves the pool) or hands it back, which sends no
+		// event the pool would see. Decide again shortly.
+		result.RequeueAfter = heldRecheck
+	}
 	return result, nil
 }
+
+// heldRecheck is how soon a pool looks again at members it could not
+// delete because a claim held them.
+const heldRecheck = time.Second
 
 // deleteMembers deletes the members the plan gives up, each only after
 // taking it out of the claim queue (a member a claim holds is skipped: the

@@ -156,8 +156,9 @@ func launches(t *testing.T, c client.Client, ns string) (warm, cold, missing int
 	return warm, cold, missing
 }
 
-// settled reports nil once the pool has reported on its latest spec and
-// every Pod's Sandbox exists (the garbage collector removed the Pods of
+// settled reports nil once the pool has reported on its latest spec,
+// replaced every member of an older template, and every Pod's Sandbox
+// exists (the garbage collector removed the Pods of
 // deleted members).
 func settled(c client.Client, ns string) func() error {
 	return func() error {
@@ -169,6 +170,11 @@ func settled(c client.Client, ns string) func() error {
 		if p.Status.ObservedGeneration != p.Generation {
 			return fmt.Errorf("pool status at generation %d of %d", p.Status.ObservedGeneration, p.Generation)
 		}
+		tmpl := &extv1beta1.SandboxTemplate{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "tmpl"}, tmpl); err != nil {
+			return err
+		}
+		image := tmpl.Spec.PodTemplate.Spec.Containers[0].Image
 		var sbs sandboxv1beta1.SandboxList
 		var pods corev1.PodList
 		if err := c.List(ctx, &sbs, client.InNamespace(ns)); err != nil {
@@ -178,8 +184,17 @@ func settled(c client.Client, ns string) func() error {
 			return err
 		}
 		live := map[types.UID]bool{}
+		stale := 0
 		for _, sb := range sbs.Items {
 			live[sb.UID] = true
+			// Under Recreate the pool replaces every member of an older
+			// template (the status counts them until it does).
+			if ref := metav1.GetControllerOf(&sb); ref != nil && ref.UID == p.UID && sb.Spec.PodTemplate.Spec.Containers[0].Image != image {
+				stale++
+			}
+		}
+		if stale > 0 {
+			return fmt.Errorf("%d members of an older template remain", stale)
 		}
 		orphans := 0
 		for i := range pods.Items {
@@ -190,6 +205,7 @@ func settled(c client.Client, ns string) func() error {
 		if orphans > 0 {
 			return fmt.Errorf("%d Pods of deleted Sandboxes remain", orphans)
 		}
-		return nil
+		// Replacements made meanwhile are Ready too.
+		return converged(c, ns)()
 	}
 }

@@ -29,6 +29,16 @@ import (
 type frozenClient struct {
 	client.Client
 	sandboxes []sandboxv1beta1.Sandbox
+	// pool, when set, is the pool as this client shows it.
+	pool *extv1beta1.SandboxWarmPool
+}
+
+func (c frozenClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if p, ok := obj.(*extv1beta1.SandboxWarmPool); ok && c.pool != nil && key == client.ObjectKeyFromObject(c.pool) {
+		c.pool.DeepCopyInto(p)
+		return nil
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
 }
 
 func (c frozenClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
@@ -172,4 +182,46 @@ func TestExpiredRetainClaimNeverRebinds(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	waitClaim(t, ns, "job", metav1.ConditionFalse, extv1beta1.ReasonClaimExpired)
+}
+
+// TestPoolSkipsAMemberAClaimHolds: a member a claim has taken from the
+// queue (its adoption in flight) is not deleted by a scale down, even with
+// preconditions that would let the delete through (nothing changed it),
+// and the pool looks again shortly, since a claim handing it back sends no
+// event.
+func TestPoolSkipsAMemberAClaimHolds(t *testing.T) {
+	ns := env.Namespace(t)
+	env.StartKubelet(t, ns)
+	create(t, newTemplate(ns, "tpl"), newPool(ns, "pool", "tpl", 2))
+	pool, members := waitPool(t, ns, "pool", 2)
+	// Only this reconciler sees the pool scaled to 0 (the running
+	// controller keeps it at 2 and would delete members itself).
+	pool.Spec.Replicas = ptr.To[int32](0)
+
+	queue := controllers.NewWarmQueue()
+	for i := range members {
+		queue.Handler().OnAdd(&members[i], false)
+	}
+	held := queue.Take(client.ObjectKeyFromObject(pool), nil)
+	if held == nil {
+		t.Fatal("nothing to take")
+	}
+	frozen := frozenClient{Client: env.Client, sandboxes: members, pool: pool}
+	r := &controllers.WarmPoolReconciler{
+		Client: frozen, Engine: ssa.New(frozen, manager.FieldManager, manager.StatusManager),
+		Recorder: events.NewFakeRecorder(100), MaxBatch: 300, Queue: queue,
+	}
+	r.SetDefaults()
+	res, err := r.Reconcile(ctxFor(t), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pool)})
+	if err != nil {
+		// The other member may have changed meanwhile (the running
+		// controller); what matters is the held one.
+		t.Logf("reconcile: %v", err)
+	}
+	if sb, err := get(t, ns, held.Name, &sandboxv1beta1.Sandbox{}); err != nil || sb.DeletionTimestamp != nil {
+		t.Fatalf("the member a claim holds was deleted (err %v)", err)
+	}
+	if err == nil && (res.RequeueAfter == 0 || res.RequeueAfter > 5*time.Second) {
+		t.Errorf("pool asks to look again after %v, want soon", res.RequeueAfter)
+	}
 }

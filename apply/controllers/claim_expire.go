@@ -1,0 +1,59 @@
+package controllers
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/render"
+)
+
+// expiredBefore reports a claim already reported expired (kept by
+// shutdownPolicy Retain). Expiry is final: once its Sandbox is gone nothing
+// may be computed to un-expire it (the Finished time went with the Sandbox),
+// so a restarted controller never binds it a new one.
+func expiredBefore(claim *extv1beta1.SandboxClaim) bool {
+	c := findCondition(claim.Status.Conditions, extv1beta1.ConditionReady)
+	return c != nil && c.Reason == extv1beta1.ReasonClaimExpired
+}
+
+// expire handles a claim past its expiry according to its shutdownPolicy:
+// Delete and DeleteForeground delete the claim (and with it the Sandbox),
+// Retain deletes the Sandbox and keeps the claim, reporting ClaimExpired.
+func (r *ClaimReconciler) expire(ctx context.Context, claim *extv1beta1.SandboxClaim, sb *sandboxv1beta1.Sandbox, name string, statusIn render.ClaimStatusInputs) (reconcile.Result, error) {
+	if c := findCondition(claim.Status.Conditions, extv1beta1.ConditionReady); c == nil || c.Reason != extv1beta1.ReasonClaimExpired {
+		r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, sandboxv1beta1.EventClaimExpired, "Expire", "the claim expired")
+	}
+	policy := extv1beta1.ShutdownPolicyRetain
+	if claim.Spec.Lifecycle != nil && claim.Spec.Lifecycle.ShutdownPolicy != "" {
+		policy = claim.Spec.Lifecycle.ShutdownPolicy
+	}
+	switch policy {
+	case extv1beta1.ShutdownPolicyDelete, extv1beta1.ShutdownPolicyDeleteForeground:
+		propagation := metav1.DeletePropagationBackground
+		if policy == extv1beta1.ShutdownPolicyDeleteForeground {
+			propagation = metav1.DeletePropagationForeground
+		}
+		_, err := r.Engine.Delete(ctx, "SandboxClaim", claim, client.PropagationPolicy(propagation))
+		return reconcile.Result{}, err
+	}
+	statusIn.Expired = true
+	statusIn.SandboxName = name
+	statusIn.ExpiredMessage = "the claim expired; shutdownPolicy Retain keeps the claim and deletes its Sandbox"
+	if sb != nil && controlledBy(sb, claim.UID) {
+		if _, err := r.Engine.Delete(ctx, "Sandbox", sb, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	b := r.recall(claim)
+	if b == nil {
+		b = &binding{uid: claim.UID}
+	}
+	b.expired = true
+	return reconcile.Result{}, r.writeStatus(ctx, claim, b, statusIn)
+}

@@ -2,5 +2,9 @@
 // manager's cache, renders the desired objects with package render, and
 // writes only through the ssa engine. Reconcilers never delete a
 // PersistentVolumeClaim (garbage collection does, with its Sandbox) and never
-// change a field another field manager owns.
+// change a field another field manager owns. A warm pool and its claims meet
+// in the WarmQueue: a claim takes a member from it, a pool withdraws a member
+// from it before deleting it, and every Sandbox delete carries UID and
+// resourceVersion preconditions, so a Sandbox a claim has taken is never
+// deleted by its former pool.
 package controllers

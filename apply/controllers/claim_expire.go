@@ -46,7 +46,7 @@ func (r *ClaimReconciler) expire(ctx context.Context, claim *extv1beta1.SandboxC
 	statusIn.SandboxName = name
 	statusIn.ExpiredMessage = "the claim expired; shutdownPolicy Retain keeps the claim and deletes its Sandbox"
 	if sb != nil && controlledBy(sb, claim.UID) {
-		if _, err := r.Engine.Delete(ctx, "Sandbox", sb, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		if _, err := r.Engine.DeleteIfUnchanged(ctx, "Sandbox", sb, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 			return reconcile.Result{}, err
 		}
 	}

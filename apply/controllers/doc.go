@@ -4,7 +4,7 @@
 // PersistentVolumeClaim (garbage collection does, with its Sandbox) and never
 // change a field another field manager owns. A warm pool and its claims meet
 // in the WarmQueue: a claim takes a member from it, a pool withdraws a member
-// from it before deleting it, and every Sandbox delete carries UID and
+// from it before deleting it, and the Sandbox deletes of pools and claims carry UID and
 // resourceVersion preconditions, so a Sandbox a claim has taken is never
 // deleted by its former pool.
 package controllers

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -316,4 +317,21 @@ func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// TemplateProbe is the Sandbox a template stands for, as the policies judge
+// it before any pool or claim uses it: the template's spec with the
+// controller's defaults, named like the template when that name can name a
+// Sandbox's Service (members are named after their pool, so a template
+// name that could not is no fault of the template's).
+func TemplateProbe(t *extv1beta1.SandboxTemplate, d Defaults) *sandboxv1beta1.Sandbox {
+	name := t.Name
+	if len(validation.IsDNS1035Label(name)) > 0 {
+		name = "template-member"
+	}
+	return &sandboxv1beta1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace,
+			Labels: map[string]string{sandboxv1beta1.LabelSandboxTemplateRefHash: NameHash(t.Name)}},
+		Spec: TemplateSpec(t, d),
+	}
 }

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -217,7 +216,7 @@ func (v *Validator) rendered(ctx context.Context, req admission.Request) ([]chec
 		if err != nil || t == nil {
 			return out, err
 		}
-		more, err := sandboxObjects(templateSandbox(t, v.Defaults), req)
+		more, err := sandboxObjects(render.TemplateProbe(t, v.Defaults), req)
 		if err != nil {
 			return nil, fmt.Errorf("SandboxTemplate %s: %w", t.Name, err)
 		}
@@ -298,7 +297,7 @@ func fillTemplate(t *extv1beta1.SandboxTemplate, req admission.Request) {
 // made from it (as a pool member or cold claim would be) and its shared
 // NetworkPolicy.
 func templateObjects(t *extv1beta1.SandboxTemplate, req admission.Request, d render.Defaults, controllerNamespace string) ([]checked, error) {
-	out, err := sandboxObjects(templateSandbox(t, d), req)
+	out, err := sandboxObjects(render.TemplateProbe(t, d), req)
 	if err != nil {
 		return nil, err
 	}
@@ -330,22 +329,6 @@ func (v *Validator) template(ctx context.Context, ns, name string) (*extv1beta1.
 		return nil, &lookupError{kind: "SandboxTemplate", name: name, err: err}
 	}
 	return t, nil
-}
-
-// templateSandbox is the Sandbox a template stands for (as a pool member).
-// It carries the template's name when that can name a Sandbox's Service;
-// members are named after their pool, so a template name that could not is
-// not the template's fault.
-func templateSandbox(t *extv1beta1.SandboxTemplate, d render.Defaults) *sandboxv1beta1.Sandbox {
-	name := t.Name
-	if len(validation.IsDNS1035Label(name)) > 0 {
-		name = "template-member"
-	}
-	return &sandboxv1beta1.Sandbox{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace,
-			Labels: map[string]string{sandboxv1beta1.LabelSandboxTemplateRefHash: render.NameHash(t.Name)}},
-		Spec: render.TemplateSpec(t, d),
-	}
 }
 
 // sandboxObjects is a Sandbox and what it renders to (Pod, Service, PVCs),

@@ -139,10 +139,10 @@ func TestTemplateMemberUsesTheDefaults(t *testing.T) {
 	tmpl := &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "9-templates"}}
 	tmpl.Spec.PodTemplate.Spec = corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "a"}}}
 	var denied *policyError
-	if err := checkNewSandbox(ctx, bundles(t), templateMember(tmpl, render.Defaults{})); !errors.As(err, &denied) {
+	if err := checkNewSandbox(ctx, bundles(t), render.TemplateProbe(tmpl, render.Defaults{})); !errors.As(err, &denied) {
 		t.Errorf("no runtime class, no default: %v, want a denial", err)
 	}
-	if err := checkNewSandbox(ctx, bundles(t), templateMember(tmpl, render.Defaults{RuntimeClassName: "gvisor"})); err != nil {
+	if err := checkNewSandbox(ctx, bundles(t), render.TemplateProbe(tmpl, render.Defaults{RuntimeClassName: "gvisor"})); err != nil {
 		t.Errorf("no runtime class, default gvisor: %v", err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,7 +21,6 @@ import (
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
-	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
@@ -153,7 +151,7 @@ func (r *TemplateReconciler) checkMembers(ctx context.Context, t *extv1beta1.San
 	key := client.ObjectKeyFromObject(t)
 	var denied *policyError
 	var terminal *terminalError
-	err := checkNewSandbox(ctx, r.Policy.Get(), templateMember(t, r.Defaults))
+	err := checkNewSandbox(ctx, r.Policy.Get(), render.TemplateProbe(t, r.Defaults))
 	switch {
 	case errors.As(err, &denied), errors.As(err, &terminal):
 		msg := "Sandboxes made from this template are refused; no pool member or claim Sandbox is created from it: " + err.Error()
@@ -173,22 +171,6 @@ func (r *TemplateReconciler) checkMembers(ctx context.Context, t *extv1beta1.San
 		r.denied.Delete(key)
 	}
 	return nil
-}
-
-// templateMember is the Sandbox a template makes, as the policies see it.
-// It is named like the template when that can name a Sandbox's Service
-// (members are named after their pool, so a template name that could not
-// is no fault of the template's).
-func templateMember(t *extv1beta1.SandboxTemplate, d render.Defaults) *sandboxv1beta1.Sandbox {
-	name := t.Name
-	if len(validation.IsDNS1035Label(name)) > 0 {
-		name = "template-member"
-	}
-	return &sandboxv1beta1.Sandbox{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace,
-			Labels: map[string]string{sandboxv1beta1.LabelSandboxTemplateRefHash: render.NameHash(t.Name)}},
-		Spec: render.TemplateSpec(t, d),
-	}
 }
 
 func controlledBy(o client.Object, uid types.UID) bool {

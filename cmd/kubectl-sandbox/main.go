@@ -284,15 +284,7 @@ func renderAll(o *options, docs []document) []rendering {
 				r.problem = err.Error()
 				break
 			}
-			if desired.Pod != nil {
-				add(gvkPod, desired.Pod)
-			}
-			if desired.Service != nil {
-				add(gvkService, desired.Service)
-			}
-			for _, p := range desired.PVCs {
-				add(gvkPVC, p)
-			}
+			eachRendered(desired, add)
 		case "extensions.agents.x-k8s.io/v1beta1/SandboxTemplate":
 			t := &extv1beta1.SandboxTemplate{}
 			if err := decode(d.Obj, t); err != nil {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -23,13 +22,25 @@ import (
 // member's name; a template name that cannot name a Sandbox's Service is
 // replaced, since members are named after their pool).
 func templateMember(t *extv1beta1.SandboxTemplate, name string, d render.Defaults) *sandboxv1beta1.Sandbox {
+	sb := render.TemplateProbe(t, d)
+	sb.Name = name
 	if len(validation.IsDNS1035Label(name)) > 0 {
-		name = "template-member"
+		sb.Name = "template-member"
 	}
-	return &sandboxv1beta1.Sandbox{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace, UID: placeholderUID, Generation: 1,
-			Labels: map[string]string{sandboxv1beta1.LabelSandboxTemplateRefHash: render.NameHash(t.Name)}},
-		Spec: render.TemplateSpec(t, d),
+	sb.UID, sb.Generation = placeholderUID, 1
+	return sb
+}
+
+// eachRendered hands add the Pod, Service and PVCs a Sandbox renders to.
+func eachRendered(desired render.SandboxDesired, add func(schema.GroupVersionKind, any)) {
+	if desired.Pod != nil {
+		add(gvkPod, desired.Pod)
+	}
+	if desired.Service != nil {
+		add(gvkService, desired.Service)
+	}
+	for _, p := range desired.PVCs {
+		add(gvkPVC, p)
 	}
 }
 
@@ -44,19 +55,10 @@ func (r *rendering) check(sb *sandboxv1beta1.Sandbox) error {
 	if err != nil {
 		return fmt.Errorf("the Sandbox it makes: %w", err)
 	}
-	add := func(gvk schema.GroupVersionKind, obj any) {
+	eachRendered(desired, func(gvk schema.GroupVersionKind, obj any) {
 		r.checks = append(r.checks, obj)
 		r.checkGVKs = append(r.checkGVKs, gvk)
-	}
-	if desired.Pod != nil {
-		add(gvkPod, desired.Pod)
-	}
-	if desired.Service != nil {
-		add(gvkService, desired.Service)
-	}
-	for _, p := range desired.PVCs {
-		add(gvkPVC, p)
-	}
+	})
 	return nil
 }
 

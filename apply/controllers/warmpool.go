@@ -80,7 +80,15 @@ type expectations struct {
 	mu      sync.Mutex
 	created map[string]time.Time    // member name -> when created
 	deleted map[types.UID]time.Time // member UID -> when deleted
+	// freed are names of members deleted moments ago, not given to a new
+	// member until nameCooldown passes: the old member's Pod, of the same
+	// name, may still be terminating, and whatever finishes its deletion
+	// by name must never meet a new Pod.
+	freed map[string]time.Time
 }
+
+// nameCooldown is how long the name of a deleted member stays unused.
+const nameCooldown = 30 * time.Second
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *WarmPoolReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
@@ -146,7 +154,7 @@ func (r *WarmPoolReconciler) poolsOfTemplate(ctx context.Context, o client.Objec
 }
 
 func (r *WarmPoolReconciler) expectationsFor(uid types.UID) *expectations {
-	v, _ := r.expected.LoadOrStore(uid, &expectations{created: map[string]time.Time{}, deleted: map[types.UID]time.Time{}})
+	v, _ := r.expected.LoadOrStore(uid, &expectations{created: map[string]time.Time{}, deleted: map[types.UID]time.Time{}, freed: map[string]time.Time{}})
 	return v.(*expectations)
 }
 
@@ -189,7 +197,7 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	plan, err := render.PlanWarmPool(render.WarmPoolPlanInputs{
 		WarmPoolInputs: render.WarmPoolInputs{Pool: pool, Template: tmpl, Defaults: r.Defaults},
 		Members:        members, Pending: pending, MaxBatch: r.MaxBatch,
-		Taken: func(name string) bool { return r.taken(ctx, pool.Namespace, name) },
+		Taken: func(name string) bool { return exp.cooling(name, now) || r.taken(ctx, pool.Namespace, name) },
 	})
 	statusIn := render.WarmPoolStatusInputs{
 		Pool: pool, Previous: r.status.previous(pool), Members: members, TemplateMissing: tmpl == nil,

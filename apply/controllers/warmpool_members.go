@@ -40,6 +40,7 @@ func (r *WarmPoolReconciler) deleteMembers(ctx context.Context, exp *expectation
 		}
 		exp.mu.Lock()
 		exp.deleted[m.UID] = now
+		exp.freed[m.Name] = now
 		exp.mu.Unlock()
 		c, err := r.Engine.DeleteIfUnchanged(ctx, "Sandbox", m)
 		changes = append(changes, c)
@@ -81,6 +82,11 @@ func (r *WarmPoolReconciler) settle(ctx context.Context, namespace string, exp *
 	for uid, at := range exp.deleted {
 		if !seen[uid] || now.Sub(at) > expectationTTL {
 			delete(exp.deleted, uid)
+		}
+	}
+	for name, at := range exp.freed {
+		if now.Sub(at) > nameCooldown {
+			delete(exp.freed, name)
 		}
 	}
 	var pending []string
@@ -183,4 +189,12 @@ func convert(ac, obj any) error {
 		return err
 	}
 	return json.Unmarshal(b, obj)
+}
+
+// cooling reports a member name freed by a delete moments ago.
+func (e *expectations) cooling(name string, now time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	at, ok := e.freed[name]
+	return ok && now.Sub(at) <= nameCooldown
 }

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -59,8 +61,12 @@ func namespace(t *testing.T, c client.Client, name string) string {
 func startController(t *testing.T, name string, extra ...string) *tests.Controller {
 	t.Helper()
 	logPath := filepath.Join(workdir, fmt.Sprintf("%s-%s-%d.log", strings.ReplaceAll(t.Name(), "/", "_"), name, time.Now().UnixNano()))
+	level := "info"
+	if os.Getenv("FAULTS_VERBOSE") != "" {
+		level = "debug" // every change the controller applies, for a failure's post-mortem
+	}
 	args := append([]string{"--extensions", "--enable-webhook=false", "--controller-namespace", "agent-sandbox-system",
-		"--zap-log-level=info"}, extra...)
+		"--zap-log-level=" + level}, extra...)
 	c, err := tests.StartController(controller, local.Kubeconfig, logPath, args...)
 	if err != nil {
 		t.Fatalf("starting controller %s: %v", name, err)
@@ -374,6 +380,9 @@ func check(t *testing.T, c client.Client, ns string, rec *recorder) invariants {
 	}
 	if rec != nil {
 		rec.count(&inv, sbs.Items)
+		for _, d := range rec.details {
+			t.Log(d)
+		}
 		inv.BoundClaimsLostSandbox = rec.lostUnder(t, claims.Items)
 	}
 	return inv
@@ -404,7 +413,9 @@ type recorder struct {
 	// claimedDeleted are Sandboxes deleted (or marked for deletion) while
 	// a claim controlled them: claim UID -> Sandbox names.
 	claimedDeleted map[types.UID]map[string]bool
-	stop           []func()
+	// details say which objects broke an invariant, for the log.
+	details []string
+	stop    []func()
 }
 
 func record(t *testing.T, ns string) *recorder {
@@ -501,6 +512,7 @@ func (r *recorder) count(inv *invariants, sbs []sandboxv1beta1.Sandbox) {
 		// whose spec never changed (generation 1) must have had one.
 		if s := exists[sb]; s != nil && len(pods) > 1 && s.Generation == 1 {
 			inv.PodsCreatedTwice++
+			r.details = append(r.details, fmt.Sprintf("Sandbox %s (controller %v) had Pods %v", s.Name, metav1.GetControllerOf(s), slices.Collect(maps.Keys(pods))))
 		}
 	}
 	for _, sbs := range r.sandboxByClaim {

@@ -8,7 +8,7 @@ import (
 
 // SandboxSpec is the desired state of a v1alpha1 Sandbox: v1beta1's, with
 // replicas (0 or 1) in place of operatingMode.
-// +kubebuilder:validation:XValidation:rule="has(self.volumeClaimTemplates) == has(oldSelf.volumeClaimTemplates) && (!has(self.volumeClaimTemplates) || self.volumeClaimTemplates == oldSelf.volumeClaimTemplates)",message="spec.volumeClaimTemplates cannot be added, removed or changed after the Sandbox is created: restore the previous value, or create a new Sandbox with the volumes you need",reason=FieldValueForbidden,fieldPath=".volumeClaimTemplates"
+// +kubebuilder:validation:XValidation:rule="has(self.volumeClaimTemplates) == has(oldSelf.volumeClaimTemplates) && (!has(self.volumeClaimTemplates) || self.volumeClaimTemplates == oldSelf.volumeClaimTemplates)",message="spec.volumeClaimTemplates: volumeClaimTemplates is immutable: it cannot be added, removed or changed after the Sandbox is created; restore the previous value, or create a new Sandbox with the volumes you need",reason=FieldValueForbidden,fieldPath=".volumeClaimTemplates"
 type SandboxSpec struct {
 	sandboxv1beta1.SandboxBlueprint `json:",inline"`
 

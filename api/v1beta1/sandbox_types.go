@@ -128,7 +128,7 @@ type Lifecycle struct {
 }
 
 // SandboxSpec is the desired state of a Sandbox.
-// +kubebuilder:validation:XValidation:rule="has(self.volumeClaimTemplates) == has(oldSelf.volumeClaimTemplates) && (!has(self.volumeClaimTemplates) || self.volumeClaimTemplates == oldSelf.volumeClaimTemplates)",message="spec.volumeClaimTemplates cannot be added, removed or changed after the Sandbox is created: restore the previous value, or create a new Sandbox with the volumes you need",reason=FieldValueForbidden,fieldPath=".volumeClaimTemplates"
+// +kubebuilder:validation:XValidation:rule="has(self.volumeClaimTemplates) == has(oldSelf.volumeClaimTemplates) && (!has(self.volumeClaimTemplates) || self.volumeClaimTemplates == oldSelf.volumeClaimTemplates)",message="spec.volumeClaimTemplates: volumeClaimTemplates is immutable: it cannot be added, removed or changed after the Sandbox is created; restore the previous value, or create a new Sandbox with the volumes you need",reason=FieldValueForbidden,fieldPath=".volumeClaimTemplates"
 type SandboxSpec struct {
 	SandboxBlueprint `json:",inline"`
 

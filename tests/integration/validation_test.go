@@ -51,7 +51,7 @@ func wantInvalid(t *testing.T, err error, fragments ...string) {
 	}
 }
 
-const vctMessage = "spec.volumeClaimTemplates cannot be added, removed or changed after the Sandbox is created"
+const vctMessage = "volumeClaimTemplates is immutable"
 
 func TestSandboxVolumeClaimTemplatesImmutable(t *testing.T) {
 	tests := []struct {

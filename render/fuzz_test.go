@@ -92,7 +92,7 @@ func FuzzSandbox(f *testing.F) {
 		}
 		bounded(t, "Sandbox", func() {
 			_, _ = Sandbox(SandboxInputs{Sandbox: sb, ServiceExists: serviceExists, PodName: podName})
-			_ = SandboxStatus(SandboxStatusInputs{Sandbox: sb, Service: serviceExists, ServiceRequired: sb.Spec.Service != nil && *sb.Spec.Service, Now: fuzzNow})
+			_ = SandboxStatus(SandboxStatusInputs{Sandbox: sb, Service: serviceExists, Now: fuzzNow})
 		})
 	})
 }

@@ -22,10 +22,11 @@ type sandboxObserved struct {
 	Now              *metav1.Time `json:"now,omitempty"`
 	ServiceExists    bool         `json:"serviceExists,omitempty"`
 	Expired          bool         `json:"expired,omitempty"`
-	ForeignPod       bool         `json:"foreignPod,omitempty"`
-	MultiplePods     bool         `json:"multiplePods,omitempty"`
+	ForeignPod       *corev1.Pod  `json:"foreignPod,omitempty"`
+	Pods             int          `json:"pods,omitempty"`
 	PodTemplateDrift string       `json:"podTemplateDrift,omitempty"`
 	Error            string       `json:"error,omitempty"`
+	PolicyDenied     string       `json:"policyDenied,omitempty"`
 	ClusterDomain    string       `json:"clusterDomain,omitempty"`
 	Pod              *corev1.Pod  `json:"pod,omitempty"`
 }
@@ -107,9 +108,8 @@ func TestSandboxGolden(t *testing.T) {
 				now = *obs.Now
 			}
 			status := SandboxStatus(SandboxStatusInputs{
-				Sandbox: sb, Pod: obs.Pod, ForeignPod: obs.ForeignPod, MultiplePods: obs.MultiplePods,
-				Service: obs.ServiceExists, ServiceRequired: sb.Spec.Service != nil && *sb.Spec.Service,
-				Expired: obs.Expired, PodTemplateDrift: obs.PodTemplateDrift, Error: obs.Error,
+				Sandbox: sb, Pod: obs.Pod, ForeignPod: obs.ForeignPod, Pods: obs.Pods,
+				Service: obs.ServiceExists, Expired: obs.Expired, Error: obs.Error, PolicyDenied: obs.PolicyDenied,
 				ClusterDomain: obs.ClusterDomain, Now: now,
 			})
 			golden.AssertYAML(t, c.Path("status.yaml"), status.Status)

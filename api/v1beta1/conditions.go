@@ -7,11 +7,13 @@ const (
 	ConditionReady = "Ready"
 	// ConditionSuspended is always present and tells where a suspend stands.
 	ConditionSuspended = "Suspended"
-	// ConditionPodScheduled mirrors the Pod's PodScheduled condition; it is
-	// absent while there is no Pod.
+	// ConditionPodScheduled mirrors the Pod's PodScheduled condition
+	// (Unknown until the Pod reports one, or while the Pod cannot be
+	// determined); it is absent while there is no owned Pod.
 	ConditionPodScheduled = "PodScheduled"
 	// ConditionFinished is True once the Pod has terminated (PodSucceeded or
-	// PodFailed); absent otherwise.
+	// PodFailed); absent otherwise, except that it is kept as it was once the
+	// Sandbox expired.
 	ConditionFinished = "Finished"
 )
 
@@ -37,6 +39,13 @@ const (
 	ReasonPodTerminating  = "PodTerminating"
 	ReasonPodNotOwned     = "PodNotOwned"
 	ReasonPodStateUnknown = "PodStateUnknown"
+)
+
+// Reasons of the PodScheduled condition when the Pod's own condition has
+// none (or there is no Pod condition to mirror).
+const (
+	ReasonPodScheduled         = "PodScheduled"
+	ReasonPodSchedulingUnknown = "PodSchedulingUnknown"
 )
 
 // Event reasons emitted for Sandboxes and claims.

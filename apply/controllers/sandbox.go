@@ -93,8 +93,10 @@ type memo struct {
 	at time.Time
 	// status is the fingerprint of the status we last applied, empty if none.
 	status string
-	// conditions are that status's conditions.
-	conditions []metav1.Condition
+	// reported is that status: its conditions, service and selector.
+	reported *sandboxv1beta1.SandboxStatus
+	// drift is the Pod template drift last reported in an event.
+	drift string
 }
 
 // forget drops what this process remembers about a Sandbox that is gone.
@@ -108,10 +110,16 @@ func (r *SandboxReconciler) forget(key types.NamespacedName) {
 // reported returns the conditions last reported for sb: our memo when we
 // have one, else what the cache holds.
 func (r *SandboxReconciler) reported(sb *sandboxv1beta1.Sandbox) []metav1.Condition {
+	return r.reportedStatus(sb).Conditions
+}
+
+// reportedStatus returns the status last reported for sb: our memo when we
+// have one, else what the cache holds.
+func (r *SandboxReconciler) reportedStatus(sb *sandboxv1beta1.Sandbox) *sandboxv1beta1.SandboxStatus {
 	if m := r.recall(sb); m != nil && m.status != "" {
-		return m.conditions
+		return m.reported
 	}
-	return sb.Status.Conditions
+	return &sb.Status
 }
 
 func (r *SandboxReconciler) recall(sb *sandboxv1beta1.Sandbox) *memo {
@@ -127,16 +135,32 @@ func (r *SandboxReconciler) recall(sb *sandboxv1beta1.Sandbox) *memo {
 }
 
 // remember records a write for sb at a time; status, when not empty, is the
-// fingerprint of the status written, with its conditions.
-func (r *SandboxReconciler) remember(sb *sandboxv1beta1.Sandbox, at time.Time, status string, conditions []metav1.Condition) {
+// fingerprint of the status written, reported that status.
+func (r *SandboxReconciler) remember(sb *sandboxv1beta1.Sandbox, at time.Time, status string, reported *sandboxv1beta1.SandboxStatus) {
 	m := &memo{uid: sb.UID, at: at}
 	if prev := r.recall(sb); prev != nil {
-		m.status, m.conditions = prev.status, prev.conditions
+		m.status, m.reported, m.drift = prev.status, prev.reported, prev.drift
 	}
 	if status != "" {
-		m.status, m.conditions = status, conditions
+		m.status, m.reported = status, reported
 	}
 	r.memory.Store(client.ObjectKeyFromObject(sb), m)
+}
+
+// driftReported records the Pod template drift last reported for sb and
+// says whether it is new (an event is due).
+func (r *SandboxReconciler) driftReported(sb *sandboxv1beta1.Sandbox, drift string) bool {
+	m := r.recall(sb)
+	if m == nil {
+		m = &memo{uid: sb.UID}
+	}
+	if m.drift == drift {
+		return false
+	}
+	next := *m
+	next.drift = drift
+	r.memory.Store(client.ObjectKeyFromObject(sb), &next)
+	return drift != ""
 }
 
 // SetupWithManager registers the reconciler, its watches and the pod index.
@@ -179,8 +203,8 @@ type observed struct {
 	pods       []*corev1.Pod   // Pods this Sandbox controls
 	pod        *corev1.Pod     // the Pod to keep: owned, or about to be adopted
 	adopt      bool            // pod is unowned and may be adopted
-	foreignPod bool            // a Pod with our pod name exists that we may not take
-	foreignSvc bool            // a Service with our name exists that we may not take
+	foreignPod *corev1.Pod     // a Pod with our pod name that we may not take
+	foreignSvc *corev1.Service // a Service with our name that we may not take
 	service    *corev1.Service // our Service
 	pvcs       map[string]*corev1.PersistentVolumeClaim
 }
@@ -212,24 +236,29 @@ func (r *SandboxReconciler) reconcile(ctx context.Context, req reconcile.Request
 	now := r.Clock.Now()
 	expired := sb.Spec.ShutdownTime != nil && !now.Before(sb.Spec.ShutdownTime.Time)
 
+	wantService := sb.Spec.Service != nil && *sb.Spec.Service
+	reported := r.reportedStatus(sb)
 	statusIn := render.SandboxStatusInputs{
-		Sandbox: sb, Pod: obs.pod, ForeignPod: obs.foreignPod, Service: obs.service != nil,
-		ServiceRequired: sb.Spec.Service != nil && *sb.Spec.Service, Expired: expired,
-		ClusterDomain: r.ClusterDomain, Now: metav1.NewTime(now.Truncate(time.Second)),
-		Previous: r.reported(sb),
+		Sandbox: sb, Pod: obs.pod, ForeignPod: obs.foreignPod, Pods: len(obs.pods),
+		// An unowned Service is taken only when spec.service asks for one.
+		Service: obs.service != nil && (ownedBy(obs.service, sb) || wantService),
+		Expired: expired, ClusterDomain: r.ClusterDomain, Now: metav1.NewTime(now.Truncate(time.Second)),
+		Previous: reported.Conditions, Reported: reported,
 	}
 	if obs.adopt {
-		// Not ours until the apply below takes it over.
-		statusIn.Pod, statusIn.ForeignPod = nil, true
+		// Not ours until the apply below takes it over; while suspended it
+		// is not taken at all.
+		statusIn.Pod = nil
+		if sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended {
+			statusIn.ForeignPod = obs.pod
+		}
 	}
 
 	if len(obs.pods) > 1 {
 		// Fail closed: two Pods behind one identity is exactly what a Sandbox
 		// must never have, and we cannot tell which one is right.
-		statusIn.MultiplePods = true
 		if readyReason(sb) != sandboxv1beta1.ReasonMultiplePods {
-			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventMultiplePods, "Reconcile",
-				"%d Pods are controlled by this Sandbox; delete all but one", len(obs.pods))
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventMultiplePods, "Reconciling", "%s", render.MultiplePodsMessage(len(obs.pods)))
 		}
 		return reconcile.Result{}, r.applyStatus(ctx, sb, statusIn)
 	}
@@ -273,10 +302,11 @@ func (r *SandboxReconciler) reconcile(ctx context.Context, req reconcile.Request
 		_, err := r.Engine.Delete(ctx, "Sandbox", sb, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		return reconcile.Result{}, err
 	}
-	if drift != "" && statusCondition(sb, render.ConditionPodTemplateCurrent) == nil {
+	// Drift is reported by an event only: upstream's status has no place
+	// for it, and clients compare the whole status.
+	if r.driftReported(sb, drift) {
 		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventPodTemplateDrift, "Reconcile", "%s", drift)
 	}
-	statusIn.PodTemplateDrift = drift
 
 	var result reconcile.Result
 	if sb.Spec.ShutdownTime != nil && !expired {
@@ -375,7 +405,7 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 		case adoptable(p, sb):
 			obs.pod, obs.adopt = p, true
 		default:
-			obs.foreignPod = true
+			obs.foreignPod = p
 		}
 	}
 
@@ -388,7 +418,7 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 	case ownedBy(svc, sb) || adoptable(svc, sb):
 		obs.service = svc
 	default:
-		obs.foreignSvc = true
+		obs.foreignSvc = svc
 	}
 
 	for _, t := range sb.Spec.VolumeClaimTemplates {
@@ -424,7 +454,7 @@ func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta
 		return nil, "", &terminalError{err.Error()}
 	}
 	if set := r.Policy.Get(); set != nil {
-		c := creating{pod: obs.pod == nil && !obs.foreignPod, service: obs.service == nil, pvcs: map[string]bool{}}
+		c := creating{pod: obs.pod == nil && obs.foreignPod == nil, service: obs.service == nil, pvcs: map[string]bool{}}
 		if obs.adopt && desired.Pod != nil {
 			// The Pod was admitted as someone else's: a Sandbox takes it
 			// over only if it would have been allowed to create it.
@@ -451,8 +481,7 @@ func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta
 	for _, want := range desired.PVCs {
 		live := obs.pvcs[*want.Name]
 		if live != nil && !ownedBy(live, sb) && !adoptable(live, sb) {
-			return changes, "", &terminalError{fmt.Sprintf("a PersistentVolumeClaim named %s exists that this Sandbox does not own; label it %s=%s to let the Sandbox adopt it",
-				live.Name, sandboxv1beta1.LabelAdoptable, sandboxv1beta1.AdoptableValue)}
+			return changes, "", &terminalError{notTaken("PVC", live, sb)}
 		}
 		adopt := live != nil && !ownedBy(live, sb)
 		if err := record(ssa.Apply(ctx, r.Engine, "PersistentVolumeClaim", want, live, corev1ac.ExtractPersistentVolumeClaim, ssa.Options{Force: adopt})); err != nil {
@@ -461,9 +490,12 @@ func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta
 	}
 
 	switch {
-	case desired.Service != nil && obs.foreignSvc:
-		return changes, "", &terminalError{fmt.Sprintf("a Service named %s exists that this Sandbox does not own; label it %s=%s to let the Sandbox adopt it, or delete it",
-			sb.Name, sandboxv1beta1.LabelAdoptable, sandboxv1beta1.AdoptableValue)}
+	case desired.Service != nil && obs.foreignSvc != nil:
+		return changes, "", &terminalError{notTaken("service", obs.foreignSvc, sb)}
+	case desired.Service != nil && obs.service != nil && !ownedBy(obs.service, sb) &&
+		obs.service.Spec.ClusterIP != corev1.ClusterIPNone && obs.service.Spec.ClusterIP != "":
+		return changes, "", &terminalError{fmt.Sprintf("cannot adopt service %q: ClusterIP is %q (expected %q, field is immutable)",
+			obs.service.Name, obs.service.Spec.ClusterIP, corev1.ClusterIPNone)}
 	case desired.Service != nil:
 		var svc *corev1.Service
 		adopt := false
@@ -485,7 +517,7 @@ func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta
 		if err := record(r.Engine.Delete(ctx, "Pod", obs.pod)); err != nil {
 			return changes, "", err
 		}
-	case desired.Pod != nil && obs.foreignPod:
+	case desired.Pod != nil && obs.foreignPod != nil:
 		// Reported in status; creating would fail on the name.
 	case desired.Pod != nil && obs.pod != nil:
 		// Pods are mostly immutable: keep the spec we applied at creation and
@@ -523,15 +555,18 @@ func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.
 		r.Engine.Saved("SandboxStatus", sb.Namespace, sb.Name)
 		return nil
 	}
-	conditions := conditionsOf(desired.Status.Conditions)
-	firstReady := r.becomesReadyFirstTime(sb, conditions)
+	reported := &sandboxv1beta1.SandboxStatus{Conditions: conditionsOf(desired.Status.Conditions)}
+	if s := desired.Status; s != nil {
+		reported.Service, reported.ServiceFQDN, reported.LabelSelector = deref(s.Service), deref(s.ServiceFQDN), deref(s.LabelSelector)
+	}
+	firstReady := r.becomesReadyFirstTime(sb, reported.Conditions)
 	change, err := ssa.ApplyStatus(ctx, r.Engine, "Sandbox", desired, sb, sandboxac.ExtractSandboxStatus)
 	if err != nil {
 		return err
 	}
 	if change.Action != ssa.Unchanged {
 		now := r.Clock.Now()
-		r.remember(sb, now, fp, conditions)
+		r.remember(sb, now, fp, reported)
 		if firstReady {
 			metrics.ObserveReady(sb, now)
 		}
@@ -551,6 +586,16 @@ func (r *SandboxReconciler) becomesReadyFirstTime(sb *sandboxv1beta1.Sandbox, ne
 	}
 	c := findCondition(next, sandboxv1beta1.ConditionReady)
 	return c != nil && c.Status == metav1.ConditionTrue
+}
+
+// notTaken is upstream's error for a child object in the way: owned by
+// another controller, or unowned without a label that allows adoption.
+func notTaken(kind string, o client.Object, sb *sandboxv1beta1.Sandbox) string {
+	if ref := metav1.GetControllerOf(o); ref != nil {
+		return fmt.Sprintf("%s %q is owned by %s/%s (UID: %s), not by sandbox %q", kind, o.GetName(), ref.Kind, ref.Name, ref.UID, sb.Name)
+	}
+	return fmt.Sprintf("cannot adopt unowned %s %q: missing required pool authorization label (%q) or sandbox tracking label (%q)",
+		kind, o.GetName(), sandboxv1beta1.LabelAdoptable, sandboxv1beta1.LabelSandboxNameHash)
 }
 
 // terminalError is a problem only a user can fix (an invalid spec, an

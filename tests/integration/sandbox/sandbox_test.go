@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -229,6 +230,15 @@ func TestCreateToReady(t *testing.T) {
 	waitCondition(t, ns, "box", sandboxv1beta1.ConditionReady, metav1.ConditionFalse, sandboxv1beta1.ReasonDependenciesNotReady)
 	playKubelet(t, ns, "box")
 	sb = waitCondition(t, ns, "box", sandboxv1beta1.ConditionReady, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady)
+	// Upstream's exact texts.
+	for typ, want := range map[string]string{
+		sandboxv1beta1.ConditionReady:     "Pod is Ready; Service Exists",
+		sandboxv1beta1.ConditionSuspended: "Sandbox is not suspended",
+	} {
+		if c := condition(sb, typ); c == nil || c.Message != want {
+			t.Errorf("%s = %+v, want message %q", typ, c, want)
+		}
+	}
 	st := sb.Status
 	if st.ServiceFQDN != "box."+ns+".svc.cluster.local" || st.Service != "box" || st.NodeName != "node-1" ||
 		len(st.PodIPs) != 1 || st.PodIPs[0] != "10.0.0.9" || st.LabelSelector != sandboxv1beta1.LabelSandboxNameHash+"="+hash {
@@ -379,11 +389,18 @@ func TestSuspendResumeKeepsServiceAndPVC(t *testing.T) {
 	waitCondition(t, ns, "napper", sandboxv1beta1.ConditionSuspended, metav1.ConditionFalse, sandboxv1beta1.ReasonPodTerminating)
 	playKubeletDeletion(t, ns, "napper")
 	sb := waitCondition(t, ns, "napper", sandboxv1beta1.ConditionSuspended, metav1.ConditionTrue, sandboxv1beta1.ReasonPodTerminated)
-	if c := condition(sb, sandboxv1beta1.ConditionReady); c.Reason != sandboxv1beta1.ReasonSandboxSuspended {
-		t.Errorf("Ready = %+v, want SandboxSuspended", c)
+	if c := condition(sb, sandboxv1beta1.ConditionReady); c.Reason != sandboxv1beta1.ReasonSandboxSuspended || c.Message != "Sandbox is suspended" {
+		t.Errorf("Ready = %+v, want SandboxSuspended: Sandbox is suspended", c)
+	}
+	if c := condition(sb, sandboxv1beta1.ConditionSuspended); c.Message != "Pod has been terminated. Sandbox is suspended" {
+		t.Errorf("Suspended = %+v", c)
 	}
 	if len(sb.Status.PodIPs) != 0 || sb.Status.NodeName != "" || condition(sb, sandboxv1beta1.ConditionPodScheduled) != nil {
 		t.Errorf("suspended status still shows the pod: %+v", sb.Status)
+	}
+	// As upstream: the selector stays while suspended.
+	if want := sandboxv1beta1.LabelSandboxNameHash + "=" + render.NameHash("napper"); sb.Status.LabelSelector != want {
+		t.Errorf("selector = %q while suspended, want %q", sb.Status.LabelSelector, want)
 	}
 	if _, err := get(t, ns, "napper", &corev1.Pod{}); !apierrors.IsNotFound(err) {
 		t.Errorf("pod still exists after suspend (err %v)", err)
@@ -483,9 +500,14 @@ func TestForeignPodIsNotTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(t, newSandbox(ns, "taken"))
-	sb := waitCondition(t, ns, "taken", sandboxv1beta1.ConditionReady, metav1.ConditionFalse, sandboxv1beta1.ReasonDependenciesNotReady)
-	if msg := condition(sb, sandboxv1beta1.ConditionReady).Message; !strings.Contains(msg, sandboxv1beta1.LabelAdoptable) {
-		t.Errorf("message %q should tell the user how to let the Sandbox adopt the Pod", msg)
+	sb := waitCondition(t, ns, "taken", sandboxv1beta1.ConditionReady, metav1.ConditionFalse, sandboxv1beta1.ReasonReconcilerError)
+	// Upstream's text, which names the label that lets the Sandbox adopt it.
+	want := `Error seen: cannot adopt unowned pod "taken": missing required pool authorization label ("agents.x-k8s.io/adoptable") or sandbox tracking label ("agents.x-k8s.io/sandbox-name-hash")`
+	if msg := condition(sb, sandboxv1beta1.ConditionReady).Message; msg != want {
+		t.Errorf("message %q, want %q", msg, want)
+	}
+	if c := condition(sb, sandboxv1beta1.ConditionPodScheduled); c == nil || c.Status != metav1.ConditionUnknown || c.Reason != sandboxv1beta1.ReasonPodSchedulingUnknown {
+		t.Errorf("PodScheduled = %+v, want Unknown/PodSchedulingUnknown", c)
 	}
 	pod, _ := get(t, ns, "taken", &corev1.Pod{})
 	if metav1.GetControllerOf(pod) != nil || pod.Spec.Containers[0].Image != "other" {
@@ -527,7 +549,27 @@ func TestPodTemplateDriftReportedNotForced(t *testing.T) {
 		sb.Spec.PodTemplate.Spec.Containers[0].Image = "demo:2"
 		sb.Spec.PodTemplate.ObjectMeta.Labels["version"] = "2"
 	})
-	waitCondition(t, ns, "drifty", "PodTemplateCurrent", metav1.ConditionFalse, "PodTemplateChanged")
+	// Reported by an event only: upstream's status has no place for it.
+	eventually(t, "drift event", func() error {
+		var evs eventsv1.EventList
+		if err := env.Client.List(ctxFor(t), &evs, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "PodTemplateDrift" && e.Regarding.Name == "drifty" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no PodTemplateDrift event among %d", len(evs.Items))
+	})
+	sb, _ := get(t, ns, "drifty", &sandboxv1beta1.Sandbox{})
+	for _, c := range sb.Status.Conditions {
+		switch c.Type {
+		case sandboxv1beta1.ConditionReady, sandboxv1beta1.ConditionSuspended, sandboxv1beta1.ConditionPodScheduled:
+		default:
+			t.Errorf("condition %s is not one upstream writes", c.Type)
+		}
+	}
 	pod, _ := get(t, ns, "drifty", &corev1.Pod{})
 	if pod.Spec.Containers[0].Image != "demo:1" {
 		t.Errorf("running pod image = %s, want it unchanged (demo:1)", pod.Spec.Containers[0].Image)
@@ -561,7 +603,7 @@ func TestForeignServiceIsReportedThenAdopted(t *testing.T) {
 	}
 	sb := create(t, newSandbox(ns, "web", withService(true)))
 	got := waitCondition(t, ns, "web", sandboxv1beta1.ConditionReady, metav1.ConditionFalse, sandboxv1beta1.ReasonReconcilerError)
-	if msg := condition(got, sandboxv1beta1.ConditionReady).Message; !strings.Contains(msg, "Service named web exists") {
+	if msg := condition(got, sandboxv1beta1.ConditionReady).Message; !strings.Contains(msg, `Error seen: cannot adopt unowned service "web"`) {
 		t.Errorf("message = %q", msg)
 	}
 	live, _ := get(t, ns, "web", &corev1.Service{})
@@ -599,8 +641,9 @@ func TestIncompatibleAdoptionIsTerminal(t *testing.T) {
 	}
 	create(t, newSandbox(ns, "api", withService(true)))
 	sb := waitCondition(t, ns, "api", sandboxv1beta1.ConditionReady, metav1.ConditionFalse, sandboxv1beta1.ReasonReconcilerError)
-	if msg := condition(sb, sandboxv1beta1.ConditionReady).Message; !strings.Contains(msg, "may not change once set") {
-		t.Errorf("message = %q, want the API server's reason", msg)
+	if msg := condition(sb, sandboxv1beta1.ConditionReady).Message; !strings.Contains(msg, `Error seen: cannot adopt service "api": ClusterIP is "`) ||
+		!strings.Contains(msg, `(expected "None", field is immutable)`) {
+		t.Errorf("message = %q, want upstream's ClusterIP refusal", msg)
 	}
 	before := running.RequestsIn(ns)
 	time.Sleep(3 * time.Second)

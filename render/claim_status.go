@@ -1,7 +1,7 @@
 package render
 
 import (
-	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -10,6 +10,12 @@ import (
 	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
+
+// ClaimExpiredMessage is the Ready message of an expired claim, upstream's.
+const ClaimExpiredMessage = "Claim expired. Sandbox cleanup initiated."
+
+// ErrorSeenPrefix starts the message of every ReconcilerError, as upstream's.
+const ErrorSeenPrefix = "Error seen: "
 
 // ClaimStatusInputs are the observations a claim's status is derived from.
 type ClaimStatusInputs struct {
@@ -50,28 +56,30 @@ func ClaimStatus(in ClaimStatusInputs) *extac.SandboxClaimApplyConfiguration {
 	case in.Expired:
 		msg := in.ExpiredMessage
 		if msg == "" {
-			msg = "the claim expired"
+			msg = ClaimExpiredMessage
 		}
 		conds.set(ready, metav1.ConditionFalse, extv1beta1.ReasonClaimExpired, msg)
 	case in.Rejection != nil:
-		conds.set(ready, metav1.ConditionFalse, in.Rejection.Reason, in.Rejection.Message)
-	case in.SandboxName == "":
-		conds.set(ready, metav1.ConditionFalse, extv1beta1.ReasonSandboxCreatePending, "no Sandbox is bound to the claim yet")
+		msg := in.Rejection.Message
+		if in.Rejection.Reason == extv1beta1.ReasonReconcilerError && !strings.HasPrefix(msg, ErrorSeenPrefix) {
+			msg = ErrorSeenPrefix + msg
+		}
+		conds.set(ready, metav1.ConditionFalse, in.Rejection.Reason, msg)
 	case sb == nil && in.Pending:
+		// Bound moments ago, not in the cache yet: upstream's wait for
+		// the cache after its create.
 		conds.set(ready, metav1.ConditionFalse, extv1beta1.ReasonSandboxCreatePending,
-			fmt.Sprintf("Sandbox %s is being created", in.SandboxName))
+			"Sandbox already created; waiting for cache to converge")
 	case sb == nil:
-		conds.set(ready, metav1.ConditionFalse, extv1beta1.ReasonSandboxMissing,
-			fmt.Sprintf("Sandbox %s, bound to this claim, no longer exists; delete the claim and create a new one", in.SandboxName))
+		conds.set(ready, metav1.ConditionFalse, extv1beta1.ReasonSandboxMissing, "Sandbox does not exist")
 	default:
 		r := findCondition(sb.Status.Conditions, sandboxv1beta1.ConditionReady)
 		switch {
 		case r == nil:
-			conds.set(ready, metav1.ConditionFalse, extv1beta1.ReasonSandboxNotReady,
-				fmt.Sprintf("Sandbox %s has not reported readiness yet", sb.Name))
+			conds.set(ready, metav1.ConditionFalse, extv1beta1.ReasonSandboxNotReady, "Sandbox is not ready")
 		case r.Reason == sandboxv1beta1.ReasonSandboxExpired:
 			conds.set(ready, metav1.ConditionFalse, extv1beta1.ReasonSandboxExpired,
-				fmt.Sprintf("Sandbox %s passed its shutdownTime", sb.Name))
+				"Underlying Sandbox resource has expired independently of the Claim.")
 		default:
 			conds.set(ready, r.Status, r.Reason, r.Message)
 		}
@@ -85,12 +93,13 @@ func ClaimStatus(in ClaimStatusInputs) *extac.SandboxClaimApplyConfiguration {
 		finished = findCondition(previous, extv1beta1.ConditionFinished)
 	}
 	if finished != nil {
-		// Mirrored with the Sandbox's transition time: the claim's TTL
-		// counts from when the Sandbox finished.
+		// Mirrored verbatim, as upstream does: the Sandbox's
+		// observedGeneration and transition time (the claim's TTL counts
+		// from when the Sandbox finished).
 		conds.out = append(conds.out, metav1ac.Condition().
 			WithType(extv1beta1.ConditionFinished).WithStatus(finished.Status).
 			WithReason(finished.Reason).WithMessage(finished.Message).
-			WithObservedGeneration(c.Generation).WithLastTransitionTime(finished.LastTransitionTime))
+			WithObservedGeneration(finished.ObservedGeneration).WithLastTransitionTime(finished.LastTransitionTime))
 	}
 
 	st := extac.SandboxClaimStatus().WithConditions(conds.out...)

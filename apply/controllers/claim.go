@@ -211,6 +211,13 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	if name == "" {
 		var rej *render.ClaimRejection
 		sb, rej, err = r.bind(ctx, claim, b, now)
+		if err != nil || rej != nil {
+			// controller-first-observed-at goes first, as upstream writes
+			// it at the start of the first reconcile.
+			if _, aerr := r.annotate(ctx, claim, b, "", false); aerr != nil {
+				log.FromContext(ctx).V(1).Info("annotations not updated", "error", aerr)
+			}
+		}
 		if err != nil {
 			statusIn.Rejection = &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: err.Error()}
 			if serr := r.writeStatus(ctx, claim, b, statusIn); serr != nil {
@@ -226,6 +233,17 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 		}
 		name = b.name
 		pending = sb == nil
+		// The annotations (sandbox-name, first-observed-at) go in before
+		// the status that may report the claim Ready, in one request,
+		// guarded like the commit that follows.
+		rv, err := r.annotate(ctx, claim, b, name, true)
+		if err != nil {
+			log.FromContext(ctx).V(1).Info("annotations not updated", "error", err)
+		} else if rv != "" {
+			claim.ResourceVersion = rv
+			r.status.rememberVersion(claim, rv)
+		}
+		statusIn.Claim = claim
 		statusIn.SandboxName, statusIn.Sandbox, statusIn.Pending = name, sb, pending
 		won, err := r.commit(ctx, claim, b, statusIn)
 		if err != nil || !won {
@@ -235,7 +253,7 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 			}
 			return reconcile.Result{}, err
 		}
-		return r.annotateLater(ctx, claim, b, name, result, now)
+		return result, nil
 	}
 	statusIn.SandboxName, statusIn.Sandbox, statusIn.Pending = name, sb, pending
 	if pending && (result.RequeueAfter == 0 || result.RequeueAfter > ssa.CreateExpectation) {
@@ -244,7 +262,8 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	if err := r.writeStatus(ctx, claim, b, statusIn); err != nil {
 		return result, err
 	}
-	return r.annotateLater(ctx, claim, b, name, result, now)
+	_, err = r.annotate(ctx, claim, b, name, false)
+	return result, err
 }
 
 // bound finds the Sandbox bound to a claim: the one it controls as the cache
@@ -309,8 +328,10 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *extv1beta1.SandboxCla
 	pool := &extv1beta1.SandboxWarmPool{}
 	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: claim.Spec.WarmPoolRef.Name}, pool); {
 	case apierrors.IsNotFound(err):
-		msg := fmt.Sprintf("SandboxWarmPool %s does not exist; create it, or point spec.warmPoolRef at an existing pool", claim.Spec.WarmPoolRef.Name)
+		msg := fmt.Sprintf("SandboxWarmPool %q not found", claim.Spec.WarmPoolRef.Name)
 		if w, fromAlpha := claim.Annotations[extv1alpha1.AnnotationWarmPool]; fromAlpha {
+			// Ours only: a claim converted from v1alpha1 names a shadow
+			// pool upstream has no counterpart of; say which to create.
 			template := claim.Annotations[extv1alpha1.AnnotationTemplateRef]
 			msg = fmt.Sprintf("this claim was written as v1alpha1 (sandboxTemplateRef %q, warmpool %q), which maps to SandboxWarmPool %s; it does not exist: create it with spec.sandboxTemplateRef.name %q (replicas: 0 if you want no warm Sandboxes)",
 				template, w, claim.Spec.WarmPoolRef.Name, template)
@@ -333,8 +354,8 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *extv1beta1.SandboxCla
 		if sb != nil {
 			r.bindTo(b, sb, sandboxv1beta1.LaunchTypeWarm, now)
 			metrics.ObserveClaimCreation(sandboxv1beta1.LaunchTypeWarm, template)
-			r.Recorder.Eventf(claim, sb, corev1.EventTypeNormal, sandboxv1beta1.EventSandboxAdopted, "Adopt",
-				"took warm Sandbox %s from SandboxWarmPool %s", sb.Name, pool.Name)
+			r.Recorder.Eventf(claim, sb, corev1.EventTypeNormal, sandboxv1beta1.EventSandboxAdopted, "Adoption",
+				"Adopted warm pool Sandbox %q", sb.Name)
 			return sb, nil, nil
 		}
 	}
@@ -342,7 +363,7 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *extv1beta1.SandboxCla
 	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: template}, tmpl); {
 	case apierrors.IsNotFound(err):
 		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonTemplateNotFound,
-			Message: fmt.Sprintf("SandboxTemplate %s, named by SandboxWarmPool %s, does not exist", template, pool.Name)}, nil
+			Message: fmt.Sprintf("SandboxTemplate %q not found", template)}, nil
 	case err != nil:
 		return nil, nil, fmt.Errorf("reading template: %w", err)
 	}
@@ -383,7 +404,7 @@ func (r *ClaimReconciler) coldStart(ctx context.Context, claim *extv1beta1.Sandb
 	switch {
 	case apierrors.IsInvalid(err):
 		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError,
-			Message: fmt.Sprintf("the Sandbox made from SandboxTemplate %s is invalid: %v", tmpl.Name, err)}, nil
+			Message: fmt.Sprintf("sandbox create error: %v", err)}, nil
 	case err != nil:
 		return nil, nil, err
 	case exists:
@@ -393,13 +414,13 @@ func (r *ClaimReconciler) coldStart(ctx context.Context, claim *extv1beta1.Sandb
 		}
 		if !controlledBy(live, claim.UID) {
 			return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError,
-				Message: fmt.Sprintf("a Sandbox named %s exists that this claim does not own; delete or rename it so the claim can create its own", sb.Name)}, nil
+				Message: fmt.Sprintf("sandbox %q is not controlled by claim %q. Please use a different claim name or delete the sandbox manually", sb.Name, claim.Name)}, nil
 		}
 		sb = live
 	default:
 		metrics.ObserveClaimCreation(sandboxv1beta1.LaunchTypeCold, tmpl.Name)
-		r.Recorder.Eventf(claim, sb, corev1.EventTypeNormal, sandboxv1beta1.EventSandboxProvisioned, "Create",
-			"created Sandbox %s from SandboxTemplate %s", sb.Name, tmpl.Name)
+		r.Recorder.Eventf(claim, sb, corev1.EventTypeNormal, sandboxv1beta1.EventSandboxProvisioned, "Provisioning",
+			"Created Sandbox %q", sb.Name)
 	}
 	r.bindTo(b, sb, sandboxv1beta1.LaunchTypeCold, now)
 	return sb, nil, nil

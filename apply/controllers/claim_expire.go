@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,33 +28,47 @@ func expiredBefore(claim *extv1beta1.SandboxClaim) bool {
 // Retain deletes the Sandbox and keeps the claim, reporting ClaimExpired.
 func (r *ClaimReconciler) expire(ctx context.Context, claim *extv1beta1.SandboxClaim, sb *sandboxv1beta1.Sandbox, name string, statusIn render.ClaimStatusInputs) (reconcile.Result, error) {
 	if c := findCondition(claim.Status.Conditions, extv1beta1.ConditionReady); c == nil || c.Reason != extv1beta1.ReasonClaimExpired {
-		r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, sandboxv1beta1.EventClaimExpired, "Expire", "the claim expired")
+		r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, sandboxv1beta1.EventClaimExpired, "Claim Expired", "Claim expired")
 	}
 	policy := extv1beta1.ShutdownPolicyRetain
 	if claim.Spec.Lifecycle != nil && claim.Spec.Lifecycle.ShutdownPolicy != "" {
 		policy = claim.Spec.Lifecycle.ShutdownPolicy
-	}
-	switch policy {
-	case extv1beta1.ShutdownPolicyDelete, extv1beta1.ShutdownPolicyDeleteForeground:
-		propagation := metav1.DeletePropagationBackground
-		if policy == extv1beta1.ShutdownPolicyDeleteForeground {
-			propagation = metav1.DeletePropagationForeground
-		}
-		_, err := r.Engine.Delete(ctx, "SandboxClaim", claim, client.PropagationPolicy(propagation))
-		return reconcile.Result{}, err
-	}
-	statusIn.Expired = true
-	statusIn.SandboxName = name
-	statusIn.ExpiredMessage = "the claim expired; shutdownPolicy Retain keeps the claim and deletes its Sandbox"
-	if sb != nil && controlledBy(sb, claim.UID) {
-		if _, err := r.Engine.DeleteIfUnchanged(ctx, "Sandbox", sb, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-			return reconcile.Result{}, err
-		}
 	}
 	b := r.recall(claim)
 	if b == nil {
 		b = &binding{uid: claim.UID}
 	}
 	b.expired = true
+	statusIn.Expired = true
+	statusIn.SandboxName = name
+	if sb != nil && controlledBy(sb, claim.UID) {
+		// Reported (name, Pod IPs, Finished) until the Sandbox is gone.
+		statusIn.Sandbox = sb
+	}
+	switch policy {
+	case extv1beta1.ShutdownPolicyDelete, extv1beta1.ShutdownPolicyDeleteForeground:
+		// As upstream: the expired status first, then the claim goes.
+		if err := r.writeStatus(ctx, claim, b, statusIn); err != nil {
+			return reconcile.Result{}, err
+		}
+		propagation := metav1.DeletePropagationBackground
+		if policy == extv1beta1.ShutdownPolicyDeleteForeground {
+			propagation = metav1.DeletePropagationForeground
+		}
+		r.Recorder.Eventf(claim, nil, corev1.EventTypeNormal, sandboxv1beta1.EventClaimExpired, "Deleting", "Deleting Claim (ShutdownPolicy=%s)", policy)
+		_, err := r.Engine.Delete(ctx, "SandboxClaim", claim, client.PropagationPolicy(propagation))
+		return reconcile.Result{}, err
+	}
+	if statusIn.Sandbox != nil && statusIn.Sandbox.DeletionTimestamp == nil {
+		if _, err := r.Engine.DeleteIfUnchanged(ctx, "Sandbox", sb, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if statusIn.Sandbox != nil {
+		// From now on only the cache says whether the Sandbox still
+		// exists: the object remembered from the binding must not stand in
+		// for it once it is gone.
+		b.sandbox, b.at = nil, time.Time{}
+	}
 	return reconcile.Result{}, r.writeStatus(ctx, claim, b, statusIn)
 }

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
@@ -18,25 +17,6 @@ import (
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/render"
 )
-
-// annotateDelay keeps the claim's annotation write out of a burst of claims:
-// the status that makes the claim Ready goes first, the annotation follows.
-const annotateDelay = 2 * time.Second
-
-// annotateLater writes the sandbox-name annotation once the binding is
-// annotateDelay old, asking to come back then if it is younger.
-func (r *ClaimReconciler) annotateLater(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, name string, result reconcile.Result, now time.Time) (reconcile.Result, error) {
-	if name == "" || claim.Annotations[extv1beta1.AnnotationSandboxName] == name {
-		return result, nil
-	}
-	if wait := b.at.Add(annotateDelay).Sub(now); !b.at.IsZero() && wait > 0 {
-		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
-			result.RequeueAfter = wait
-		}
-		return result, nil
-	}
-	return result, r.annotate(ctx, claim, name)
-}
 
 // commit writes the status that binds a claim to its new Sandbox, guarded by
 // the claim's resourceVersion: the commit point of a binding. Should another
@@ -123,18 +103,49 @@ func templateOf(sb *sandboxv1beta1.Sandbox) string {
 	return sb.Annotations[sandboxv1beta1.AnnotationSandboxTemplateRef]
 }
 
-// annotate records the bound Sandbox's name on the claim (annotation
-// agents.x-k8s.io/sandbox-name), after the status that matters more.
-func (r *ClaimReconciler) annotate(ctx context.Context, claim *extv1beta1.SandboxClaim, name string) error {
-	if name == "" || claim.Annotations[extv1beta1.AnnotationSandboxName] == name {
-		return nil
+// annotate writes the claim's annotations upstream's controller writes:
+// agents.x-k8s.io/controller-first-observed-at (when this process first saw
+// the claim, kept once written) and agents.x-k8s.io/sandbox-name (the bound
+// Sandbox, once there is one), in one request and only when one is missing
+// or stale. With guard, the write is conditional on the claim's
+// resourceVersion (the binding's commit follows it and must not skip a
+// concurrent change); the new resourceVersion is returned, empty when
+// nothing was written.
+func (r *ClaimReconciler) annotate(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, name string, guard bool) (string, error) {
+	observed := claim.Annotations[extv1beta1.AnnotationControllerFirstObservedAt]
+	if observed != "" && (name == "" || claim.Annotations[extv1beta1.AnnotationSandboxName] == name) {
+		return "", nil
+	}
+	if observed == "" {
+		seen := b.seen
+		if seen.IsZero() {
+			seen = r.Clock.Now()
+		}
+		observed = seen.UTC().Format(time.RFC3339Nano)
+	}
+	annotations := map[string]string{extv1beta1.AnnotationControllerFirstObservedAt: observed}
+	if name != "" {
+		annotations[extv1beta1.AnnotationSandboxName] = name
+	} else if old := claim.Annotations[extv1beta1.AnnotationSandboxName]; old != "" {
+		// Keep what an earlier write of ours recorded.
+		annotations[extv1beta1.AnnotationSandboxName] = old
 	}
 	desired := extac.SandboxClaim(claim.Name, claim.Namespace).
 		WithUID(claim.UID). // never recreate a claim deleted meanwhile
-		WithAnnotations(map[string]string{extv1beta1.AnnotationSandboxName: name})
-	_, err := ssa.Apply(ctx, r.Engine, "SandboxClaim", desired, claim, extac.ExtractSandboxClaim, ssa.Options{})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil
+		WithAnnotations(annotations)
+	if guard {
+		rv := claim.ResourceVersion
+		if m := r.status.recall(claim); m != nil && m.rv != "" {
+			rv = m.rv
+		}
+		desired.WithResourceVersion(rv)
 	}
-	return err
+	_, err := ssa.Apply(ctx, r.Engine, "SandboxClaim", desired, claim, extac.ExtractSandboxClaim, ssa.Options{})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) || ssa.IsConflict(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return deref(desired.ResourceVersion), nil
 }

@@ -29,6 +29,11 @@ const (
 // AnnotationSandboxName, on a claim, is the name of the Sandbox bound to it.
 const AnnotationSandboxName = "agents.x-k8s.io/sandbox-name"
 
+// AnnotationControllerFirstObservedAt, on a claim, is when the controller
+// first observed it (RFC 3339 with nanoseconds), written on the first
+// reconcile as upstream's controller does.
+const AnnotationControllerFirstObservedAt = "agents.x-k8s.io/controller-first-observed-at"
+
 // Index keys for field indexers.
 const (
 	// IndexWarmPoolRef indexes claims by spec.warmPoolRef.name.

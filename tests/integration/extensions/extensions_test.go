@@ -237,16 +237,14 @@ func TestClaimTakesWarmMemberAndPoolReplenishes(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, "claim annotated with its Sandbox", func() error {
-		c, err := get(t, ns, "claim", &extv1beta1.SandboxClaim{})
-		if err != nil {
-			return err
-		}
-		if c.Annotations[extv1beta1.AnnotationSandboxName] != name {
-			return fmt.Errorf("annotations %v", c.Annotations)
-		}
-		return nil
-	})
+	// As upstream: the annotations are there no later than the status that
+	// reports the claim Ready (the claim read above is the first seen Ready).
+	if claim.Annotations[extv1beta1.AnnotationSandboxName] != name {
+		t.Errorf("claim Ready without the sandbox-name annotation: %v", claim.Annotations)
+	}
+	if at, err := time.Parse(time.RFC3339Nano, claim.Annotations[extv1beta1.AnnotationControllerFirstObservedAt]); err != nil || at.After(time.Now()) {
+		t.Errorf("controller-first-observed-at %q: %v", claim.Annotations[extv1beta1.AnnotationControllerFirstObservedAt], err)
+	}
 
 	_, refilled := waitPool(t, ns, "pool", 2)
 	if slices.Contains(names(refilled), name) {
@@ -329,9 +327,18 @@ func TestClaimWaitsForPoolAndTemplate(t *testing.T) {
 	ns := env.Namespace(t)
 	env.StartKubelet(t, ns)
 	create(t, newClaim(ns, "claim", "pool"))
-	waitClaim(t, ns, "claim", metav1.ConditionFalse, extv1beta1.ReasonWarmPoolNotFound)
+	c := waitClaim(t, ns, "claim", metav1.ConditionFalse, extv1beta1.ReasonWarmPoolNotFound)
+	if msg := findCondition(c.Status.Conditions, extv1beta1.ConditionReady).Message; msg != `SandboxWarmPool "pool" not found` {
+		t.Errorf("WarmPoolNotFound message %q, want upstream's", msg)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, c.Annotations[extv1beta1.AnnotationControllerFirstObservedAt]); err != nil {
+		t.Errorf("a claim waiting for its pool lacks controller-first-observed-at: %v", c.Annotations)
+	}
 	create(t, newPool(ns, "pool", "tpl", 1))
-	waitClaim(t, ns, "claim", metav1.ConditionFalse, extv1beta1.ReasonTemplateNotFound)
+	c = waitClaim(t, ns, "claim", metav1.ConditionFalse, extv1beta1.ReasonTemplateNotFound)
+	if msg := findCondition(c.Status.Conditions, extv1beta1.ConditionReady).Message; msg != `SandboxTemplate "tpl" not found` {
+		t.Errorf("TemplateNotFound message %q, want upstream's", msg)
+	}
 	create(t, newTemplate(ns, "tpl"))
 	claim := waitClaim(t, ns, "claim", metav1.ConditionTrue, "")
 	if claim.Status.Sandbox.Name == "" {
@@ -458,12 +465,23 @@ func TestClaimExpiry(t *testing.T) {
 	waitClaim(t, ns, "retain", metav1.ConditionTrue, "")
 
 	c := waitClaim(t, ns, "retain", metav1.ConditionFalse, extv1beta1.ReasonClaimExpired)
-	if c.Status.Sandbox.Name != "" {
-		t.Errorf("expired Retain claim still names Sandbox %s", c.Status.Sandbox.Name)
+	if msg := findCondition(c.Status.Conditions, extv1beta1.ConditionReady).Message; msg != "Claim expired. Sandbox cleanup initiated." {
+		t.Errorf("expired claim's Ready message %q, want upstream's", msg)
 	}
 	eventually(t, "Retain deletes the Sandbox, keeps the claim", func() error {
 		if _, err := get(t, ns, "retain", &sandboxv1beta1.Sandbox{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("sandbox still there (%w)", err)
+		}
+		return nil
+	})
+	// status.sandbox is reported until the Sandbox is gone, then cleared.
+	eventually(t, "expired Retain claim names no Sandbox once it is gone", func() error {
+		c, err := get(t, ns, "retain", &extv1beta1.SandboxClaim{})
+		if err != nil {
+			return err
+		}
+		if c.Status.Sandbox.Name != "" {
+			return fmt.Errorf("still names Sandbox %s", c.Status.Sandbox.Name)
 		}
 		return nil
 	})

@@ -161,7 +161,12 @@ func TestRefusedAdoptionColdStarts(t *testing.T) {
 // afterwards, with no memory of the claim, must not bind it a new one.
 func TestExpiredRetainClaimNeverRebinds(t *testing.T) {
 	ns := finishedJob(t, 0, extv1beta1.ShutdownPolicyRetain)
-	waitClaim(t, ns, "job", metav1.ConditionFalse, extv1beta1.ReasonClaimExpired)
+	c := waitClaim(t, ns, "job", metav1.ConditionFalse, extv1beta1.ReasonClaimExpired)
+	// With TTL 0 the claim expires in the pass that first sees the Sandbox
+	// Finished; Finished is still mirrored, as upstream does.
+	if f := findCondition(c.Status.Conditions, extv1beta1.ConditionFinished); f == nil || f.Status != metav1.ConditionTrue {
+		t.Errorf("expired claim's Finished is %+v, want True mirrored from the Sandbox", f)
+	}
 	eventually(t, "Retain deletes the Sandbox", func() error {
 		if _, err := get(t, ns, "job", &sandboxv1beta1.Sandbox{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("sandbox still there (%w)", err)

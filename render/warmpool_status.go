@@ -107,3 +107,27 @@ func listNames(names []string) string {
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:most], ", "), len(names)-most)
 }
+
+// WarmPoolUnschedulable counts the members upstream's controller holds
+// rather than replaces: not Ready past the grace period, with a Pod that
+// cannot be scheduled (PodScheduled False, reason Unschedulable).
+func WarmPoolUnschedulable(members []*sandboxv1beta1.Sandbox, grace time.Duration, now time.Time) int32 {
+	var n int32
+	for _, m := range members {
+		if m.DeletionTimestamp != nil || IsSandboxReady(m) || now.Sub(m.CreationTimestamp.Time) <= grace {
+			continue
+		}
+		if c := findCondition(m.Status.Conditions, sandboxv1beta1.ConditionPodScheduled); c != nil &&
+			c.Status == metav1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			n++
+		}
+	}
+	return n
+}
+
+// WarmPoolNotProgressingMessage is the note of the WarmPoolNotProgressing
+// event, upstream's text.
+func WarmPoolNotProgressingMessage(unschedulable, desired int32, grace time.Duration) string {
+	return fmt.Sprintf("%d/%d sandboxes are unschedulable past the %s readiness grace period; holding them instead of replacing (replacements would be equally unschedulable)",
+		unschedulable, desired, grace)
+}

@@ -66,6 +66,9 @@ type WarmPoolReconciler struct {
 	Policy *policy.Holder
 
 	status statusMemory
+	// notProgressing holds the pools last reported not
+	// progressing (the WarmPoolNotProgressing event), as upstream keeps it.
+	notProgressing sync.Map
 	// expected holds, per pool UID, the members created or deleted and not
 	// yet reflected by the cache.
 	expected sync.Map // types.UID -> *expectations
@@ -169,11 +172,13 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.status.forget(req.NamespacedName)
+			r.notProgressing.Delete(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if pool.DeletionTimestamp != nil || namespaceDeleting(ctx, r.Client, pool.Namespace) {
 		r.status.forget(req.NamespacedName)
+		r.notProgressing.Delete(req.NamespacedName)
 		r.expected.Delete(pool.UID)
 		return reconcile.Result{}, nil
 	}
@@ -276,6 +281,7 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	if err := r.writeStatus(ctx, pool, statusIn); err != nil {
 		return reconcile.Result{}, err
 	}
+	r.progressEvents(pool, remaining, now)
 
 	var result reconcile.Result
 	if len(pending) > 0 || len(plan.Create) > 0 {
@@ -319,7 +325,6 @@ func (r *WarmPoolReconciler) writeStatus(ctx context.Context, pool *extv1beta1.S
 		return nil
 	}
 	conditions := conditionsOf(desired.Status.Conditions)
-	before := findCondition(r.previousOrOwn(pool), extv1beta1.ConditionProgressing)
 	change, err := ssa.ApplyStatus(ctx, r.Engine, "SandboxWarmPool", desired, pool, extac.ExtractSandboxWarmPoolStatus)
 	if err != nil {
 		return err
@@ -327,15 +332,31 @@ func (r *WarmPoolReconciler) writeStatus(ctx context.Context, pool *extv1beta1.S
 	if change.Action != ssa.Unchanged {
 		r.status.remember(pool, fp, conditions, r.Clock.Now())
 	}
-	after := findCondition(conditions, extv1beta1.ConditionProgressing)
-	switch {
-	case after == nil:
-	case after.Status == metav1.ConditionFalse && (before == nil || before.Status != metav1.ConditionFalse || before.Reason != after.Reason):
-		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, sandboxv1beta1.EventWarmPoolNotProgressing, "Reconcile", "%s", after.Message)
-	case after.Status == metav1.ConditionTrue && before != nil && before.Status == metav1.ConditionFalse:
-		r.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, sandboxv1beta1.EventWarmPoolProgressing, "Reconcile", "%s", after.Message)
-	}
 	return nil
+}
+
+// progressEvents emits upstream's transition events: a Warning
+// WarmPoolNotProgressing when members stay unschedulable past the grace
+// period (the pool holds them instead of replacing them), a Normal
+// WarmPoolProgressing once none is. Repeated passes in the same state emit
+// nothing. (Our Progressing condition reports more, such as members not
+// Ready past the grace period, without events.)
+func (r *WarmPoolReconciler) progressEvents(pool *extv1beta1.SandboxWarmPool, members []*sandboxv1beta1.Sandbox, now time.Time) {
+	n := render.WarmPoolUnschedulable(members, r.Grace, now)
+	_, was := r.notProgressing.Load(client.ObjectKeyFromObject(pool))
+	switch {
+	case n > 0 && !was:
+		r.notProgressing.Store(client.ObjectKeyFromObject(pool), true)
+		desired := int32(1)
+		if pool.Spec.Replicas != nil {
+			desired = *pool.Spec.Replicas
+		}
+		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, sandboxv1beta1.EventWarmPoolNotProgressing, "Reconciling", "%s",
+			render.WarmPoolNotProgressingMessage(n, desired, r.Grace))
+	case n == 0 && was:
+		r.notProgressing.Delete(client.ObjectKeyFromObject(pool))
+		r.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, sandboxv1beta1.EventWarmPoolProgressing, "Reconciling", "Warm pool is progressing again")
+	}
 }
 
 func (r *WarmPoolReconciler) previousOrOwn(pool *extv1beta1.SandboxWarmPool) []metav1.Condition {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -39,9 +40,11 @@ const (
 )
 
 // What the Sandbox reconciler needs, and no more: it never deletes PVCs, and
-// it writes with server-side apply (patch), never update.
+// it writes with server-side apply (patch), never update. On the Sandbox
+// itself it writes only the pod-name annotation (a merge patch of that one
+// key, as upstream).
 //
-// +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes/status,verbs=get;patch
 // +kubebuilder:rbac:groups=agents.x-k8s.io,resources=sandboxes/finalizers,verbs=update
@@ -302,6 +305,11 @@ func (r *SandboxReconciler) reconcile(ctx context.Context, req reconcile.Request
 		_, err := r.Engine.Delete(ctx, "Sandbox", sb, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		return reconcile.Result{}, err
 	}
+	if !expired {
+		if err := r.trackPodName(ctx, sb, obs); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	// Drift is reported by an event only: upstream's status has no place
 	// for it, and clients compare the whole status.
 	if r.driftReported(sb, drift) {
@@ -396,16 +404,27 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 		obs.pod = obs.pods[0]
 	}
 	if len(obs.pods) == 0 {
-		p := &corev1.Pod{}
-		err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: render.PodName(sb)}, p)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return nil, fmt.Errorf("reading pod: %w", err)
-		case adoptable(p, sb):
-			obs.pod, obs.adopt = p, true
-		default:
-			obs.foreignPod = p
+		// The tracked name (pod-name annotation), then the Sandbox's own
+		// name, which a new Pod would take.
+		names := []string{render.PodName(sb)}
+		if names[0] != sb.Name {
+			names = append(names, sb.Name)
+		}
+		for _, name := range names {
+			p := &corev1.Pod{}
+			err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: name}, p)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading pod: %w", err)
+			}
+			if adoptable(p, sb) {
+				obs.pod, obs.adopt = p, true
+			} else {
+				obs.foreignPod = p
+			}
+			break
 		}
 	}
 
@@ -440,7 +459,9 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 // what changed and, for a running Pod that no longer matches the template, a
 // description of the drift.
 func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed, expired bool) (ssa.ChangeSet, string, error) {
-	podName := ""
+	// A new Pod is named after the Sandbox, as upstream: the pod-name
+	// annotation only tracks an existing (adopted) Pod.
+	podName := sb.Name
 	if obs.pod != nil {
 		podName = obs.pod.Name
 	}
@@ -542,6 +563,38 @@ func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta
 		}
 	}
 	return changes, drift, nil
+}
+
+// trackPodName keeps the agents.x-k8s.io/pod-name annotation as upstream
+// writes it: the name of the Pod the Sandbox created or adopted; removed
+// while suspended, and when the name is held by a Pod another controller
+// owns. It runs after the children were applied without error.
+func (r *SandboxReconciler) trackPodName(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed) error {
+	want := ""
+	switch {
+	case sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended:
+	case obs.foreignPod != nil && metav1.GetControllerOf(obs.foreignPod) == nil:
+		return nil // upstream leaves it while an unowned Pod is in the way
+	case obs.foreignPod != nil:
+	case obs.pod != nil:
+		want = obs.pod.Name
+	default:
+		want = sb.Name // the Pod just created
+	}
+	have, ok := sb.Annotations[sandboxv1beta1.AnnotationPodName]
+	if (want == "" && !ok) || (want != "" && have == want) {
+		return nil
+	}
+	var value any
+	if want != "" {
+		value = want
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{sandboxv1beta1.AnnotationPodName: value}}})
+	if err != nil {
+		return err
+	}
+	_, err = r.Engine.Patch(ctx, "Sandbox", sb, client.RawPatch(types.MergePatchType, body), r.Engine.FieldManager())
+	return client.IgnoreNotFound(err)
 }
 
 func (r *SandboxReconciler) applyStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, in render.SandboxStatusInputs) error {

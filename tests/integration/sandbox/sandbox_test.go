@@ -230,6 +230,10 @@ func TestCreateToReady(t *testing.T) {
 	waitCondition(t, ns, "box", sandboxv1beta1.ConditionReady, metav1.ConditionFalse, sandboxv1beta1.ReasonDependenciesNotReady)
 	playKubelet(t, ns, "box")
 	sb = waitCondition(t, ns, "box", sandboxv1beta1.ConditionReady, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady)
+	// As upstream: the Sandbox names the Pod it created.
+	if got := sb.Annotations[sandboxv1beta1.AnnotationPodName]; got != "box" {
+		t.Errorf("pod-name annotation = %q, want box", got)
+	}
 	// Upstream's exact texts.
 	for typ, want := range map[string]string{
 		sandboxv1beta1.ConditionReady:     "Pod is Ready; Service Exists",
@@ -398,6 +402,16 @@ func TestSuspendResumeKeepsServiceAndPVC(t *testing.T) {
 	if len(sb.Status.PodIPs) != 0 || sb.Status.NodeName != "" || condition(sb, sandboxv1beta1.ConditionPodScheduled) != nil {
 		t.Errorf("suspended status still shows the pod: %+v", sb.Status)
 	}
+	eventually(t, "pod-name annotation removed while suspended", func() error {
+		cur, err := get(t, ns, "napper", &sandboxv1beta1.Sandbox{})
+		if err != nil {
+			return err
+		}
+		if v, ok := cur.Annotations[sandboxv1beta1.AnnotationPodName]; ok {
+			return fmt.Errorf("pod-name = %q", v)
+		}
+		return nil
+	})
 	// As upstream: the selector stays while suspended.
 	if want := sandboxv1beta1.LabelSandboxNameHash + "=" + render.NameHash("napper"); sb.Status.LabelSelector != want {
 		t.Errorf("selector = %q while suspended, want %q", sb.Status.LabelSelector, want)

@@ -146,19 +146,21 @@ func injectEnv(spec *corev1.PodSpec, env []extv1beta1.EnvVar, policy extv1beta1.
 	reject := func(format string, args ...any) *ClaimRejection {
 		return &ClaimRejection{Reason: extv1beta1.ReasonEnvVarsInjectionRejected, Message: fmt.Sprintf(format, args...)}
 	}
+	// Upstream's texts and reasons: a missing container and an override
+	// under Allowed are ReconcilerErrors there.
+	failed := func(format string, args ...any) *ClaimRejection {
+		return &ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: fmt.Sprintf(format, args...)}
+	}
 	if policy == extv1beta1.InjectionPolicyDisallowed {
-		return nil, reject("SandboxTemplate %s does not allow claims to set environment variables (envVarsInjectionPolicy is Disallowed); remove spec.env or use a template that allows it", template)
+		return nil, reject("environment variable injection rejected: environment variable injection is not allowed by the template policy")
 	}
 	for _, v := range env {
 		c := targetContainer(spec, v.ContainerName)
 		if c == nil {
-			if v.ContainerName == "" {
-				return nil, reject("SandboxTemplate %s has no containers to set environment variable %s in", template, v.Name)
-			}
-			return nil, reject("environment variable %s names container %q, which SandboxTemplate %s does not have", v.Name, v.ContainerName, template)
+			return nil, failed("target container %q not found in template for environment variable %q", v.ContainerName, v.Name)
 		}
 		if policy != extv1beta1.InjectionPolicyOverrides && len(c.EnvFrom) > 0 {
-			return nil, reject("container %s of SandboxTemplate %s takes variables from envFrom, which environment variable %s could collide with; the template's envVarsInjectionPolicy (Allowed) does not let claims override variables", c.Name, template, v.Name)
+			return nil, reject("environment variable injection rejected: container %q uses EnvFrom sources; Allowed policy cannot safely prevent overriding EnvFrom-provided variables", c.Name)
 		}
 		found := false
 		for j := range c.Env {
@@ -166,7 +168,7 @@ func injectEnv(spec *corev1.PodSpec, env []extv1beta1.EnvVar, policy extv1beta1.
 				continue
 			}
 			if policy != extv1beta1.InjectionPolicyOverrides {
-				return nil, reject("environment variable %s is already set by SandboxTemplate %s in container %s, and the template's envVarsInjectionPolicy (Allowed) does not let claims override it", v.Name, template, c.Name)
+				return nil, failed("environment variable override is not allowed by the template policy for variable %q", v.Name)
 			}
 			c.Env[j] = corev1.EnvVar{Name: v.Name, Value: v.Value}
 			found = true
@@ -211,19 +213,23 @@ func mergeVolumeClaimTemplates(bp *sandboxv1beta1.SandboxBlueprint, extra []sand
 	reject := func(format string, args ...any) *ClaimRejection {
 		return &ClaimRejection{Reason: extv1beta1.ReasonVolumeClaimTemplatesError, Message: fmt.Sprintf(format, args...)}
 	}
-	if policy == extv1beta1.InjectionPolicyDisallowed {
-		return nil, reject("SandboxTemplate %s does not allow claims to add volumes (volumeClaimTemplatesPolicy is Disallowed); remove spec.volumeClaimTemplates or ask for a template that allows it", template)
-	}
-	out := append([]sandboxv1beta1.PersistentVolumeClaimTemplate(nil), base...)
+	// Upstream's texts, and its order: names are validated before the
+	// policy is checked.
 	seen := map[string]bool{}
-	for _, v := range extra {
+	for i, v := range extra {
 		if v.Name == "" {
-			return nil, reject("spec.volumeClaimTemplates: every entry needs metadata.name")
+			return nil, reject("failed to merge volume claim templates: claim: invalid volume claim templates: name at index %d is empty", i)
 		}
 		if seen[v.Name] {
-			return nil, reject("spec.volumeClaimTemplates: %s appears twice", v.Name)
+			return nil, reject("failed to merge volume claim templates: claim: invalid volume claim templates: duplicate name %q", v.Name)
 		}
 		seen[v.Name] = true
+	}
+	if policy == extv1beta1.InjectionPolicyDisallowed {
+		return nil, reject("failed to merge volume claim templates: volume claim templates are disallowed by the template")
+	}
+	out := append([]sandboxv1beta1.PersistentVolumeClaimTemplate(nil), base...)
+	for _, v := range extra {
 		if msg := checkClaimVCT(&v, bp.PodTemplate.Spec.Volumes, base, template); msg != "" {
 			return nil, reject("%s", msg)
 		}
@@ -233,7 +239,7 @@ func mergeVolumeClaimTemplates(bp *sandboxv1beta1.SandboxBlueprint, extra []sand
 				continue
 			}
 			if policy != extv1beta1.InjectionPolicyOverrides {
-				return nil, reject("volume claim template %s is already defined by SandboxTemplate %s, and the template's volumeClaimTemplatesPolicy (Allowed) does not let claims override it", v.Name, template)
+				return nil, reject("failed to merge volume claim templates: overriding volume claim templates is forbidden by the template: cannot override template volume %q", v.Name)
 			}
 			out[i] = *v.DeepCopy()
 			replaced = true

@@ -283,7 +283,10 @@ func TestClaimInjectionPolicies(t *testing.T) {
 		c.Spec.Env = []extv1beta1.EnvVar{{Name: "API_KEY_REF", Value: "vault:abc"}}
 	}
 	create(t, newClaim(ns, "env", "pool", withEnv))
-	waitClaim(t, ns, "env", metav1.ConditionFalse, extv1beta1.ReasonEnvVarsInjectionRejected)
+	c := waitClaim(t, ns, "env", metav1.ConditionFalse, extv1beta1.ReasonEnvVarsInjectionRejected)
+	if msg := findCondition(c.Status.Conditions, extv1beta1.ConditionReady).Message; msg != "environment variable injection rejected: environment variable injection is not allowed by the template policy" {
+		t.Errorf("EnvVarsInjectionRejected message %q, want upstream's", msg)
+	}
 	if _, err := get(t, ns, "env", &sandboxv1beta1.Sandbox{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("a refused claim got a Sandbox (%v)", err)
 	}
@@ -297,7 +300,10 @@ func TestClaimInjectionPolicies(t *testing.T) {
 			},
 		}}
 	}))
-	waitClaim(t, ns, "vct", metav1.ConditionFalse, extv1beta1.ReasonVolumeClaimTemplatesError)
+	c = waitClaim(t, ns, "vct", metav1.ConditionFalse, extv1beta1.ReasonVolumeClaimTemplatesError)
+	if msg := findCondition(c.Status.Conditions, extv1beta1.ConditionReady).Message; msg != "failed to merge volume claim templates: volume claim templates are disallowed by the template" {
+		t.Errorf("VolumeClaimTemplatesError message %q, want upstream's", msg)
+	}
 
 	create(t, newClaim(ns, "meta", "pool", func(c *extv1beta1.SandboxClaim) {
 		c.Spec.AdditionalPodMetadata.Labels = map[string]string{sandboxv1beta1.LabelClaimUID: "forged"}

@@ -33,6 +33,11 @@ func Adopted(c *extv1beta1.SandboxClaim, member *sandboxv1beta1.Sandbox) *sandbo
 	delete(sb.Labels, sandboxv1beta1.LabelWarmPoolSandbox)
 	sb.Labels[sandboxv1beta1.LabelClaimUID] = string(c.UID)
 	sb.Labels[sandboxv1beta1.LabelLaunchType] = sandboxv1beta1.LaunchTypeWarm
+	podName := PodName(member)
+	if sb.Annotations == nil {
+		sb.Annotations = map[string]string{}
+	}
+	sb.Annotations[sandboxv1beta1.AnnotationPodName] = podName
 	extra := c.Spec.AdditionalPodMetadata
 	meta := &sb.Spec.PodTemplate.ObjectMeta
 	if len(extra.Labels) > 0 {

@@ -344,6 +344,9 @@ func Adoption(c *extv1beta1.SandboxClaim, member *sandboxv1beta1.Sandbox) ([]byt
 			"resourceVersion": member.ResourceVersion,
 			"ownerReferences": owners,
 			"labels":          labels,
+			// As upstream, in the same patch as the ownership transfer:
+			// the Pod the adopted Sandbox keeps.
+			"annotations": map[string]any{sandboxv1beta1.AnnotationPodName: PodName(member)},
 		},
 	}
 	extra := c.Spec.AdditionalPodMetadata

@@ -80,36 +80,41 @@ func policyOrDefault(p extv1beta1.InjectionPolicy) extv1beta1.InjectionPolicy {
 
 // validatePodMetadata refuses keys that container runtimes read (they could
 // change the Pod's isolation), keys the controller or Kubernetes reserve and
-// keys or values that are not valid label syntax.
+// keys or values that are not valid label syntax. Like upstream's, it
+// reports the first problem (labels, then annotations, by key) in upstream's
+// words: "invalid additionalPodMetadata: failed to validate label|annotation
+// %q: <detail>"; the runtime-key detail is ours (upstream has no such rule).
 func validatePodMetadata(m sandboxv1beta1.PodMetadata) string {
-	var problems []string
-	check := func(what, key string) {
+	check := func(what, key string) string {
+		prefix, _, _ := strings.Cut(key, "/")
 		switch {
 		case runtimeKeyReason(key) != "":
-			problems = append(problems, fmt.Sprintf("%s %q could change the Sandbox's isolation: %s; set it in the SandboxTemplate if it is needed", what, key, runtimeKeyReason(key)))
-		case IsReservedKey(key):
-			problems = append(problems, fmt.Sprintf("%s %q uses a prefix reserved for the controller", what, key))
-		case isSystemKey(key):
-			problems = append(problems, fmt.Sprintf("%s %q uses a Kubernetes system prefix (kubernetes.io, k8s.io)", what, key))
-		default:
-			for _, e := range validation.IsQualifiedName(key) {
-				problems = append(problems, fmt.Sprintf("%s %q: %s", what, key, e))
-			}
+			return fmt.Sprintf("it could change the Sandbox's isolation: %s; set it in the SandboxTemplate if it is needed", runtimeKeyReason(key))
+		case IsReservedKey(key) || isSystemKey(key):
+			return fmt.Sprintf("restricted system domain: %q is not allowed in AdditionalPodMetadata", prefix)
 		}
+		if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+			return fmt.Sprintf("invalid %s key: %q: %s", what, key, strings.Join(errs, "; "))
+		}
+		return ""
+	}
+	failed := func(what, key, detail string) string {
+		return fmt.Sprintf("invalid additionalPodMetadata: failed to validate %s %q: %s", what, key, detail)
 	}
 	for _, k := range sortedKeys(m.Labels) {
-		check("label", k)
-		for _, e := range validation.IsValidLabelValue(m.Labels[k]) {
-			problems = append(problems, fmt.Sprintf("label %q value %q: %s", k, m.Labels[k], e))
+		if d := check("label", k); d != "" {
+			return failed("label", k, d)
+		}
+		if errs := validation.IsValidLabelValue(m.Labels[k]); len(errs) > 0 {
+			return failed("label", k, fmt.Sprintf("invalid label value: %q does not match allowed pattern: %s", m.Labels[k], strings.Join(errs, "; ")))
 		}
 	}
 	for _, k := range sortedKeys(m.Annotations) {
-		check("annotation", k)
+		if d := check("annotation", k); d != "" {
+			return failed("annotation", k, d)
+		}
 	}
-	if len(problems) == 0 {
-		return ""
-	}
-	return "spec.additionalPodMetadata: " + strings.Join(problems, "; ")
+	return ""
 }
 
 func isSystemKey(key string) bool {

@@ -308,7 +308,10 @@ func TestClaimInjectionPolicies(t *testing.T) {
 	create(t, newClaim(ns, "meta", "pool", func(c *extv1beta1.SandboxClaim) {
 		c.Spec.AdditionalPodMetadata.Labels = map[string]string{sandboxv1beta1.LabelClaimUID: "forged"}
 	}))
-	waitClaim(t, ns, "meta", metav1.ConditionFalse, extv1beta1.ReasonInvalidMetadata)
+	c = waitClaim(t, ns, "meta", metav1.ConditionFalse, extv1beta1.ReasonInvalidMetadata)
+	if msg := findCondition(c.Status.Conditions, extv1beta1.ConditionReady).Message; msg != `invalid additionalPodMetadata: failed to validate label "agents.x-k8s.io/claim-uid": restricted system domain: "agents.x-k8s.io" is not allowed in AdditionalPodMetadata` {
+		t.Errorf("InvalidMetadata message %q, want upstream's", msg)
+	}
 
 	// Allowing injection on the template lets the waiting claim through,
 	// cold, with the variable in the first container.

@@ -80,6 +80,9 @@ type binding struct {
 	launchType string
 	// readyReported is set once the claim was reported Ready.
 	readyReported bool
+	// readyAt is when this process first reported the claim Ready, zero
+	// if it has not.
+	readyAt time.Time
 	// expired is set once this process expired the claim: final, even
 	// while the cache does not show the expired status yet.
 	expired bool
@@ -233,6 +236,10 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 		}
 		name = b.name
 		pending = sb == nil
+		if sb != nil && render.IsSandboxReady(sb) && b.readyAt.IsZero() {
+			// The status below reports the claim Ready (a Ready warm member).
+			b.readyAt = now
+		}
 		// The annotations (sandbox-name, first-observed-at) go in before
 		// the status that may report the claim Ready, in one request,
 		// guarded like the commit that follows.
@@ -338,7 +345,7 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *extv1beta1.SandboxCla
 		}
 		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonWarmPoolNotFound, Message: msg}, nil
 	case err != nil:
-		return nil, nil, fmt.Errorf("reading warm pool: %w", err)
+		return nil, nil, fmt.Errorf("failed to get sandbox warm pool %q: %w", claim.Spec.WarmPoolRef.Name, err)
 	}
 	if rej := render.ValidateClaimMetadata(claim); rej != nil {
 		return nil, rej, nil

@@ -91,6 +91,9 @@ func (r *ClaimReconciler) applyStatus(ctx context.Context, claim *extv1beta1.San
 				seen = now
 			}
 			metrics.ObserveClaimReady(claim.CreationTimestamp.Time, seen, now, b.launchType, templateOf(b.sandbox))
+			if b.readyAt.IsZero() {
+				b.readyAt = now
+			}
 		}
 	}
 	return nil
@@ -105,15 +108,28 @@ func templateOf(sb *sandboxv1beta1.Sandbox) string {
 
 // annotate writes the claim's annotations upstream's controller writes:
 // agents.x-k8s.io/controller-first-observed-at (when this process first saw
-// the claim, kept once written) and agents.x-k8s.io/sandbox-name (the bound
-// Sandbox, once there is one), in one request and only when one is missing
+// the claim, kept once written), agents.x-k8s.io/sandbox-name (the bound
+// Sandbox, once there is one) and agents.x-k8s.io/claim-first-ready-at
+// (when the claim was first reported Ready, "unknown" if before this
+// process saw it; kept once written), in one request and only when one is missing
 // or stale. With guard, the write is conditional on the claim's
 // resourceVersion (the binding's commit follows it and must not skip a
 // concurrent change); the new resourceVersion is returned, empty when
 // nothing was written.
 func (r *ClaimReconciler) annotate(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, name string, guard bool) (string, error) {
 	observed := claim.Annotations[extv1beta1.AnnotationControllerFirstObservedAt]
-	if observed != "" && (name == "" || claim.Annotations[extv1beta1.AnnotationSandboxName] == name) {
+	firstReady := claim.Annotations[extv1beta1.AnnotationClaimFirstReadyAt]
+	if firstReady == "" {
+		switch r := findCondition(claim.Status.Conditions, extv1beta1.ConditionReady); {
+		case !b.readyAt.IsZero():
+			firstReady = b.readyAt.UTC().Format(time.RFC3339Nano)
+		case r != nil && r.Status == metav1.ConditionTrue:
+			// Ready before this process saw it: upstream's sentinel.
+			firstReady = extv1beta1.ClaimFirstReadyUnknown
+		}
+	}
+	if observed != "" && (name == "" || claim.Annotations[extv1beta1.AnnotationSandboxName] == name) &&
+		firstReady == claim.Annotations[extv1beta1.AnnotationClaimFirstReadyAt] {
 		return "", nil
 	}
 	if observed == "" {
@@ -124,6 +140,9 @@ func (r *ClaimReconciler) annotate(ctx context.Context, claim *extv1beta1.Sandbo
 		observed = seen.UTC().Format(time.RFC3339Nano)
 	}
 	annotations := map[string]string{extv1beta1.AnnotationControllerFirstObservedAt: observed}
+	if firstReady != "" {
+		annotations[extv1beta1.AnnotationClaimFirstReadyAt] = firstReady
+	}
 	if name != "" {
 		annotations[extv1beta1.AnnotationSandboxName] = name
 	} else if old := claim.Annotations[extv1beta1.AnnotationSandboxName]; old != "" {

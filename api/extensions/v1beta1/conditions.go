@@ -34,6 +34,15 @@ const AnnotationSandboxName = "agents.x-k8s.io/sandbox-name"
 // reconcile as upstream's controller does.
 const AnnotationControllerFirstObservedAt = "agents.x-k8s.io/controller-first-observed-at"
 
+// AnnotationClaimFirstReadyAt, on a claim, is when it was first reported
+// Ready (RFC 3339 with nanoseconds, UTC), or ClaimFirstReadyUnknown when it
+// was Ready before the controller observed it, as upstream writes it.
+const AnnotationClaimFirstReadyAt = "agents.x-k8s.io/claim-first-ready-at"
+
+// ClaimFirstReadyUnknown is the claim-first-ready-at value of a claim that
+// was Ready before the controller observed it.
+const ClaimFirstReadyUnknown = "unknown"
+
 // Index keys for field indexers.
 const (
 	// IndexWarmPoolRef indexes claims by spec.warmPoolRef.name.

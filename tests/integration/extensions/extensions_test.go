@@ -245,6 +245,9 @@ func TestClaimTakesWarmMemberAndPoolReplenishes(t *testing.T) {
 	if at, err := time.Parse(time.RFC3339Nano, claim.Annotations[extv1beta1.AnnotationControllerFirstObservedAt]); err != nil || at.After(time.Now()) {
 		t.Errorf("controller-first-observed-at %q: %v", claim.Annotations[extv1beta1.AnnotationControllerFirstObservedAt], err)
 	}
+	if _, err := time.Parse(time.RFC3339Nano, claim.Annotations[extv1beta1.AnnotationClaimFirstReadyAt]); err != nil {
+		t.Errorf("claim-first-ready-at %q: %v", claim.Annotations[extv1beta1.AnnotationClaimFirstReadyAt], err)
+	}
 
 	_, refilled := waitPool(t, ns, "pool", 2)
 	if slices.Contains(names(refilled), name) {
@@ -353,6 +356,16 @@ func TestClaimWaitsForPoolAndTemplate(t *testing.T) {
 	if claim.Status.Sandbox.Name == "" {
 		t.Error("Ready claim names no Sandbox")
 	}
+	eventually(t, "cold claim gets claim-first-ready-at", func() error {
+		c, err := get(t, ns, "claim", &extv1beta1.SandboxClaim{})
+		if err != nil {
+			return err
+		}
+		if _, err := time.Parse(time.RFC3339Nano, c.Annotations[extv1beta1.AnnotationClaimFirstReadyAt]); err != nil {
+			return fmt.Errorf("annotations %v", c.Annotations)
+		}
+		return nil
+	})
 }
 
 func TestTemplateDeletedUnderLivePool(t *testing.T) {

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"sort"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -167,25 +169,60 @@ func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerRef
 		return nil, err
 	}
 	labels := propagated(sb.Spec.PodTemplate.ObjectMeta.Labels)
+	annotations := propagated(sb.Spec.PodTemplate.ObjectMeta.Annotations)
+	// As upstream, the Pod lists the template keys the controller manages.
+	labelKeys, annotationKeys := joinedKeys(labels), joinedKeys(annotations)
+	if labelKeys != "" {
+		annotations[sandboxv1beta1.AnnotationPropagatedLabels] = labelKeys
+	}
+	if annotationKeys != "" {
+		annotations[sandboxv1beta1.AnnotationPropagatedAnnotations] = annotationKeys
+	}
 	labels[sandboxv1beta1.LabelSandboxNameHash] = hash
-	for _, k := range PodIdentityLabels {
-		if v := sb.Labels[k]; v != "" {
-			labels[k] = v
+	if ref := metav1.GetControllerOf(sb); ref != nil && strings.HasPrefix(ref.APIVersion, "extensions."+sandboxv1beta1.GroupName+"/") {
+		for _, k := range PodIdentityLabels {
+			if v := sb.Labels[k]; v != "" {
+				labels[k] = v
+			}
 		}
+	}
+	if v := sb.Labels[sandboxv1beta1.LabelCreatedBy]; v != "" {
+		labels[sandboxv1beta1.LabelCreatedBy] = NormalizeCreatedBy(v)
 	}
 	p := corev1ac.Pod(name, sb.Namespace).
 		WithLabels(labels).
 		WithOwnerReferences(owner).
 		WithSpec(spec)
-	if a := propagated(sb.Spec.PodTemplate.ObjectMeta.Annotations); len(a) > 0 {
-		p.WithAnnotations(a)
+	if len(annotations) > 0 {
+		p.WithAnnotations(annotations)
 	}
 	return p, nil
 }
 
-// PodIdentityLabels are the controller's labels a Sandbox passes on to its
-// Pod: the template it was made from, which the template's NetworkPolicy
-// selects. (Claim identity stays on the Sandbox: putting it on the Pod would
+// NormalizeCreatedBy is the created-by label a Pod carries for its
+// Sandbox's: one of go-client, python-client, controller, else unknown (as
+// upstream, which keeps the label's values few).
+func NormalizeCreatedBy(v string) string {
+	switch v {
+	case "go-client", "python-client", "controller":
+		return v
+	}
+	return "unknown"
+}
+
+// joinedKeys joins a map's keys, sorted, with commas.
+func joinedKeys(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ",")
+}
+
+// PodIdentityLabels are the controller's labels a Sandbox controlled by a
+// claim or a warm pool passes on to its Pod: the template it was made from,
+// which the template's NetworkPolicy selects. (Claim identity stays on the Sandbox: putting it on the Pod would
 // cost a Pod write on every warm claim, on the claim's critical path.)
 var PodIdentityLabels = []string{sandboxv1beta1.LabelSandboxTemplateRefHash}
 

@@ -41,6 +41,12 @@ const (
 
 	// AnnotationPodName, on a Sandbox, is the name of the Pod it created or adopted.
 	AnnotationPodName = GroupName + "/pod-name"
+	// AnnotationPropagatedLabels, on a Pod, lists (sorted, comma-separated)
+	// the pod template labels the controller put there.
+	AnnotationPropagatedLabels = GroupName + "/propagated-labels"
+	// AnnotationPropagatedAnnotations, on a Pod, lists (sorted,
+	// comma-separated) the pod template annotations the controller put there.
+	AnnotationPropagatedAnnotations = GroupName + "/propagated-annotations"
 	// AnnotationSandboxTemplateRef, on a Sandbox, is the name of the
 	// SandboxTemplate it was created from.
 	AnnotationSandboxTemplateRef = GroupName + "/sandbox-template-ref"

@@ -73,14 +73,13 @@ func SandboxStatus(in SandboxStatusInputs) *sandboxac.SandboxApplyConfiguration 
 
 	if in.Expired {
 		// Upstream stops computing conditions once a Sandbox expired: Ready
-		// says so, PodScheduled goes, every other condition (Finished,
-		// Suspended) stays as last reported, and every other field is
-		// cleared.
+		// says so, PodScheduled goes, Finished and Suspended stay as last
+		// reported, and every other field is cleared. (A condition type
+		// only an earlier version of this controller wrote goes too.)
 		conds.set(sandboxv1beta1.ConditionReady, metav1.ConditionFalse, sandboxv1beta1.ReasonSandboxExpired, "Sandbox has expired")
 		for _, c := range previous {
 			switch c.Type {
-			case sandboxv1beta1.ConditionReady, sandboxv1beta1.ConditionPodScheduled:
-			default:
+			case sandboxv1beta1.ConditionSuspended, sandboxv1beta1.ConditionFinished:
 				conds.keep(c)
 			}
 		}

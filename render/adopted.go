@@ -30,9 +30,13 @@ func Adopted(c *extv1beta1.SandboxClaim, member *sandboxv1beta1.Sandbox) *sandbo
 	if sb.Labels == nil {
 		sb.Labels = map[string]string{}
 	}
-	delete(sb.Labels, sandboxv1beta1.LabelWarmPoolSandbox)
-	sb.Labels[sandboxv1beta1.LabelClaimUID] = string(c.UID)
-	sb.Labels[sandboxv1beta1.LabelLaunchType] = sandboxv1beta1.LaunchTypeWarm
+	for k, v := range adoptedLabels(c) {
+		if v == "" {
+			delete(sb.Labels, k)
+		} else {
+			sb.Labels[k] = v
+		}
+	}
 	podName := PodName(member)
 	if sb.Annotations == nil {
 		sb.Annotations = map[string]string{}

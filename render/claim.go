@@ -339,10 +339,13 @@ func Adoption(c *extv1beta1.SandboxClaim, member *sandboxv1beta1.Sandbox) ([]byt
 		APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxClaim", Name: c.Name, UID: c.UID,
 		Controller: &yes, BlockOwnerDeletion: &yes,
 	})
-	labels := map[string]any{
-		sandboxv1beta1.LabelWarmPoolSandbox: nil,
-		sandboxv1beta1.LabelClaimUID:        string(c.UID),
-		sandboxv1beta1.LabelLaunchType:      sandboxv1beta1.LaunchTypeWarm,
+	labels := map[string]any{}
+	for k, v := range adoptedLabels(c) {
+		if v == "" {
+			labels[k] = nil // removed
+		} else {
+			labels[k] = v
+		}
 	}
 	patch := map[string]any{
 		"metadata": map[string]any{
@@ -366,6 +369,25 @@ func Adoption(c *extv1beta1.SandboxClaim, member *sandboxv1beta1.Sandbox) ([]byt
 		patch["spec"] = map[string]any{"podTemplate": map[string]any{"metadata": meta}}
 	}
 	return json.Marshal(patch)
+}
+
+// labelPodTemplateHash is upstream's pool member label (its hash of the pod
+// template); a Sandbox loses it, like the pool labels, when a claim takes it.
+const labelPodTemplateHash = sandboxv1beta1.GroupName + "/sandbox-pod-template-hash"
+
+// adoptedLabels are the label changes of a member a claim takes, as
+// upstream makes them: the pool's labels go (an empty value removes), the
+// claim's identity and launch type come, and created-by is the claim's or
+// none.
+func adoptedLabels(c *extv1beta1.SandboxClaim) map[string]string {
+	return map[string]string{
+		sandboxv1beta1.LabelWarmPoolSandbox:     "",
+		sandboxv1beta1.LabelSandboxTemplateHash: "",
+		labelPodTemplateHash:                    "",
+		sandboxv1beta1.LabelClaimUID:            string(c.UID),
+		sandboxv1beta1.LabelLaunchType:          sandboxv1beta1.LaunchTypeWarm,
+		sandboxv1beta1.LabelCreatedBy:           c.Labels[sandboxv1beta1.LabelCreatedBy],
+	}
 }
 
 // ClaimExpiry is when a claim expires: the earlier of its shutdownTime and

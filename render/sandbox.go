@@ -185,6 +185,12 @@ func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerRef
 				labels[k] = v
 			}
 		}
+		// A warm pool member's Pod is marked as one until a claim takes
+		// the Sandbox (as upstream; it costs one Pod write per warm claim,
+		// off the claim's path to Ready).
+		if v := sb.Labels[sandboxv1beta1.LabelWarmPoolSandbox]; v != "" && ref.Kind == "SandboxWarmPool" {
+			labels[sandboxv1beta1.LabelWarmPoolSandbox] = v
+		}
 	}
 	if v := sb.Labels[sandboxv1beta1.LabelCreatedBy]; v != "" {
 		labels[sandboxv1beta1.LabelCreatedBy] = NormalizeCreatedBy(v)
@@ -222,8 +228,8 @@ func joinedKeys(m map[string]string) string {
 
 // PodIdentityLabels are the controller's labels a Sandbox controlled by a
 // claim or a warm pool passes on to its Pod: the template it was made from,
-// which the template's NetworkPolicy selects. (Claim identity stays on the Sandbox: putting it on the Pod would
-// cost a Pod write on every warm claim, on the claim's critical path.)
+// which the template's NetworkPolicy selects. (Claim identity stays on the
+// Sandbox: putting it on the Pod would cost a Pod write on every warm claim.)
 var PodIdentityLabels = []string{sandboxv1beta1.LabelSandboxTemplateRefHash}
 
 // propagated copies template metadata without the keys reserved for the

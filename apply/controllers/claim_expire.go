@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,6 +45,10 @@ func (r *ClaimReconciler) expire(ctx context.Context, claim *extv1beta1.SandboxC
 	if sb != nil && controlledBy(sb, claim.UID) {
 		// Reported (name, Pod IPs, Finished) until the Sandbox is gone.
 		statusIn.Sandbox = sb
+	} else if msg, err := r.notOwned(ctx, claim, name); err != nil {
+		return reconcile.Result{}, err
+	} else if msg != "" {
+		statusIn.ExpiredMessage, statusIn.SandboxName = msg, ""
 	}
 	switch policy {
 	case extv1beta1.ShutdownPolicyDelete, extv1beta1.ShutdownPolicyDeleteForeground:
@@ -71,4 +76,22 @@ func (r *ClaimReconciler) expire(ctx context.Context, claim *extv1beta1.SandboxC
 		b.sandbox, b.at = nil, time.Time{}
 	}
 	return reconcile.Result{}, r.writeStatus(ctx, claim, b, statusIn)
+}
+
+// notOwned looks, as upstream does, for the Sandbox an expired claim would
+// clean up (the one its status names, else the claim's own name) and, when
+// one exists that the claim does not control, says that its deletion is
+// skipped, in upstream's words.
+func (r *ClaimReconciler) notOwned(ctx context.Context, claim *extv1beta1.SandboxClaim, name string) (string, error) {
+	if name == "" {
+		name = claim.Name
+	}
+	sb := &sandboxv1beta1.Sandbox{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: name}, sb); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	if controlledBy(sb, claim.UID) {
+		return "", nil
+	}
+	return fmt.Sprintf("Claim expired. sandbox not owned by this claim: sandbox %q is not owned by claim %q; deletion skipped.", sb.Name, claim.Name), nil
 }

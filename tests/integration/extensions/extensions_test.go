@@ -566,3 +566,39 @@ func TestV1alpha1ClaimSaysWhichPoolToCreate(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimNotOwnedSandbox: a Sandbox named like the claim that the claim
+// does not control is reported in upstream's words, and once the claim
+// expires its deletion is skipped, also in upstream's words.
+func TestClaimNotOwnedSandbox(t *testing.T) {
+	ns := env.Namespace(t)
+	create(t, newTemplate(ns, "tpl"), newPool(ns, "pool", "tpl", 0))
+	foreign := &sandboxv1beta1.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mine"},
+		Spec: sandboxv1beta1.SandboxSpec{SandboxBlueprint: sandboxv1beta1.SandboxBlueprint{
+			PodTemplate: sandboxv1beta1.PodTemplate{Spec: corev1.PodSpec{
+				RuntimeClassName: newTemplate(ns, "x").Spec.PodTemplate.Spec.RuntimeClassName,
+				Containers:       []corev1.Container{{Name: "c", Image: "busybox"}},
+			}},
+		}},
+	}
+	create(t, foreign)
+	soon := metav1.NewTime(time.Now().Add(3 * time.Second))
+	create(t, newClaim(ns, "mine", "pool", func(c *extv1beta1.SandboxClaim) {
+		c.Spec.Lifecycle = &extv1beta1.Lifecycle{ShutdownTime: &soon, ShutdownPolicy: extv1beta1.ShutdownPolicyRetain}
+	}))
+	c := waitClaim(t, ns, "mine", metav1.ConditionFalse, extv1beta1.ReasonReconcilerError)
+	if msg := findCondition(c.Status.Conditions, extv1beta1.ConditionReady).Message; msg != `Error seen: sandbox "mine" is not controlled by claim "mine". Please use a different claim name or delete the sandbox manually` {
+		t.Errorf("message %q, want upstream's", msg)
+	}
+	c = waitClaim(t, ns, "mine", metav1.ConditionFalse, extv1beta1.ReasonClaimExpired)
+	if msg := findCondition(c.Status.Conditions, extv1beta1.ConditionReady).Message; msg != `Claim expired. sandbox not owned by this claim: sandbox "mine" is not owned by claim "mine"; deletion skipped.` {
+		t.Errorf("expired message %q, want upstream's", msg)
+	}
+	if c.Status.Sandbox.Name != "" {
+		t.Errorf("status.sandbox names %q", c.Status.Sandbox.Name)
+	}
+	if _, err := get(t, ns, "mine", &sandboxv1beta1.Sandbox{}); err != nil {
+		t.Errorf("the foreign Sandbox: %v", err)
+	}
+}

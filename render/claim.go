@@ -53,11 +53,32 @@ func ValidateClaim(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate) *C
 		return rej
 	}
 	spec := t.Spec.Blueprint()
+	if rej := MetadataConflict(spec.PodTemplate.ObjectMeta, c.Spec.AdditionalPodMetadata); rej != nil {
+		return rej
+	}
 	if _, rej := injectEnv(&spec.PodTemplate.Spec, c.Spec.Env, policyOrDefault(t.Spec.EnvVarsInjectionPolicy), t.Name); rej != nil {
 		return rej
 	}
 	if _, rej := mergeVolumeClaimTemplates(&spec, c.Spec.VolumeClaimTemplates, policyOrDefault(t.Spec.VolumeClaimTemplatesPolicy), t.Name); rej != nil {
 		return rej
+	}
+	return nil
+}
+
+// MetadataConflict refuses, as upstream does (a ReconcilerError), a claim's
+// additional Pod label or annotation that the Pod's metadata (the
+// template's, or a warm member's) already sets to another value.
+func MetadataConflict(base, extra sandboxv1beta1.PodMetadata) *ClaimRejection {
+	for _, kind := range []struct {
+		what       string
+		base, want map[string]string
+	}{{"label", base.Labels, extra.Labels}, {"annotation", base.Annotations, extra.Annotations}} {
+		for _, k := range sortedKeys(kind.want) {
+			if v, ok := kind.base[k]; ok && v != kind.want[k] {
+				return &ClaimRejection{Reason: extv1beta1.ReasonReconcilerError,
+					Message: fmt.Sprintf("metadata override conflict: %s %q is defined in template with value %q, but claim requests %q", kind.what, k, v, kind.want[k])}
+			}
+		}
 	}
 	return nil
 }

@@ -127,6 +127,9 @@ func (r *ClaimReconciler) acceptor(ctx context.Context, pool *extv1beta1.Sandbox
 // a claim cannot get past a policy by taking a warm member instead of
 // creating one.
 func (r *ClaimReconciler) checkAdoption(ctx context.Context, claim *extv1beta1.SandboxClaim, m *sandboxv1beta1.Sandbox) (*render.ClaimRejection, error) {
+	if rej := render.MetadataConflict(m.Spec.PodTemplate.ObjectMeta, claim.Spec.AdditionalPodMetadata); rej != nil {
+		return rej, nil
+	}
 	adopted := render.Adopted(claim, m)
 	var denied *policyError
 	var terminal *terminalError

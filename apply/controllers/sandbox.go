@@ -267,6 +267,11 @@ func (r *SandboxReconciler) reconcile(ctx context.Context, req reconcile.Request
 	}
 
 	changes, drift, err := r.applyChildren(ctx, sb, obs, expired)
+	if err != nil {
+		// Nothing (or not everything) was applied: an unowned Service was
+		// not taken.
+		statusIn.Service = obs.service != nil && ownedBy(obs.service, sb)
+	}
 	var denied *policyError
 	if errors.As(err, &denied) {
 		// Nothing was applied. Only a change to the Sandbox or to the

@@ -659,6 +659,9 @@ func TestIncompatibleAdoptionIsTerminal(t *testing.T) {
 		!strings.Contains(msg, `(expected "None", field is immutable)`) {
 		t.Errorf("message = %q, want upstream's ClusterIP refusal", msg)
 	}
+	if sb.Status.Service != "" || sb.Status.ServiceFQDN != "" {
+		t.Errorf("status names the Service it could not take: %q %q", sb.Status.Service, sb.Status.ServiceFQDN)
+	}
 	before := running.RequestsIn(ns)
 	time.Sleep(3 * time.Second)
 	if n := running.RequestsIn(ns) - before; n > 0 {

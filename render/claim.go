@@ -310,6 +310,13 @@ func ClaimSandbox(in ClaimInputs) (*sandboxac.SandboxApplyConfiguration, error) 
 		sandboxv1beta1.LabelClaimUID:   string(c.UID),
 		sandboxv1beta1.LabelLaunchType: sandboxv1beta1.LaunchTypeCold,
 	}).WithOwnerReferences(claimOwner(c))
+	// As upstream's cold Sandbox: no template hash (that is for pool
+	// members), and created-by only as the claim's own label says.
+	delete(sb.Labels, sandboxv1beta1.LabelSandboxTemplateHash)
+	delete(sb.Labels, sandboxv1beta1.LabelCreatedBy)
+	if v := c.Labels[sandboxv1beta1.LabelCreatedBy]; v != "" {
+		sb.Labels[sandboxv1beta1.LabelCreatedBy] = v
+	}
 	return sb, nil
 }
 

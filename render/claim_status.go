@@ -81,7 +81,11 @@ func ClaimStatus(in ClaimStatusInputs) *extac.SandboxClaimApplyConfiguration {
 			conds.set(ready, metav1.ConditionFalse, extv1beta1.ReasonSandboxExpired,
 				"Underlying Sandbox resource has expired independently of the Claim.")
 		default:
-			conds.set(ready, r.Status, r.Reason, r.Message)
+			// Forwarded verbatim, transition time included, as upstream
+			// does; only observedGeneration is the claim's.
+			conds.out = append(conds.out, metav1ac.Condition().
+				WithType(ready).WithStatus(r.Status).WithReason(r.Reason).WithMessage(r.Message).
+				WithObservedGeneration(c.Generation).WithLastTransitionTime(r.LastTransitionTime))
 		}
 	}
 

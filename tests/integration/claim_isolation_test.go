@@ -94,11 +94,11 @@ spec:
 		name, metadata, want string // want "" = admitted
 	}{
 		{"kata", "    annotations:\n      io.katacontainers.config.hypervisor.kernel_params: init=/bin/sh\n",
-			`annotation "io.katacontainers.config.hypervisor.kernel_params" could change the Sandbox's isolation: Kata Containers`},
+			`annotation "io.katacontainers.config.hypervisor.kernel_params": it could change the Sandbox's isolation: Kata Containers`},
 		{"gvisor", "    annotations:\n      dev.gvisor.spec.mount.host.share: shared\n", `annotation "dev.gvisor.spec.mount.host.share"`},
 		{"crio-label", "    labels:\n      io.kubernetes.cri-o.userns-mode: host\n", `label "io.kubernetes.cri-o.userns-mode"`},
 		{"apparmor", "    annotations:\n      container.apparmor.security.beta.kubernetes.io/python: unconfined\n",
-			`annotation "container.apparmor.security.beta.kubernetes.io/python" could change the Sandbox's isolation`},
+			`annotation "container.apparmor.security.beta.kubernetes.io/python": it could change the Sandbox's isolation`},
 		{"ordinary", "    labels:\n      user: alice\n    annotations:\n      session: abc123\n", ""},
 	}
 	for _, tc := range cases {

@@ -1,21 +1,11 @@
 package integration
 
 import (
-	"context"
-	"errors"
-	"net"
-	"net/http"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/agentsandbox/reconciler/policy"
-	"github.com/agentsandbox/reconciler/tests"
-	"github.com/agentsandbox/reconciler/tests/cluster"
 	"github.com/agentsandbox/reconciler/webhooks"
 )
 
@@ -28,47 +18,13 @@ func TestWebhookRefusesRuntimeClaimMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl is needed: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
-	addr, err := tests.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, portStr, _ := net.SplitHostPort(addr)
-	port, _ := strconv.Atoi(portStr)
-	remove, err := cluster.InstallLocalWebhook(ctx, env.Client, "agent-sandbox-system", port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = remove() })
-	certs := &webhooks.Certs{Client: env.Client, Namespace: "agent-sandbox-system", CertDir: t.TempDir()}
-	if _, err := certs.Ensure(ctx); err != nil {
-		t.Fatal(err)
-	}
 	set, err := policy.LoadConfig(policy.Config{Bundles: policy.DefaultBundles})
 	if err != nil {
 		t.Fatal(err)
 	}
 	holder := &policy.Holder{}
 	holder.Set(set)
-	srv := webhook.NewServer(webhook.Options{Port: port, Host: "127.0.0.1", CertDir: certs.CertDir})
-	srv.Register(webhooks.ValidatePath, &webhook.Admission{Handler: &webhooks.Validator{Policy: holder, Reader: env.Client}})
-	served := make(chan error, 1)
-	go func() { served <- srv.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
-			t.Logf("webhook server: %v", err)
-		}
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.StartedChecker()(&http.Request{}) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("webhook server did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	serveValidator(t, &webhooks.Validator{Policy: holder, Reader: env.Client})
 
 	kubeconfig := env.Kubeconfig(t)
 	ns := env.Namespace(t)

@@ -100,6 +100,11 @@ type memo struct {
 	reported *sandboxv1beta1.SandboxStatus
 	// drift is the Pod template drift last reported in an event.
 	drift string
+	// podName is the pod-name annotation value last patched ("" removed),
+	// at podNameAt: for a while, a cache that has not caught up with the
+	// patch does not cause it again.
+	podName   string
+	podNameAt time.Time
 }
 
 // forget drops what this process remembers about a Sandbox that is gone.
@@ -143,6 +148,7 @@ func (r *SandboxReconciler) remember(sb *sandboxv1beta1.Sandbox, at time.Time, s
 	m := &memo{uid: sb.UID, at: at}
 	if prev := r.recall(sb); prev != nil {
 		m.status, m.reported, m.drift = prev.status, prev.reported, prev.drift
+		m.podName, m.podNameAt = prev.podName, prev.podNameAt
 	}
 	if status != "" {
 		m.status, m.reported = status, reported
@@ -590,6 +596,11 @@ func (r *SandboxReconciler) trackPodName(ctx context.Context, sb *sandboxv1beta1
 	if (want == "" && !ok) || (want != "" && have == want) {
 		return nil
 	}
+	m := r.recall(sb)
+	now := r.Clock.Now()
+	if m != nil && m.podName == want && now.Sub(m.podNameAt) < ssa.CreateExpectation {
+		return nil // patched moments ago; the cache has not shown it yet
+	}
 	var value any
 	if want != "" {
 		value = want
@@ -598,8 +609,16 @@ func (r *SandboxReconciler) trackPodName(ctx context.Context, sb *sandboxv1beta1
 	if err != nil {
 		return err
 	}
-	_, err = r.Engine.Patch(ctx, "Sandbox", sb, client.RawPatch(types.MergePatchType, body), r.Engine.FieldManager())
-	return client.IgnoreNotFound(err)
+	if _, err := r.Engine.Patch(ctx, "Sandbox", sb, client.RawPatch(types.MergePatchType, body), r.Engine.FieldManager()); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	next := memo{uid: sb.UID}
+	if m != nil {
+		next = *m
+	}
+	next.podName, next.podNameAt = want, now
+	r.memory.Store(client.ObjectKeyFromObject(sb), &next)
+	return nil
 }
 
 func (r *SandboxReconciler) applyStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, in render.SandboxStatusInputs) error {

@@ -120,10 +120,10 @@ func (r *ClaimReconciler) annotate(ctx context.Context, claim *extv1beta1.Sandbo
 	observed := claim.Annotations[extv1beta1.AnnotationControllerFirstObservedAt]
 	firstReady := claim.Annotations[extv1beta1.AnnotationClaimFirstReadyAt]
 	if firstReady == "" {
-		switch r := findCondition(claim.Status.Conditions, extv1beta1.ConditionReady); {
+		switch ready := findCondition(claim.Status.Conditions, extv1beta1.ConditionReady); {
 		case !b.readyAt.IsZero():
 			firstReady = b.readyAt.UTC().Format(time.RFC3339Nano)
-		case r != nil && r.Status == metav1.ConditionTrue:
+		case ready != nil && ready.Status == metav1.ConditionTrue:
 			// Ready before this process saw it: upstream's sentinel.
 			firstReady = extv1beta1.ClaimFirstReadyUnknown
 		}

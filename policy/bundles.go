@@ -37,5 +37,5 @@ func Bundle(name string) (Source, error) {
 	if err != nil {
 		return Source{}, fmt.Errorf("no built-in policy bundle %q (there are: %s)", name, strings.Join(Bundles(), ", "))
 	}
-	return Source{Name: "bundle " + name, Data: data}, nil
+	return Source{Name: "bundle " + name, Data: data, Bundle: name}, nil
 }

@@ -11,17 +11,32 @@ import (
 	"time"
 )
 
-// Config says where policies come from: built-in bundles by name and YAML
-// files in a directory (every *.yaml, *.yml and *.json in it).
+// Config says where policies come from: built-in bundles and YAML files in
+// a directory (every *.yaml, *.yml and *.json in it).
 type Config struct {
+	// Bundles are built-in bundles loaded with their bindings' own
+	// actions (Deny), when Modes is nil.
 	Bundles []string
-	Dir     string
+	// Modes, when set, are the bundles' cluster-wide modes: every built-in
+	// bundle is loaded (so a namespace can turn on one that is off by
+	// default) and checks use these modes unless the context carries a
+	// namespace's (WithModes).
+	Modes Modes
+	Dir   string
+}
+
+// bundles lists the built-in bundles to load.
+func (c Config) bundles() []string {
+	if c.Modes != nil {
+		return Bundles()
+	}
+	return c.Bundles
 }
 
 // Sources reads the configured bundles and files.
 func (c Config) Sources() ([]Source, error) {
 	var out []Source
-	for _, name := range c.Bundles {
+	for _, name := range c.bundles() {
 		src, err := Bundle(name)
 		if err != nil {
 			return nil, err
@@ -62,7 +77,17 @@ func LoadConfig(c Config) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Load(srcs...)
+	return c.load(srcs)
+}
+
+// load compiles sources read for c, with c's default modes.
+func (c Config) load(srcs []Source) (*Set, error) {
+	set, err := Load(srcs...)
+	if err != nil {
+		return nil, err
+	}
+	set.defaults = c.Modes
+	return set, nil
 }
 
 func digestOf(srcs []Source) string {
@@ -111,7 +136,7 @@ func Watch(ctx context.Context, c Config, h *Holder, interval time.Duration, onL
 			continue
 		}
 		last, pending = d, ""
-		set, err := Load(srcs...)
+		set, err := c.load(srcs)
 		if err != nil {
 			onError(err)
 			continue

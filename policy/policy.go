@@ -54,6 +54,9 @@ type Decision struct {
 	Message string `json:"message"`
 	// Object names what was checked: Kind namespace/name.
 	Object string `json:"object"`
+	// Bundle is the built-in bundle the policy comes from, if any; its
+	// mode in the object's namespace chose Action.
+	Bundle string `json:"bundle,omitempty"`
 }
 
 func (d Decision) String() string {
@@ -106,10 +109,15 @@ type Set struct {
 	policies []*compiled
 	// digest identifies the sources the set was loaded from.
 	digest string
+	// defaults are the bundles' modes where a check names no namespace
+	// modes (nil: bindings' own actions).
+	defaults Modes
 }
 
 type compiled struct {
-	policy   *admissionregistrationv1.ValidatingAdmissionPolicy
+	policy *admissionregistrationv1.ValidatingAdmissionPolicy
+	// bundle is the built-in bundle the policy came from ("" for others).
+	bundle   string
 	bindings []*bound
 	matcher  matchconditions.Matcher
 	// validations evaluates every validation expression at once; messages
@@ -131,11 +139,14 @@ type bound struct {
 type Source struct {
 	Name string
 	Data []byte
+	// Bundle names the built-in bundle the source is (empty for files).
+	Bundle string
 }
 
 // doc is one parsed YAML document and where it came from.
 type doc struct {
 	source string
+	bundle string
 	obj    *unstructured.Unstructured
 }
 
@@ -158,7 +169,7 @@ func Load(sources ...Source) (*Set, error) {
 			if len(raw) == 0 {
 				continue
 			}
-			docs = append(docs, doc{source: fmt.Sprintf("%s: document %d", src.Name, i), obj: &unstructured.Unstructured{Object: raw}})
+			docs = append(docs, doc{source: fmt.Sprintf("%s: document %d", src.Name, i), bundle: src.Bundle, obj: &unstructured.Unstructured{Object: raw}})
 		}
 	}
 
@@ -192,6 +203,7 @@ func Load(sources ...Source) (*Set, error) {
 				errs = append(errs, err)
 				continue
 			}
+			c.bundle = d.bundle
 			policies[p.Name] = c
 			order = append(order, p.Name)
 		case gvk.Group == admissionregistrationv1.GroupName && gvk.Kind == "ValidatingAdmissionPolicyBinding":
@@ -527,7 +539,8 @@ func (s *Set) Check(ctx context.Context, o Object) []Decision {
 	var attrs *admission.VersionedAttributes
 	var request *admissionv1.AdmissionRequest
 	for _, c := range s.policies {
-		if !matches(c.policy.Spec.MatchConstraints, o.GVR, op, obj) {
+		mode, moded := s.modeOf(ctx, c.bundle)
+		if mode == ModeOff || !matches(c.policy.Spec.MatchConstraints, o.GVR, op, obj) {
 			continue
 		}
 		for _, b := range c.bindings {
@@ -535,7 +548,7 @@ func (s *Set) Check(ctx context.Context, o Object) []Decision {
 				continue
 			}
 			if b.paramMissing {
-				decisions = append(decisions, b.decide(c, -1, what, string(metav1.StatusReasonInvalid),
+				decisions = append(decisions, b.decide(c, moded, mode, -1, what, string(metav1.StatusReasonInvalid),
 					fmt.Sprintf("the params of binding %s (%s %s) do not exist", b.binding.Name, c.policy.Spec.ParamKind.Kind, paramName(b.binding.Spec.ParamRef)))...)
 				continue
 			}
@@ -551,7 +564,7 @@ func (s *Set) Check(ctx context.Context, o Object) []Decision {
 			}
 			for _, params := range b.params {
 				for _, f := range c.evaluate(ctx, attrs, request, params) {
-					decisions = append(decisions, b.decide(c, f.rule, what, f.reason, f.message)...)
+					decisions = append(decisions, b.decide(c, moded, mode, f.rule, what, f.reason, f.message)...)
 				}
 			}
 		}
@@ -569,10 +582,17 @@ func paramName(ref *admissionregistrationv1.ParamRef) string {
 	return ref.Name
 }
 
-func (b *bound) decide(c *compiled, rule int, what, reason, message string) []Decision {
-	out := make([]Decision, 0, len(b.actions))
-	for _, a := range b.actions {
-		out = append(out, Decision{Policy: c.policy.Name, Binding: b.binding.Name, Rule: rule, Action: a, Reason: reason, Message: message, Object: what})
+// decide makes the decisions of a failed validation: one per binding
+// action, or, for a bundle whose mode is set (moded), the one action of
+// its mode.
+func (b *bound) decide(c *compiled, moded bool, mode Mode, rule int, what, reason, message string) []Decision {
+	actions := b.actions
+	if moded {
+		actions = []Action{mode.action()}
+	}
+	out := make([]Decision, 0, len(actions))
+	for _, a := range actions {
+		out = append(out, Decision{Policy: c.policy.Name, Binding: b.binding.Name, Rule: rule, Action: a, Reason: reason, Message: message, Object: what, Bundle: c.bundle})
 	}
 	return out
 }

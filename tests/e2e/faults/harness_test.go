@@ -579,11 +579,28 @@ func errorLines(t *testing.T, path string) (int, []string) {
 		if errorLine.MatchString(line) || strings.Contains(line, "\tERROR\t") {
 			n++
 			if len(examples) < 3 {
-				examples = append(examples, truncate(line, 300))
+				examples = append(examples, errorExample(line))
 			}
 		}
 	}
 	return n, examples
+}
+
+// errorExample is a log line shortened for a report: for a zap JSON line,
+// its message, object and error (the part that says what went wrong);
+// otherwise the line's start.
+func errorExample(line string) string {
+	var entry struct {
+		Msg        string `json:"msg"`
+		Controller string `json:"controller"`
+		Namespace  string `json:"namespace"`
+		Name       string `json:"name"`
+		Error      string `json:"error"`
+	}
+	if json.Unmarshal([]byte(line), &entry) != nil || entry.Error == "" {
+		return truncate(line, 300)
+	}
+	return truncate(fmt.Sprintf("%s: %s %s/%s: %s", entry.Msg, entry.Controller, entry.Namespace, entry.Name, entry.Error), 600)
 }
 
 func truncate(s string, n int) string {

@@ -31,14 +31,17 @@ func TestCrashMidBurst(t *testing.T) {
 	if err := ctrl.Stop(); err != nil {
 		t.Errorf("stopping the controller: %v", err)
 	}
-	errs, examples := errorLines(t, ctrl.LogPath)
+	scan := scanErrors(t, ctrl.LogPath)
 	report(t, map[string]any{"run": "undisturbed", "createSeconds": created.Seconds(), "convergeSeconds": baseline.Seconds(),
-		"invariants": inv, "errorLines": errs, "examples": examples})
+		"invariants": inv, "errorLines": scan.Lines, "examples": scan.Examples,
+		"transientServerErrorLines": scan.Transient, "transientExamples": scan.TransientExamples})
 	if inv.violations() > 0 {
 		t.Errorf("undisturbed run: invariants violated: %+v", inv)
 	}
-	if errs > 0 {
-		t.Errorf("undisturbed run logged %d error lines, e.g. %q", errs, examples)
+	// The API server of a busy CI machine may time out for a moment; the
+	// controller retries those. Any other error is the controller's.
+	if scan.Lines > 0 {
+		t.Errorf("undisturbed run logged %d error lines, e.g. %q", scan.Lines, scan.Examples)
 	}
 
 	// Killed a few seconds in.
@@ -65,7 +68,7 @@ func TestCrashMidBurst(t *testing.T) {
 	waitFor(t, 10*time.Minute, "burst converges after the crash", converged(c, ns))
 	crashed := time.Since(start)
 	inv = check(t, c, ns, rec)
-	errs, examples = errorLines(t, second.LogPath)
+	errs, examples := errorLines(t, second.LogPath)
 	firstErrs, _ := errorLines(t, first.LogPath)
 	report(t, map[string]any{"run": "killed", "killedAfterSeconds": killedAt.Seconds(), "podsAtKill": seenAtKill,
 		"convergeSeconds": crashed.Seconds(), "undisturbedSeconds": baseline.Seconds(),

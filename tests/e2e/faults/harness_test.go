@@ -565,25 +565,51 @@ var errorLine = regexp.MustCompile(`"level":"(error|dpanic|panic|fatal)"|^E\d{4}
 // panics) in a controller log, and returns a few for the report.
 func errorLines(t *testing.T, path string) (int, []string) {
 	t.Helper()
+	s := scanErrors(t, path)
+	return s.Lines + s.Transient, append(s.Examples, s.TransientExamples...)
+}
+
+// errorScan is what a controller log says went wrong. Transient lines are
+// errors the API server returned for a moment's overload (timeouts, etcd
+// hiccups, 429s, dropped connections): retried and reported, but not a
+// fault of the controller's.
+type errorScan struct {
+	Lines, Transient            int
+	Examples, TransientExamples []string
+}
+
+// transientError matches the texts of the API server's transient errors.
+var transientError = regexp.MustCompile(`etcdserver: |Timeout: request did not complete|the server was unable to return a response in the time allotted|the server has received too many requests|the server is currently unable to handle the request|context deadline exceeded|http2: client connection lost|connection refused|connection reset by peer|TLS handshake timeout|i/o timeout|unexpected EOF`)
+
+func scanErrors(t *testing.T, path string) errorScan {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = f.Close() }()
-	n := 0
-	var examples []string
+	var s errorScan
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if errorLine.MatchString(line) || strings.Contains(line, "\tERROR\t") {
-			n++
-			if len(examples) < 3 {
-				examples = append(examples, errorExample(line))
+		if !errorLine.MatchString(line) && !strings.Contains(line, "\tERROR\t") {
+			continue
+		}
+		ex := errorExample(line)
+		if transientError.MatchString(ex) {
+			s.Transient++
+			if len(s.TransientExamples) < 3 {
+				s.TransientExamples = append(s.TransientExamples, ex)
 			}
+			continue
+		}
+		s.Lines++
+		if len(s.Examples) < 3 {
+			s.Examples = append(s.Examples, ex)
 		}
 	}
-	return n, examples
+	return s
 }
 
 // errorExample is a log line shortened for a report: for a zap JSON line,

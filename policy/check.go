@@ -70,6 +70,25 @@ func (s *Set) CheckAll(ctx context.Context, objs ...any) ([]Decision, error) {
 // no policies.
 type Holder struct {
 	p atomic.Pointer[Set]
+	// NamespaceLabels, when set, returns a namespace's labels (nil when it
+	// cannot tell: the defaults apply), so that In can apply the mode
+	// labels.
+	NamespaceLabels func(ctx context.Context, namespace string) map[string]string
+	// Exempt namespaces are never blocked (see Namespaces).
+	Exempt []string
+}
+
+// In returns a context whose checks use the bundle modes in force in a
+// namespace: the set's defaults overridden by the namespace's labels, with
+// the problems found in those labels. Without defaults (a set not loaded
+// with Modes) or a label source, ctx is returned as is.
+func (h *Holder) In(ctx context.Context, namespace string) (context.Context, []string) {
+	set := h.Get()
+	if set == nil || set.defaults == nil || h.NamespaceLabels == nil {
+		return ctx, nil
+	}
+	modes, problems := Namespaces{Defaults: set.defaults, Exempt: h.Exempt}.For(namespace, h.NamespaceLabels(ctx, namespace))
+	return WithModes(ctx, modes), problems
 }
 
 // Get returns the current set (nil: no policies).

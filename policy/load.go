@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
 // Config says where policies come from: built-in bundles and YAML files in
@@ -35,14 +38,72 @@ func (c Config) bundles() []string {
 
 // Sources reads the configured bundles and files.
 func (c Config) Sources() ([]Source, error) {
-	var out []Source
+	var bundles []Source
 	for _, name := range c.bundles() {
 		src, err := Bundle(name)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, src)
+		bundles = append(bundles, src)
 	}
+	files, err := c.files()
+	if err != nil {
+		return nil, err
+	}
+	return append(Unshadowed(bundles, c.Modes, files), files...), nil
+}
+
+// Unshadowed drops the bundles that are off and define a policy one of the
+// files defines too (a copy of a bundle installed as files, say): loaded
+// alongside, they would clash; on, the clash is an error for the user.
+func Unshadowed(bundles []Source, modes Modes, files []Source) []Source {
+	if modes == nil {
+		return bundles
+	}
+	theirs := map[string]bool{}
+	for _, f := range files {
+		for _, n := range policyNames(f) {
+			theirs[n] = true
+		}
+	}
+	var out []Source
+	for _, b := range bundles {
+		shadowed := false
+		for _, n := range policyNames(b) {
+			shadowed = shadowed || theirs[n]
+		}
+		if shadowed && modes.Of(b.Bundle) == ModeOff {
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// policyNames lists the names of the ValidatingAdmissionPolicies in a
+// source (what parses; Load reports the rest).
+func policyNames(s Source) []string {
+	var out []string
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(s.Data), 4096)
+	for {
+		var d struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := dec.Decode(&d); err != nil {
+			return out
+		}
+		if d.Kind == "ValidatingAdmissionPolicy" {
+			out = append(out, d.Metadata.Name)
+		}
+	}
+}
+
+// files reads the YAML files of the policy directory.
+func (c Config) files() ([]Source, error) {
+	var out []Source
 	if c.Dir == "" {
 		return out, nil
 	}
@@ -77,11 +138,12 @@ func LoadConfig(c Config) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.load(srcs)
+	return c.LoadSources(srcs)
 }
 
-// load compiles sources read for c, with c's default modes.
-func (c Config) load(srcs []Source) (*Set, error) {
+// LoadSources compiles sources (read for c, or assembled by the caller)
+// with c's default modes.
+func (c Config) LoadSources(srcs []Source) (*Set, error) {
 	set, err := Load(srcs...)
 	if err != nil {
 		return nil, err
@@ -136,7 +198,7 @@ func Watch(ctx context.Context, c Config, h *Holder, interval time.Duration, onL
 			continue
 		}
 		last, pending = d, ""
-		set, err := c.load(srcs)
+		set, err := c.LoadSources(srcs)
 		if err != nil {
 			onError(err)
 			continue

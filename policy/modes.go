@@ -191,3 +191,18 @@ func (s *Set) Defaults() Modes {
 	}
 	return s.defaults
 }
+
+// Active lists the policies a check under ctx evaluates: all but those of
+// bundles that are off.
+func (s *Set) Active(ctx context.Context) []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range s.policies {
+		if m, _ := s.modeOf(ctx, c.bundle); m != ModeOff {
+			out = append(out, c.policy.Name)
+		}
+	}
+	return out
+}

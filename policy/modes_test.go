@@ -132,7 +132,7 @@ spec: {policyName: no-runc, validationActions: [Warn]}
 	if err != nil {
 		t.Fatal(err)
 	}
-	mixed, err := Config{Modes: Modes{BundleBaseline: ModeEnforce}}.load([]Source{b, {Name: "mine.yaml", Data: []byte(custom)}})
+	mixed, err := Config{Modes: Modes{BundleBaseline: ModeEnforce}}.LoadSources([]Source{b, {Name: "mine.yaml", Data: []byte(custom)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,17 @@ func (d Decision) String() string {
 	return fmt.Sprintf("%s: %s (policy %s, rule %d, %s)", d.Object, d.Message, d.Policy, d.Rule, d.Action)
 }
 
+// Warned returns the decisions that warn.
+func Warned(ds []Decision) []Decision {
+	var out []Decision
+	for _, d := range ds {
+		if d.Action == Warn {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // Denied returns the decisions that deny.
 func Denied(ds []Decision) []Decision {
 	var out []Decision

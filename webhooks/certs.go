@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/agentsandbox/reconciler/policy"
 )
 
 // Names of the objects the webhook serving certificates involve.
@@ -29,8 +31,9 @@ const (
 	DefaultWebhookConfigName = "agent-sandbox-validating-webhook"
 	// OptOutLabel on a namespace (value "disabled") exempts it from the
 	// webhook: break-glass when the controller is down and failurePolicy
-	// Fail would block every change.
-	OptOutLabel = "agents.x-k8s.io/policy-webhook"
+	// Fail would block every change. Deprecated: policy modes
+	// (policy.ModeLabel) replace it; kept for one release.
+	OptOutLabel = policy.LegacyOptOutLabel
 )
 
 // The certificate Secret: created (a create cannot be limited to a name),

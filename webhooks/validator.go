@@ -46,6 +46,8 @@ type Validator struct {
 	ControllerNamespace string
 	// Defaults are the controller's defaults for template-made Sandboxes.
 	Defaults render.Defaults
+	// Observe, when set, is told every decision of an admission (metrics).
+	Observe func([]policy.Decision)
 	// ControllerUser is the username of the controller's own requests
 	// (ServiceAccountUser of its namespace and ServiceAccount). Only it may
 	// set a pool or claim as the controller of a Sandbox or claim; empty:
@@ -91,6 +93,9 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		resp.Result.Reason = metav1.StatusReasonForbidden
 		return resp
 	}
+	// The bundles act in the modes of the object's namespace; problems
+	// with its mode labels are shown to the user.
+	ctx, problems := v.Policy.In(ctx, req.Namespace)
 	var decisions []policy.Decision
 	for _, o := range objs {
 		ds, err := set.CheckAs(ctx, o.gvk, o.obj)
@@ -99,23 +104,50 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		}
 		decisions = append(decisions, ds...)
 	}
-	var warnings []string
+	if v.Observe != nil {
+		v.Observe(decisions)
+	}
+	warnings := problems
 	var denials []string
+	audits := map[string]string{}
 	for _, d := range decisions {
+		line := fmt.Sprintf("%s: %s (policy %s)", d.Object, d.Message, d.Policy)
 		switch d.Action {
 		case policy.Deny:
-			denials = append(denials, fmt.Sprintf("%s: %s (policy %s)", d.Object, d.Message, d.Policy))
+			denials = append(denials, line)
 		case policy.Warn:
-			warnings = append(warnings, fmt.Sprintf("%s: %s (policy %s)", d.Object, d.Message, d.Policy))
+			warnings = append(warnings, line)
+		case policy.Audit:
+			auditAnnotate(audits, d, line)
 		}
 	}
+	var resp admission.Response
 	if len(denials) > 0 {
-		resp := admission.Denied(strings.Join(denials, "; "))
+		resp = admission.Denied(strings.Join(denials, "; "))
 		resp.Result.Code = http.StatusForbidden
 		resp.Result.Reason = metav1.StatusReasonForbidden
-		return resp.WithWarnings(warnings...)
+	} else {
+		resp = admission.Allowed("")
 	}
-	return admission.Allowed("").WithWarnings(warnings...)
+	if len(audits) > 0 {
+		resp.AuditAnnotations = audits
+	}
+	return resp.WithWarnings(warnings...)
+}
+
+// auditAnnotate records an Audit finding as an audit annotation (the API
+// server files it as validate.agents.x-k8s.io/<key> in the audit event),
+// one key per policy, findings joined.
+func auditAnnotate(audits map[string]string, d policy.Decision, line string) {
+	key := "audit-" + d.Policy
+	if len(key) > 63 { // the name part of a qualified name
+		key = strings.TrimRight(key[:63], "-.")
+	}
+	if prev, ok := audits[key]; ok {
+		audits[key] = prev + "; " + line
+		return
+	}
+	audits[key] = line
 }
 
 func sameSpec(a, b []byte) bool {

@@ -96,7 +96,7 @@ func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error 
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxclaim").
 		For(&extv1beta1.SandboxClaim{}).
 		Owns(&sandboxv1beta1.Sandbox{}).
@@ -104,8 +104,8 @@ func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error 
 		// template's policies, looks again when they change.
 		Watches(&extv1beta1.SandboxWarmPool{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfPool)).
 		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfTemplate)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+	return watchModeLabels(b, mgr.GetClient(), r.Policy, func() client.ObjectList { return &extv1beta1.SandboxClaimList{} }).Complete(r)
 }
 
 // claimsOfPool maps a pool to the unbound claims that name it.
@@ -400,7 +400,7 @@ func (r *ClaimReconciler) coldStart(ctx context.Context, claim *extv1beta1.Sandb
 	}
 	var denied *policyError
 	var terminal *terminalError
-	if err := checkNewSandbox(ctx, r.Policy.Get(), sb); errors.As(err, &denied) {
+	if err := checkNewSandbox(ctx, r.Policy, sb); errors.As(err, &denied) {
 		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonPolicyDenied, Message: denied.Error()}, nil
 	} else if errors.As(err, &terminal) {
 		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: terminal.Error()}, nil

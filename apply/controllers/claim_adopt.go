@@ -133,7 +133,7 @@ func (r *ClaimReconciler) checkAdoption(ctx context.Context, claim *extv1beta1.S
 	adopted := render.Adopted(claim, m)
 	var denied *policyError
 	var terminal *terminalError
-	err := checkNewSandbox(ctx, r.Policy.Get(), adopted)
+	err := checkNewSandbox(ctx, r.Policy, adopted)
 	if errors.As(err, &denied) {
 		return &render.ClaimRejection{Reason: extv1beta1.ReasonPolicyDenied, Message: denied.Error()}, nil
 	} else if errors.As(err, &terminal) {

@@ -18,6 +18,10 @@ import (
 // EventPolicyDenied is the Warning event for a denial.
 const EventPolicyDenied = sandboxv1beta1.ReasonPolicyDenied
 
+// EventPolicyWarning is the Warning event for what a bundle in warn mode
+// would have denied; the objects are created.
+const EventPolicyWarning = "PolicyWarning"
+
 var (
 	gvkSandbox       = sandboxv1beta1.GroupVersion.WithKind("Sandbox")
 	gvkPod           = corev1.SchemeGroupVersion.WithKind("Pod")
@@ -131,11 +135,14 @@ func adoptedPod(live *corev1.Pod, desired render.SandboxDesired) *corev1.Pod {
 }
 
 // checkNewSandbox checks a Sandbox the controller is about to create (a
-// pool member, a cold claim) together with everything it will create.
-func checkNewSandbox(ctx context.Context, set *policy.Set, sb *sandboxv1beta1.Sandbox) error {
+// pool member, a cold claim) together with everything it will create, with
+// the policy modes of its namespace.
+func checkNewSandbox(ctx context.Context, h *policy.Holder, sb *sandboxv1beta1.Sandbox) error {
+	set := h.Get()
 	if set == nil {
 		return nil
 	}
+	ctx, _ = h.In(ctx, sb.Namespace)
 	probe := sb.DeepCopy()
 	if probe.UID == "" {
 		probe.UID = types.UID("not-created-yet")

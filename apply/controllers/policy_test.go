@@ -80,24 +80,24 @@ func privileged(s *corev1.PodSpec) {
 func TestNewSandboxesFailClosed(t *testing.T) {
 	ctx := context.Background()
 	var denied *policyError
-	err := checkNewSandbox(ctx, loadSet(t, erroring("Fail")), newSandbox("box"))
+	err := checkNewSandbox(ctx, holding(loadSet(t, erroring("Fail"))), newSandbox("box"))
 	if !errors.As(err, &denied) || !strings.Contains(err.Error(), "Pod ns/box") {
 		t.Errorf("evaluation error with failurePolicy Fail: %v, want a denial", err)
 	}
-	if err := checkNewSandbox(ctx, loadSet(t, erroring("Ignore")), newSandbox("box")); err != nil {
+	if err := checkNewSandbox(ctx, holding(loadSet(t, erroring("Ignore"))), newSandbox("box")); err != nil {
 		t.Errorf("evaluation error with failurePolicy Ignore: %v, want allowed", err)
 	}
 	// The Service of a Sandbox is named after it: "9lives" cannot be.
 	unrenderable := newSandbox("9lives")
 	unrenderable.Spec.Service = ptr.To(true)
 	var terminal *terminalError
-	if err := checkNewSandbox(ctx, bundles(t), unrenderable); !errors.As(err, &terminal) {
+	if err := checkNewSandbox(ctx, holding(bundles(t)), unrenderable); !errors.As(err, &terminal) {
 		t.Errorf("unrenderable Sandbox: %v, want a terminal error", err)
 	}
-	if err := checkNewSandbox(ctx, bundles(t), newSandbox("box", privileged)); !errors.As(err, &denied) {
+	if err := checkNewSandbox(ctx, holding(bundles(t)), newSandbox("box", privileged)); !errors.As(err, &denied) {
 		t.Errorf("privileged Sandbox: %v, want a denial", err)
 	}
-	if err := checkNewSandbox(ctx, bundles(t), newSandbox("box")); err != nil {
+	if err := checkNewSandbox(ctx, holding(bundles(t)), newSandbox("box")); err != nil {
 		t.Errorf("compliant Sandbox: %v", err)
 	}
 }
@@ -139,10 +139,10 @@ func TestTemplateMemberUsesTheDefaults(t *testing.T) {
 	tmpl := &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "9-templates"}}
 	tmpl.Spec.PodTemplate.Spec = corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "a"}}}
 	var denied *policyError
-	if err := checkNewSandbox(ctx, bundles(t), render.TemplateProbe(tmpl, render.Defaults{})); !errors.As(err, &denied) {
+	if err := checkNewSandbox(ctx, holding(bundles(t)), render.TemplateProbe(tmpl, render.Defaults{})); !errors.As(err, &denied) {
 		t.Errorf("no runtime class, no default: %v, want a denial", err)
 	}
-	if err := checkNewSandbox(ctx, bundles(t), render.TemplateProbe(tmpl, render.Defaults{RuntimeClassName: "gvisor"})); err != nil {
+	if err := checkNewSandbox(ctx, holding(bundles(t)), render.TemplateProbe(tmpl, render.Defaults{RuntimeClassName: "gvisor"})); err != nil {
 		t.Errorf("no runtime class, default gvisor: %v", err)
 	}
 }
@@ -183,4 +183,11 @@ func TestTemplateDenialIsReportedOnce(t *testing.T) {
 	if len(got) != 3 || !strings.Contains(got[0], "Warning PolicyDenied") || !strings.Contains(got[1], "and 1 more") {
 		t.Errorf("events %q: want one per reason (privileged, +hostPID, privileged again)", got)
 	}
+}
+
+// holding puts a set in a holder, as the controller has it.
+func holding(s *policy.Set) *policy.Holder {
+	h := &policy.Holder{}
+	h.Set(s)
+	return h
 }

@@ -186,7 +186,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexControllerUID, controllerUID); err != nil {
 		return fmt.Errorf("indexing pods by controller: %w", err)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sandbox").
 		For(&sandboxv1beta1.Sandbox{}).
 		Owns(&corev1.Pod{}).
@@ -196,8 +196,8 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 		// adoptable, or go away and free the name: let that Sandbox look again.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+	return watchModeLabels(b, mgr.GetClient(), r.Policy, func() client.ObjectList { return &sandboxv1beta1.SandboxList{} }).Complete(r)
 }
 
 func unownedToSandbox(_ context.Context, o client.Object) []reconcile.Request {
@@ -498,10 +498,16 @@ func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta
 			}
 		}
 		began := time.Now()
-		_, err := checkSandbox(ctx, set, sb, desired, c)
+		inNS, _ := r.Policy.In(ctx, sb.Namespace)
+		ds, err := checkSandbox(inNS, set, sb, desired, c)
 		metrics.PolicySeconds.WithLabelValues("Sandbox").Observe(time.Since(began).Seconds())
 		if err != nil {
 			return nil, "", err
+		}
+		if warned := policy.Warned(ds); len(warned) > 0 && r.Recorder != nil {
+			// The namespace's mode lets it through with a warning (the
+			// webhook showed the same at kubectl apply time).
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventPolicyWarning, "Check", "%s", policy.Summary(warned))
 		}
 	}
 	var changes ssa.ChangeSet

@@ -114,7 +114,8 @@ func (r *TemplateReconciler) reconcile(ctx context.Context, req reconcile.Reques
 			break
 		}
 		if np == nil {
-			ds, err := r.Policy.Get().CheckAs(ctx, gvkNetworkPolicy, desired.NetworkPolicy)
+			inNS, _ := r.Policy.In(ctx, t.Namespace)
+			ds, err := r.Policy.Get().CheckAs(inNS, gvkNetworkPolicy, desired.NetworkPolicy)
 			if err != nil {
 				return reconcile.Result{}, err
 			}
@@ -151,7 +152,7 @@ func (r *TemplateReconciler) checkMembers(ctx context.Context, t *extv1beta1.San
 	key := client.ObjectKeyFromObject(t)
 	var denied *policyError
 	var terminal *terminalError
-	err := checkNewSandbox(ctx, r.Policy.Get(), render.TemplateProbe(t, r.Defaults))
+	err := checkNewSandbox(ctx, r.Policy, render.TemplateProbe(t, r.Defaults))
 	switch {
 	case errors.As(err, &denied), errors.As(err, &terminal):
 		msg := "Sandboxes made from this template are refused; no pool member or claim Sandbox is created from it: " + err.Error()

@@ -96,13 +96,13 @@ const nameCooldown = 30 * time.Second
 // SetupWithManager registers the reconciler and its watches.
 func (r *WarmPoolReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	r.SetDefaults()
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxwarmpool").
 		For(&extv1beta1.SandboxWarmPool{}).
 		Owns(&sandboxv1beta1.Sandbox{}).
 		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.poolsOfTemplate)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+	return watchModeLabels(b, mgr.GetClient(), r.Policy, func() client.ObjectList { return &extv1beta1.SandboxWarmPoolList{} }).Complete(r)
 }
 
 // SetDefaults fills the fields left zero: the real clock and a 5 minute
@@ -221,7 +221,7 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Reques
 		}
 		var denied *policyError
 		var terminal *terminalError
-		switch err := checkNewSandbox(ctx, r.Policy.Get(), probe); {
+		switch err := checkNewSandbox(ctx, r.Policy, probe); {
 		case errors.As(err, &terminal):
 			// Members that cannot be rendered: only a template change
 			// helps (the template is watched). Report; do not retry.

@@ -75,6 +75,12 @@ var (
 		Name: "agent_sandbox_policy_decisions_total",
 		Help: "Failed policy validations, by policy, rule index and action (Deny, Warn, Audit).",
 	}, []string{"policy", "rule", "action"})
+	// AdmissionDecisions counts failed validations at admission (the
+	// webhook), by policy, rule and action: Audit-mode findings show here.
+	AdmissionDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agent_sandbox_admission_policy_decisions_total",
+		Help: "Failed policy validations at admission (the validating webhook), by policy, rule index and action (Deny, Warn, Audit).",
+	}, []string{"policy", "rule", "action"})
 	// PolicyLoadErrors counts policy reloads refused (the last good set stays).
 	PolicyLoadErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "agent_sandbox_policy_load_errors_total",
@@ -132,7 +138,7 @@ func PolicyLoaded(names []string) {
 
 func init() {
 	crmetrics.Registry.MustRegister(CreationLatency, Applies, Saved, ClaimStartupLatency, ClaimControllerStartupLatency, ClaimCreations,
-		PolicyDecisions, PolicyLoadErrors, PoliciesActive, RenderSeconds, PolicySeconds, ReconcileRetries)
+		PolicyDecisions, AdmissionDecisions, PolicyLoadErrors, PoliciesActive, RenderSeconds, PolicySeconds, ReconcileRetries)
 }
 
 // ObserveClaimReady records a claim's first Ready: at is now, seen is when
@@ -254,8 +260,13 @@ func (c *SandboxCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // ObserveDecisions counts failed policy validations.
-func ObserveDecisions(ds []policy.Decision) {
+func ObserveDecisions(ds []policy.Decision) { observeDecisions(PolicyDecisions, ds) }
+
+// ObserveAdmission counts the webhook's failed validations.
+func ObserveAdmission(ds []policy.Decision) { observeDecisions(AdmissionDecisions, ds) }
+
+func observeDecisions(c *prometheus.CounterVec, ds []policy.Decision) {
 	for _, d := range ds {
-		PolicyDecisions.WithLabelValues(policyLabel.value(d.Policy), ruleLabel.value(strconv.Itoa(d.Rule)), knownOr(string(d.Action), string(policy.Deny), string(policy.Warn), string(policy.Audit))).Inc()
+		c.WithLabelValues(policyLabel.value(d.Policy), ruleLabel.value(strconv.Itoa(d.Rule)), knownOr(string(d.Action), string(policy.Deny), string(policy.Warn), string(policy.Audit))).Inc()
 	}
 }

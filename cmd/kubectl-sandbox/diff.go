@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,14 +53,11 @@ func runDiff(o *options, stdin io.Reader, stdout io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	srcs, err := policySources(o)
+	holder, err := loadPolicies(o, clusterNamespaceLabels(c))
 	if err != nil {
 		return 0, err
 	}
-	set, err := policy.Load(srcs...)
-	if err != nil {
-		return 0, &inputError{"invalid policy: " + err.Error()}
-	}
+	set := holder.Get()
 	ctx := context.Background()
 	changed := false
 	for _, d := range docs {
@@ -94,7 +93,8 @@ func runDiff(o *options, stdin io.Reader, stdout io.Writer) (int, error) {
 			if _, passthrough := child.(*unstructured.Unstructured); passthrough {
 				continue
 			}
-			ds, err := set.CheckAs(ctx, r.gvks[i], child)
+			inNS, _ := holder.In(ctx, obj.GetNamespace())
+			ds, err := set.CheckAs(inNS, r.gvks[i], child)
 			if err != nil {
 				return 0, err
 			}
@@ -205,4 +205,18 @@ func comparable(u *unstructured.Unstructured) string {
 		return err.Error()
 	}
 	return strings.TrimSpace(string(y)) + "\n"
+}
+
+// clusterNamespaceLabels reads a namespace's labels from the cluster, so
+// the policy modes are the ones the webhook would use (nil when it cannot:
+// the defaults apply).
+func clusterNamespaceLabels(c client.Client) func(context.Context, string) map[string]string {
+	return func(ctx context.Context, ns string) map[string]string {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+		if err := c.Get(ctx, client.ObjectKey{Name: ns}, m); err != nil {
+			return nil
+		}
+		return m.Labels
+	}
 }

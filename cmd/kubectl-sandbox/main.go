@@ -112,7 +112,7 @@ func (o *options) bind(fs *flag.FlagSet, withPolicy bool) {
 	fs.StringVar(&o.defaultRuntime, "default-runtime-class", "", "the controller's --default-runtime-class (for template-made Sandboxes)")
 	fs.StringVar(&o.controllerNS, "controller-namespace", "agent-sandbox-system", "the controller's namespace (template NetworkPolicies)")
 	if withPolicy {
-		fs.Var(&o.bundles, "bundle", "built-in policy bundle ("+strings.Join(policy.Bundles(), ", ")+"); repeatable; default "+strings.Join(policy.DefaultBundles, ",")+" unless --policy is given")
+		fs.Var(&o.bundles, "bundle", "built-in policy bundle[=mode] ("+strings.Join(policy.Bundles(), ", ")+"; mode enforce, warn, audit or off, enforce if not given); repeatable; bundles not named are off; default "+policy.DefaultModes().String()+" unless --policy is given. A Namespace among the manifests (or, for diff, in the cluster) labelled "+policy.ModeLabelPrefix+"<bundle>=<mode> overrides a mode for its objects")
 		fs.Var(&o.policies, "policy", "policy file or directory (ValidatingAdmissionPolicy YAML); repeatable")
 	}
 }

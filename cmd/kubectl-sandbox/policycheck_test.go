@@ -99,3 +99,38 @@ spec:
 		t.Errorf("unrenderable Sandbox: exit %d\n%s", code, out)
 	}
 }
+
+// TestPolicyCheckModes: --bundle sets a bundle's mode, and a Namespace
+// among the manifests sets the modes of the objects in it, as the
+// controller and webhook do with the namespace's labels.
+func TestPolicyCheckModes(t *testing.T) {
+	const ns = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: team-a
+  labels: {policy.agents.x-k8s.io/baseline: warn}
+`
+	out, stderr, code := runCLI(t, privilegedTemplate, "policy", "check", "-f", "-", "--bundle", "runtime-isolation", "--bundle", "baseline=warn")
+	if code != exitOK || !strings.Contains(out, "privileged containers are not allowed: shell (policy agent-sandbox-baseline, rule 0, Warn)") ||
+		!strings.Contains(out, "0 denied, 1 warnings") {
+		t.Errorf("--bundle baseline=warn: exit %d\n%s%s", code, out, stderr)
+	}
+	out, stderr, code = runCLI(t, ns+"---\n"+privilegedTemplate, "policy", "check", "-f", "-")
+	if code != exitOK || !strings.Contains(out, "rule 0, Warn)") {
+		t.Errorf("namespace labelled baseline=warn: exit %d\n%s%s", code, out, stderr)
+	}
+	// A typo in a mode label enforces, and says so.
+	typo := strings.Replace(ns, "baseline: warn", "baseline: warning", 1)
+	out, _, code = runCLI(t, typo+"---\n"+privilegedTemplate, "policy", "check", "-f", "-")
+	if code != exitFindings || !strings.Contains(out, `"warning" is not a policy mode`) || !strings.Contains(out, "rule 0, Deny)") {
+		t.Errorf("mode label typo: exit %d\n%s", code, out)
+	}
+	// Off bundles are not checked; restricted can be turned on.
+	out, _, code = runCLI(t, privilegedTemplate, "policy", "check", "-f", "-", "--bundle", "baseline=off", "--bundle", "restricted=audit")
+	if code != exitOK || strings.Contains(out, "agent-sandbox-baseline") || !strings.Contains(out, "Audit)") {
+		t.Errorf("baseline off, restricted audit: exit %d\n%s", code, out)
+	}
+	if _, stderr, code := runCLI(t, privilegedTemplate, "policy", "check", "-f", "-", "--bundle", "baseline=deny"); code != exitUsage || !strings.Contains(stderr, "not a policy mode") {
+		t.Errorf("bad mode: exit %d %s", code, stderr)
+	}
+}

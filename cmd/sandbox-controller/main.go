@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
@@ -130,7 +131,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.defaultRuntimeClass, "default-runtime-class", "",
 		"Runtime class given to Pods of template-made Sandboxes (warm pool members, claims) whose template names none, e.g. gvisor. Templates themselves are never changed.")
 	fs.StringVar(&o.policyBundles, "policy-bundles", strings.Join(policy.DefaultBundles, ","),
-		"Built-in policy bundles to enforce, comma-separated ("+strings.Join(policy.Bundles(), ", ")+"); \"none\" for none.")
+		"Cluster-wide modes of the built-in policy bundles ("+strings.Join(policy.Bundles(), ", ")+"), comma-separated bundle[=mode] with mode enforce (the default for a bare name), warn, audit or off; bundles not named are off; \"none\" for all off. "+
+			"A namespace overrides a bundle's mode with the label "+policy.ModeLabelPrefix+"<bundle>=<mode>; --controller-namespace and kube-system are never blocked (enforce warns there).")
 	fs.StringVar(&o.policyDir, "policy-dir", "",
 		"Directory of ValidatingAdmissionPolicy YAML (policies, bindings, params) enforced in addition to the bundles; reloaded on change.")
 	fs.DurationVar(&o.policyReload, "policy-reload-interval", 10*time.Second, "How often --policy-dir is checked for changes.")
@@ -199,13 +201,15 @@ func (o *options) validate() error {
 // loads it once, so that invalid policies stop the controller at start.
 func (o *options) policyConfig() (policy.Config, error) {
 	var c policy.Config
-	for _, b := range strings.Split(o.policyBundles, ",") {
-		b = strings.TrimSpace(b)
-		if b == "" || b == "none" {
-			continue
-		}
-		c.Bundles = append(c.Bundles, b)
+	spec := o.policyBundles
+	if strings.TrimSpace(spec) == "none" {
+		spec = ""
 	}
+	modes, err := policy.ParseModes(spec)
+	if err != nil {
+		return c, fmt.Errorf("--policy-bundles: %w", err)
+	}
+	c.Modes = modes
 	c.Dir = o.policyDir
 	if _, err := policy.LoadConfig(c); err != nil {
 		return c, fmt.Errorf("--policy-bundles/--policy-dir: %w", err)
@@ -292,14 +296,17 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	policies := &policy.Holder{}
+	policies := &policy.Holder{
+		NamespaceLabels: controllers.NamespaceLabels(mgr.GetClient()),
+		Exempt:          []string{o.controllerNamespace, metav1.NamespaceSystem},
+	}
 	set, err := policy.LoadConfig(policyConfig)
 	if err != nil {
 		return err
 	}
 	policies.Set(set)
 	metrics.PolicyLoaded(set.Policies())
-	log.Info("policies loaded", "policies", set.Policies())
+	log.Info("policies loaded", "policies", set.Policies(), "modes", set.Defaults().String())
 	if policyConfig.Dir != "" {
 		if err := mgr.Add(everyReplica(func(ctx context.Context) error {
 			policy.Watch(ctx, policyConfig, policies, o.policyReload, func(s *policy.Set) {
@@ -337,7 +344,7 @@ func run(o options) error {
 	if o.enableWebhook {
 		mgr.GetWebhookServer().Register(webhooks.ConvertPath, webhooks.Converter{})
 		mgr.GetWebhookServer().Register(webhooks.ValidatePath, &webhook.Admission{Handler: &webhooks.Validator{
-			Policy: policies, Reader: mgr.GetClient(), ControllerNamespace: o.controllerNamespace,
+			Policy: policies, Reader: mgr.GetClient(), ControllerNamespace: o.controllerNamespace, Observe: metrics.ObserveAdmission,
 			Defaults:       render.Defaults{RuntimeClassName: o.defaultRuntimeClass},
 			ControllerUser: webhooks.ServiceAccountUser(o.controllerNamespace, o.controllerSA),
 		}})

@@ -9,6 +9,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/agentsandbox/reconciler/apply/controllers"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
 	"github.com/agentsandbox/reconciler/tests/envtest"
@@ -23,11 +24,15 @@ var (
 
 func TestMain(m *testing.M) {
 	envtest.Main(m, &env, func(e *envtest.Env) (func(), error) {
-		set, err := policy.LoadConfig(policy.Config{Bundles: policy.DefaultBundles})
+		// As the controller runs: every bundle loaded, the defaults
+		// enforced, a namespace's labels choosing its modes.
+		set, err := policy.LoadConfig(policy.Config{Modes: policy.DefaultModes()})
 		if err != nil {
 			return nil, err
 		}
 		policies.Set(set)
+		policies.NamespaceLabels = controllers.NamespaceLabels(e.Client)
+		policies.Exempt = []string{"kube-system"}
 		// The API server's RuntimeClass admission wants the class to exist.
 		rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "runsc"}
 		if err := e.Client.Create(context.Background(), rc); err != nil {

@@ -51,8 +51,9 @@ type ClaimReconciler struct {
 	Recorder  events.EventRecorder
 	// Queue offers each pool's Ready members.
 	Queue *WarmQueue
-	// Defaults are applied to cold-started Sandboxes.
-	Defaults render.Defaults
+	// Defaults are what a cold-started Sandbox's Pod gets where the
+	// template leaves a field unset; it is checked with them.
+	Defaults render.DefaultsSource
 	// Policy holds the policies a cold-started Sandbox is checked against.
 	Policy *policy.Holder
 	Clock  clock.PassiveClock
@@ -387,7 +388,7 @@ func (r *ClaimReconciler) bindTo(b *binding, sb *sandboxv1beta1.Sandbox, launchT
 // coldStart creates the claim's own Sandbox from the template. The name is
 // the claim's, so a retry can never make a second one.
 func (r *ClaimReconciler) coldStart(ctx context.Context, claim *extv1beta1.SandboxClaim, tmpl *extv1beta1.SandboxTemplate, b *binding, now time.Time) (*sandboxv1beta1.Sandbox, *render.ClaimRejection, error) {
-	desired, err := render.ClaimSandbox(render.ClaimInputs{Claim: claim, Template: tmpl, Defaults: r.Defaults})
+	desired, err := render.ClaimSandbox(render.ClaimInputs{Claim: claim, Template: tmpl})
 	var rej *render.ClaimRejection
 	if errors.As(err, &rej) {
 		return nil, rej, nil
@@ -400,7 +401,7 @@ func (r *ClaimReconciler) coldStart(ctx context.Context, claim *extv1beta1.Sandb
 	}
 	var denied *policyError
 	var terminal *terminalError
-	if err := checkNewSandbox(ctx, r.Policy.Get(), sb); errors.As(err, &denied) {
+	if err := checkNewSandbox(ctx, r.Policy.Get(), sb, render.CurrentDefaults(r.Defaults)); errors.As(err, &denied) {
 		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonPolicyDenied, Message: denied.Error()}, nil
 	} else if errors.As(err, &terminal) {
 		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: terminal.Error()}, nil

@@ -131,8 +131,9 @@ func adoptedPod(live *corev1.Pod, desired render.SandboxDesired) *corev1.Pod {
 }
 
 // checkNewSandbox checks a Sandbox the controller is about to create (a
-// pool member, a cold claim) together with everything it will create.
-func checkNewSandbox(ctx context.Context, set *policy.Set, sb *sandboxv1beta1.Sandbox) error {
+// pool member, a cold claim) together with everything it will create,
+// rendered with the defaults in force.
+func checkNewSandbox(ctx context.Context, set *policy.Set, sb *sandboxv1beta1.Sandbox, d render.Defaults) error {
 	if set == nil {
 		return nil
 	}
@@ -140,7 +141,7 @@ func checkNewSandbox(ctx context.Context, set *policy.Set, sb *sandboxv1beta1.Sa
 	if probe.UID == "" {
 		probe.UID = types.UID("not-created-yet")
 	}
-	desired, err := render.Sandbox(render.SandboxInputs{Sandbox: probe})
+	desired, err := render.Sandbox(render.SandboxInputs{Sandbox: probe, Defaults: d})
 	if err != nil {
 		// Nothing is created from what cannot be rendered, and only a
 		// change to it helps.

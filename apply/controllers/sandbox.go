@@ -75,6 +75,9 @@ type SandboxReconciler struct {
 	// Policy holds the policies rendered objects are checked against before
 	// anything is applied; nil checks nothing.
 	Policy *policy.Holder
+	// Defaults are what a new Pod gets where the Sandbox's pod template
+	// leaves a field unset (the default runtime class); nil gives none.
+	Defaults render.DefaultsSource
 
 	// memory holds, per Sandbox, what this process last wrote (see memo).
 	memory sync.Map // types.NamespacedName -> *memo
@@ -479,6 +482,7 @@ func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta
 	began := time.Now()
 	desired, err := render.Sandbox(render.SandboxInputs{
 		Sandbox: sb, ServiceExists: obs.service != nil && ownedBy(obs.service, sb), PodName: podName, Expired: expired,
+		Defaults: r.podDefaults(obs.pod),
 	})
 	metrics.RenderSeconds.WithLabelValues("Sandbox").Observe(time.Since(began).Seconds())
 	if err != nil {

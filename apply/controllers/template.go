@@ -42,9 +42,9 @@ type TemplateReconciler struct {
 	// template makes, are checked against.
 	Policy   *policy.Holder
 	Recorder events.EventRecorder
-	// Defaults apply to every Sandbox made from a template (as the pool
-	// and claim controllers apply them).
-	Defaults render.Defaults
+	// Defaults are what the Pods of Sandboxes made from a template get
+	// where it leaves a field unset (as the Sandbox reconciler renders them).
+	Defaults render.DefaultsSource
 
 	// denied holds, per template, the denial last reported in an event,
 	// so that a template is reported once per reason, not per reconcile.
@@ -151,7 +151,7 @@ func (r *TemplateReconciler) checkMembers(ctx context.Context, t *extv1beta1.San
 	key := client.ObjectKeyFromObject(t)
 	var denied *policyError
 	var terminal *terminalError
-	err := checkNewSandbox(ctx, r.Policy.Get(), render.TemplateProbe(t, r.Defaults))
+	err := checkNewSandbox(ctx, r.Policy.Get(), render.TemplateProbe(t), render.CurrentDefaults(r.Defaults))
 	switch {
 	case errors.As(err, &denied), errors.As(err, &terminal):
 		msg := "Sandboxes made from this template are refused; no pool member or claim Sandbox is created from it: " + err.Error()

@@ -109,7 +109,7 @@ func (o *options) bind(fs *flag.FlagSet, withPolicy bool) {
 	fs.StringVar(&o.output, "output", "", "same as -o")
 	fs.StringVar(&o.namespace, "n", "default", "namespace for manifests that set none")
 	fs.StringVar(&o.namespace, "namespace", "default", "same as -n")
-	fs.StringVar(&o.defaultRuntime, "default-runtime-class", "", "the controller's --default-runtime-class (for template-made Sandboxes)")
+	fs.StringVar(&o.defaultRuntime, "default-runtime-class", "", "the controller's --default-runtime-class (the class of Pods whose template names none)")
 	fs.StringVar(&o.controllerNS, "controller-namespace", "agent-sandbox-system", "the controller's namespace (template NetworkPolicies)")
 	if withPolicy {
 		fs.Var(&o.bundles, "bundle", "built-in policy bundle ("+strings.Join(policy.Bundles(), ", ")+"); repeatable; default "+strings.Join(policy.DefaultBundles, ",")+" unless --policy is given")
@@ -263,7 +263,9 @@ func renderAll(o *options, docs []document) []rendering {
 			}
 		}
 	}
-	defaults := render.Defaults{RuntimeClassName: o.defaultRuntime}
+	defaults := func(*sandboxv1beta1.Sandbox) render.Defaults {
+		return render.Defaults{RuntimeClassName: o.defaultRuntime}
+	}
 	var out []rendering
 	for _, d := range docs {
 		r := rendering{doc: d}
@@ -279,7 +281,7 @@ func renderAll(o *options, docs []document) []rendering {
 				break
 			}
 			fill(&sb.ObjectMeta, ns(d.Obj))
-			desired, err := render.Sandbox(render.SandboxInputs{Sandbox: sb})
+			desired, err := render.Sandbox(render.SandboxInputs{Sandbox: sb, Defaults: defaults(sb)})
 			if err != nil {
 				r.problem = err.Error()
 				break
@@ -300,7 +302,7 @@ func renderAll(o *options, docs []document) []rendering {
 			if desired.NetworkPolicy != nil {
 				add(gvkNetworkPolicy, desired.NetworkPolicy)
 			}
-			if err := r.check(templateMember(t, t.Name, defaults)); err != nil {
+			if err := r.check(templateMember(t, t.Name), defaults); err != nil {
 				r.problem = err.Error()
 			}
 		case "extensions.agents.x-k8s.io/v1beta1/SandboxWarmPool":
@@ -319,7 +321,7 @@ func renderAll(o *options, docs []document) []rendering {
 				r.missing = true
 				break
 			}
-			plan, err := render.PlanWarmPool(render.WarmPoolPlanInputs{WarmPoolInputs: render.WarmPoolInputs{Pool: p, Template: t, Defaults: defaults}})
+			plan, err := render.PlanWarmPool(render.WarmPoolPlanInputs{WarmPoolInputs: render.WarmPoolInputs{Pool: p, Template: t}})
 			if err != nil {
 				r.problem = err.Error()
 				break
@@ -328,7 +330,7 @@ func renderAll(o *options, docs []document) []rendering {
 				add(gvkSandbox, m)
 			}
 			// Members render alike: one stands for all, planned or not.
-			if err := r.check(templateMember(t, render.MemberName(p, 0), defaults)); err != nil {
+			if err := r.check(templateMember(t, render.MemberName(p, 0)), defaults); err != nil {
 				r.problem = err.Error()
 			}
 		case "extensions.agents.x-k8s.io/v1beta1/SandboxClaim":
@@ -361,7 +363,7 @@ func renderAll(o *options, docs []document) []rendering {
 			}
 			// What a cold start creates; a warm claim takes a pool member
 			// instead (rendered with the pool).
-			sb, err := render.ClaimSandbox(render.ClaimInputs{Claim: c, Template: t, Defaults: defaults})
+			sb, err := render.ClaimSandbox(render.ClaimInputs{Claim: c, Template: t})
 			if err != nil {
 				r.problem = err.Error()
 				break
@@ -372,7 +374,7 @@ func renderAll(o *options, docs []document) []rendering {
 				r.problem = err.Error()
 				break
 			}
-			if err := r.check(cold); err != nil {
+			if err := r.check(cold, defaults); err != nil {
 				r.problem = err.Error()
 			}
 		default:

@@ -128,7 +128,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.controllerSA, "controller-service-account", webhooks.DefaultControllerServiceAccount,
 		"ServiceAccount (in --controller-namespace) the controller runs as. The webhook lets only its requests make a Sandbox or SandboxClaim controlled by a SandboxWarmPool or SandboxClaim.")
 	fs.StringVar(&o.defaultRuntimeClass, "default-runtime-class", "",
-		"Runtime class given to Pods of template-made Sandboxes (warm pool members, claims) whose template names none, e.g. gvisor. Templates themselves are never changed.")
+		"Runtime class of new Pods whose Sandbox or template names none (only the Pod gets it), e.g. gvisor.")
 	fs.StringVar(&o.policyBundles, "policy-bundles", strings.Join(policy.DefaultBundles, ","),
 		"Built-in policy bundles to enforce, comma-separated ("+strings.Join(policy.Bundles(), ", ")+"); \"none\" for none.")
 	fs.StringVar(&o.policyDir, "policy-dir", "",
@@ -315,11 +315,14 @@ func run(o options) error {
 		}
 	}
 
+	// One source of defaults for the reconcilers and the webhook, so
+	// both render, and judge, the same Pod.
+	defaults := render.Defaults{RuntimeClassName: o.defaultRuntimeClass}
 	engine := ssa.New(mgr.GetClient(), o.fieldManager, o.fieldManager+"-status")
 	engine.Observe(metrics.ObserveChange)
 	sandboxes := &controllers.SandboxReconciler{
 		Client: mgr.GetClient(), Engine: engine, Recorder: mgr.GetEventRecorder("sandbox-controller"),
-		ClusterDomain: o.clusterDomain, StatusCoalesceWindow: o.statusCoalesceWindow, Policy: policies,
+		ClusterDomain: o.clusterDomain, StatusCoalesceWindow: o.statusCoalesceWindow, Policy: policies, Defaults: defaults,
 	}
 	if err := sandboxes.SetupWithManager(mgr, o.sandboxWorkers); err != nil {
 		return fmt.Errorf("setting up the Sandbox controller: %w", err)
@@ -327,7 +330,7 @@ func run(o options) error {
 	if o.extensions {
 		if _, err := controllers.SetupExtensions(mgr, controllers.ExtensionsOptions{
 			Engine: engine, ControllerNamespace: o.controllerNamespace,
-			Defaults:        render.Defaults{RuntimeClassName: o.defaultRuntimeClass},
+			Defaults:        defaults,
 			TemplateWorkers: o.templateWorkers, WarmPoolWorkers: o.warmPoolWorkers, ClaimWorkers: o.claimWorkers,
 			WarmPoolMaxBatch: o.warmPoolMaxBatch, WarmPoolGrace: o.warmPoolGrace, Policy: policies,
 		}); err != nil {
@@ -338,7 +341,7 @@ func run(o options) error {
 		mgr.GetWebhookServer().Register(webhooks.ConvertPath, webhooks.Converter{})
 		mgr.GetWebhookServer().Register(webhooks.ValidatePath, &webhook.Admission{Handler: &webhooks.Validator{
 			Policy: policies, Reader: mgr.GetClient(), ControllerNamespace: o.controllerNamespace,
-			Defaults:       render.Defaults{RuntimeClassName: o.defaultRuntimeClass},
+			Defaults:       defaults,
 			ControllerUser: webhooks.ServiceAccountUser(o.controllerNamespace, o.controllerSA),
 		}})
 		if err := srv.probes.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {

@@ -35,6 +35,8 @@ const (
 type Running struct {
 	Sandbox *controllers.SandboxReconciler
 	Engine  *ssa.Engine
+	// Defaults are the defaults every controller renders with.
+	Defaults render.DefaultsSource
 	// Extensions are the extension controllers, with Options.Extensions.
 	Extensions *controllers.Extensions
 
@@ -78,8 +80,9 @@ type Options struct {
 	Extensions bool
 	// Policy, when set, is enforced by every controller.
 	Policy *policy.Holder
-	// Defaults apply to template-made Sandboxes.
-	Defaults render.Defaults
+	// Defaults are what Pods get where their template leaves a field unset
+	// (every controller renders with them).
+	Defaults render.DefaultsSource
 }
 
 // Start starts a manager with the reconcilers against cfg and waits for its
@@ -118,8 +121,10 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running,
 		return nil, err
 	}
 	r.Engine = ssa.New(mgr.GetClient(), FieldManager, StatusManager)
+	r.Defaults = o.Defaults
 	r.Sandbox = &controllers.SandboxReconciler{
 		Client: mgr.GetClient(), Engine: r.Engine, Recorder: mgr.GetEventRecorder("sandbox-controller"), Policy: o.Policy,
+		Defaults: r.Defaults,
 	}
 	if err := r.Sandbox.SetupWithManager(mgr, o.SandboxWorkers); err != nil {
 		return nil, err
@@ -128,7 +133,7 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running,
 		r.Extensions, err = controllers.SetupExtensions(mgr, controllers.ExtensionsOptions{
 			Engine: r.Engine, ControllerNamespace: "agent-sandbox-system",
 			TemplateWorkers: 2, WarmPoolWorkers: 2, ClaimWorkers: 16, WarmPoolMaxBatch: 300,
-			Policy: o.Policy, Defaults: o.Defaults,
+			Policy: o.Policy, Defaults: r.Defaults,
 		})
 		if err != nil {
 			return nil, err

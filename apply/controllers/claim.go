@@ -97,14 +97,16 @@ func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error 
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxclaim").
 		For(&extv1beta1.SandboxClaim{}).
 		Owns(&sandboxv1beta1.Sandbox{}).
 		// A claim waiting for its pool or template, or refused by the
-		// template's policies, looks again when they change.
+		// template's policies, looks again when they change, and when the
+		// default runtime class does.
 		Watches(&extv1beta1.SandboxWarmPool{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfPool)).
-		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfTemplate)).
+		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfTemplate))
+	return watchRuntimeClasses(b, r.Defaults, r.deniedClaims).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }

@@ -189,7 +189,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexControllerUID, controllerUID); err != nil {
 		return fmt.Errorf("indexing pods by controller: %w", err)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sandbox").
 		For(&sandboxv1beta1.Sandbox{}).
 		Owns(&corev1.Pod{}).
@@ -198,7 +198,9 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 		// An unowned Pod or Service named like a Sandbox may become
 		// adoptable, or go away and free the name: let that Sandbox look again.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
-		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox))
+	// A Sandbox waiting for a Pod may get one under a new default runtime class.
+	return watchRuntimeClasses(b, r.Defaults, r.awaitingPod).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }

@@ -56,10 +56,13 @@ type TemplateReconciler struct {
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *TemplateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxtemplate").
 		For(&extv1beta1.SandboxTemplate{}).
-		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&networkingv1.NetworkPolicy{})
+	// A template denied for want of a runtime class is judged again when
+	// the default one changes.
+	return watchRuntimeClasses(b, r.Defaults, r.allTemplates).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }

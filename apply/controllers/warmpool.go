@@ -97,11 +97,14 @@ const nameCooldown = 30 * time.Second
 // SetupWithManager registers the reconciler and its watches.
 func (r *WarmPoolReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	r.SetDefaults()
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxwarmpool").
 		For(&extv1beta1.SandboxWarmPool{}).
 		Owns(&sandboxv1beta1.Sandbox{}).
-		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.poolsOfTemplate)).
+		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.poolsOfTemplate))
+	// A pool that creates nothing for want of a runtime class looks again
+	// when the default one changes.
+	return watchRuntimeClasses(b, r.Defaults, r.allPools).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }

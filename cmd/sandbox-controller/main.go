@@ -30,9 +30,9 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/controllers"
 	"github.com/agentsandbox/reconciler/apply/metrics"
+	"github.com/agentsandbox/reconciler/apply/runtimeclass"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/policy"
-	"github.com/agentsandbox/reconciler/render"
 	"github.com/agentsandbox/reconciler/webhooks"
 )
 
@@ -127,8 +127,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Namespace the controller and the sandbox router run in (default: $POD_NAMESPACE, else agent-sandbox-system); template NetworkPolicies admit ingress from sandbox-router pods there.")
 	fs.StringVar(&o.controllerSA, "controller-service-account", webhooks.DefaultControllerServiceAccount,
 		"ServiceAccount (in --controller-namespace) the controller runs as. The webhook lets only its requests make a Sandbox or SandboxClaim controlled by a SandboxWarmPool or SandboxClaim.")
-	fs.StringVar(&o.defaultRuntimeClass, "default-runtime-class", "",
-		"Runtime class of new Pods whose Sandbox or template names none (only the Pod gets it), e.g. gvisor.")
+	fs.StringVar(&o.defaultRuntimeClass, "default-runtime-class", runtimeclass.Auto,
+		"Runtime class of new Pods whose Sandbox or template names none (only the Pod gets it): auto, the first of "+
+			strings.Join(policy.IsolatingRuntimeClasses(), ", ")+" that the cluster has, followed as RuntimeClasses come and go; none; or a RuntimeClass name.")
 	fs.StringVar(&o.policyBundles, "policy-bundles", strings.Join(policy.DefaultBundles, ","),
 		"Built-in policy bundles to enforce, comma-separated ("+strings.Join(policy.Bundles(), ", ")+"); \"none\" for none.")
 	fs.StringVar(&o.policyDir, "policy-dir", "",
@@ -165,8 +166,8 @@ func (o *options) validate() error {
 	if len(validation.IsDNS1123Subdomain(o.controllerSA)) > 0 {
 		errs = append(errs, fmt.Errorf("--controller-service-account=%q is not a ServiceAccount name", o.controllerSA))
 	}
-	if o.defaultRuntimeClass != "" && len(validation.IsDNS1123Subdomain(o.defaultRuntimeClass)) > 0 {
-		errs = append(errs, fmt.Errorf("--default-runtime-class=%q is not a RuntimeClass name", o.defaultRuntimeClass))
+	if err := runtimeclass.CheckSetting(o.defaultRuntimeClass); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := o.policyConfig(); err != nil {
 		errs = append(errs, err)
@@ -315,9 +316,10 @@ func run(o options) error {
 		}
 	}
 
-	// One source of defaults for the reconcilers and the webhook, so
-	// both render, and judge, the same Pod.
-	defaults := render.Defaults{RuntimeClassName: o.defaultRuntimeClass}
+	defaults, err := runtimeClassDefaults(o, mgr)
+	if err != nil {
+		return err
+	}
 	engine := ssa.New(mgr.GetClient(), o.fieldManager, o.fieldManager+"-status")
 	engine.Observe(metrics.ObserveChange)
 	sandboxes := &controllers.SandboxReconciler{

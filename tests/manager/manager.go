@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/agentsandbox/reconciler/apply/controllers"
+	"github.com/agentsandbox/reconciler/apply/runtimeclass"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
@@ -83,6 +84,10 @@ type Options struct {
 	// Defaults are what Pods get where their template leaves a field unset
 	// (every controller renders with them).
 	Defaults render.DefaultsSource
+	// DefaultRuntimeClass, when set, is the controller's
+	// --default-runtime-class (auto, none or a name), resolved from the
+	// manager's cache as the controller does; it replaces Defaults.
+	DefaultRuntimeClass string
 }
 
 // Start starts a manager with the reconcilers against cfg and waits for its
@@ -122,6 +127,13 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running,
 	}
 	r.Engine = ssa.New(mgr.GetClient(), FieldManager, StatusManager)
 	r.Defaults = o.Defaults
+	if o.DefaultRuntimeClass != "" {
+		src := runtimeclass.New(o.DefaultRuntimeClass, policy.IsolatingRuntimeClasses(), mgr.GetCache(), ctrl.Log.WithName("runtime-class"))
+		if err := src.Watch(context.Background(), mgr.GetCache()); err != nil {
+			return nil, err
+		}
+		r.Defaults = src
+	}
 	r.Sandbox = &controllers.SandboxReconciler{
 		Client: mgr.GetClient(), Engine: r.Engine, Recorder: mgr.GetEventRecorder("sandbox-controller"), Policy: o.Policy,
 		Defaults: r.Defaults,

@@ -22,6 +22,7 @@ import (
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1alpha1 "github.com/agentsandbox/reconciler/api/v1alpha1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/apply/runtimeclass"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
 )
@@ -98,6 +99,12 @@ type options struct {
 	// lookup finds a pool or template missing from the manifests (in the
 	// cluster, with --from-cluster or for diff); nil looks nowhere.
 	lookup func(kind, namespace, name string, into any) bool
+	// runtimeClasses lists the cluster's RuntimeClasses (with
+	// --from-cluster or for diff); nil: no cluster.
+	runtimeClasses func() ([]string, error)
+	// defaults, once resolved (see runtimeDefaults).
+	defaults *render.Defaults
+	stderr   io.Writer
 }
 
 func (o *options) bind(fs *flag.FlagSet, withPolicy bool) {
@@ -109,7 +116,8 @@ func (o *options) bind(fs *flag.FlagSet, withPolicy bool) {
 	fs.StringVar(&o.output, "output", "", "same as -o")
 	fs.StringVar(&o.namespace, "n", "default", "namespace for manifests that set none")
 	fs.StringVar(&o.namespace, "namespace", "default", "same as -n")
-	fs.StringVar(&o.defaultRuntime, "default-runtime-class", "", "the controller's --default-runtime-class (the class of Pods whose template names none)")
+	fs.StringVar(&o.defaultRuntime, "default-runtime-class", runtimeclass.Auto,
+		"the controller's --default-runtime-class, the class of Pods whose template names none: auto (the first isolating class among the manifests' RuntimeClasses, else the cluster's, else gvisor), none, or a name")
 	fs.StringVar(&o.controllerNS, "controller-namespace", "agent-sandbox-system", "the controller's namespace (template NetworkPolicies)")
 	if withPolicy {
 		fs.Var(&o.bundles, "bundle", "built-in policy bundle ("+strings.Join(policy.Bundles(), ", ")+"); repeatable; default "+strings.Join(policy.DefaultBundles, ",")+" unless --policy is given")
@@ -138,7 +146,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("kubectl-sandbox "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o options
+	o := options{stderr: stderr}
 	switch cmd {
 	case "render", "validate":
 		o.bind(fs, false)
@@ -183,13 +191,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox %s: unexpected arguments %v (give manifests with -f)\n", cmd, fs.Args())
 		return exitUsage
 	}
+	if err := runtimeclass.CheckSetting(o.defaultRuntime); err != nil {
+		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox %s: %v\n", cmd, err)
+		return exitUsage
+	}
 	var code int
 	var err error
 	if o.fromCluster {
 		// render and policy check: pools and templates the manifests lack.
 		var c client.Client
 		if c, err = clusterClient(&o); err == nil {
-			o.lookup = clusterLookup(c)
+			o.lookup, o.runtimeClasses = clusterLookup(c), clusterRuntimeClasses(c)
 		}
 	}
 	switch {
@@ -263,9 +275,7 @@ func renderAll(o *options, docs []document) []rendering {
 			}
 		}
 	}
-	defaults := func(*sandboxv1beta1.Sandbox) render.Defaults {
-		return render.Defaults{RuntimeClassName: o.defaultRuntime}
-	}
+	defaults := func(sb *sandboxv1beta1.Sandbox) render.Defaults { return o.defaultsFor(sb, docs) }
 	var out []rendering
 	for _, d := range docs {
 		r := rendering{doc: d}

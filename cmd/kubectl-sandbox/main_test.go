@@ -42,7 +42,7 @@ func TestRenderIsTheControllersRender(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The case's default runtime class (observed.yaml), if any.
+			// The case's default runtime class (observed.yaml), else none.
 			var obs struct {
 				DefaultRuntimeClass string `json:"defaultRuntimeClass"`
 			}
@@ -51,7 +51,11 @@ func TestRenderIsTheControllersRender(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			out, stderr, code := runCLI(t, string(in), "render", "-f", "-", "--default-runtime-class", obs.DefaultRuntimeClass)
+			setting := obs.DefaultRuntimeClass
+			if setting == "" {
+				setting = "none"
+			}
+			out, stderr, code := runCLI(t, string(in), "render", "-f", "-", "--default-runtime-class", setting)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -27,7 +28,7 @@ func TestGoldenDecisions(t *testing.T) {
 			}
 			sb.UID = types.UID("5f0d7c2e-0000-4000-8000-000000000001")
 			sb.APIVersion, sb.Kind = sandboxv1beta1.GroupVersion.String(), "Sandbox"
-			desired, err := render.Sandbox(render.SandboxInputs{Sandbox: &sb, ServiceExists: true})
+			desired, err := render.Sandbox(render.SandboxInputs{Sandbox: &sb, ServiceExists: true, Defaults: goldenDefaults(t, c)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,4 +52,24 @@ func TestGoldenDecisions(t *testing.T) {
 			golden.AssertYAML(t, c.Path("policy.yaml"), ds)
 		})
 	}
+}
+
+// goldenDefaults are the defaults of a golden Sandbox case: the default
+// runtime class its observed.yaml gives (the cluster's isolating
+// RuntimeClass), none without one.
+func goldenDefaults(t *testing.T, c golden.Case) render.Defaults {
+	t.Helper()
+	data, err := os.ReadFile(c.Path("observed.yaml"))
+	if os.IsNotExist(err) {
+		return render.Defaults{}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var obs struct {
+		DefaultRuntimeClass string `json:"defaultRuntimeClass"`
+	}
+	if err := yaml.Unmarshal(data, &obs); err != nil {
+		t.Fatal(err)
+	}
+	return render.Defaults{RuntimeClassName: obs.DefaultRuntimeClass}
 }

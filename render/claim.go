@@ -34,8 +34,6 @@ type ClaimInputs struct {
 	Claim *extv1beta1.SandboxClaim
 	// Template is the SandboxTemplate of the claim's warm pool.
 	Template *extv1beta1.SandboxTemplate
-	// Defaults are the controller's secure defaults.
-	Defaults Defaults
 }
 
 // NeedsColdStart reports a claim no warm member can serve: one that injects
@@ -291,7 +289,7 @@ func ClaimSandbox(in ClaimInputs) (*sandboxac.SandboxApplyConfiguration, error) 
 	if rej := ValidateClaim(c, t); rej != nil {
 		return nil, rej
 	}
-	spec := TemplateSpec(t, in.Defaults)
+	spec := TemplateSpec(t)
 	if _, rej := injectEnv(&spec.PodTemplate.Spec, c.Spec.Env, policyOrDefault(t.Spec.EnvVarsInjectionPolicy), t.Name); rej != nil {
 		return nil, rej
 	}

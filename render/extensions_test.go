@@ -254,3 +254,41 @@ func TestTemplateHashIgnoresMetadata(t *testing.T) {
 		t.Error("an image change left the template hash unchanged")
 	}
 }
+
+// Sandboxes made from a template mirror it, as upstream's do: a template
+// without a runtime class makes Sandboxes without one (their Pods get the
+// default when rendered), so the pool's template hash does not depend on
+// the cluster's RuntimeClasses.
+func TestTemplateSandboxesMirrorTheRuntimeClass(t *testing.T) {
+	tmpl := &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tpl", UID: "t"}}
+	tmpl.Spec.PodTemplate.Spec = corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}
+	pool := &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pool", UID: "p"}}
+	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "claim", UID: "c"}}
+	member, err := WarmPoolMember(WarmPoolInputs{Pool: pool, Template: tmpl}, "pool-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cold, err := ClaimSandbox(ClaimInputs{Claim: claim, Template: tmpl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, rc := range map[string]*string{
+		"TemplateSpec":  TemplateSpec(tmpl).PodTemplate.Spec.RuntimeClassName,
+		"TemplateProbe": TemplateProbe(tmpl).Spec.PodTemplate.Spec.RuntimeClassName,
+		"pool member":   member.Spec.PodTemplate.Spec.RuntimeClassName,
+		"cold claim":    cold.Spec.PodTemplate.Spec.RuntimeClassName,
+	} {
+		if rc != nil {
+			t.Errorf("%s: runtimeClassName %q, want it unset like the template's", name, *rc)
+		}
+	}
+	probe := TemplateProbe(tmpl)
+	probe.UID = "u"
+	desired, err := Sandbox(SandboxInputs{Sandbox: probe, Defaults: Defaults{RuntimeClassName: "kata"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc := desired.Pod.Spec.RuntimeClassName; rc == nil || *rc != "kata" {
+		t.Errorf("the template's Pod: runtimeClassName %v, want the default kata", rc)
+	}
+}

@@ -40,6 +40,37 @@ type SandboxInputs struct {
 	// Expired reports that shutdownTime has passed: nothing should run, the
 	// Service goes, and PVCs are kept but not created.
 	Expired bool
+	// Defaults fill what the pod template leaves unset, in the Pod only.
+	Defaults Defaults
+}
+
+// Defaults are the controller-wide settings a Sandbox's Pod gets where its
+// pod template leaves a field unset. They exist only in the rendered Pod:
+// the Sandbox (or the template it was made from) keeps what its author
+// wrote, so a GitOps tool never sees a difference to undo.
+type Defaults struct {
+	// RuntimeClassName, when not empty, is the runtime class of Pods whose
+	// template names none (the cluster's isolating RuntimeClass).
+	RuntimeClassName string
+}
+
+// DefaultsSource gives the Defaults in force when it is asked. The
+// controller's follows the cluster's RuntimeClasses; a Defaults value is a
+// source that never changes. Render never asks one itself: its callers
+// pass the value in SandboxInputs.
+type DefaultsSource interface {
+	Current() Defaults
+}
+
+// Current returns d: a Defaults value is its own, fixed, source.
+func (d Defaults) Current() Defaults { return d }
+
+// CurrentDefaults asks s for the defaults in force; nil gives none.
+func CurrentDefaults(s DefaultsSource) Defaults {
+	if s == nil {
+		return Defaults{}
+	}
+	return s.Current()
 }
 
 // SandboxDesired is what a Sandbox should own.
@@ -95,7 +126,7 @@ func Sandbox(in SandboxInputs) (SandboxDesired, error) {
 	if sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended {
 		return out, nil
 	}
-	pod, err := pod(sb, in.PodName, hash, owner, out.Service != nil)
+	pod, err := pod(sb, in.PodName, hash, owner, out.Service != nil, in.Defaults)
 	if err != nil {
 		return SandboxDesired{}, err
 	}
@@ -124,10 +155,11 @@ func PodName(sb *sandboxv1beta1.Sandbox) string {
 
 // PodSpec renders the spec of a Sandbox's Pod: the template's spec with PVC
 // volumes in place of same-named template volumes, hostname/subdomain set
-// when the template leaves them empty, and no service-account token unless
-// the template asks for one (automountServiceAccountToken: true). The
-// Sandbox itself is never changed.
-func PodSpec(sb *sandboxv1beta1.Sandbox, withService bool) (*corev1ac.PodSpecApplyConfiguration, error) {
+// when the template leaves them empty, no service-account token unless
+// the template asks for one (automountServiceAccountToken: true), and the
+// default runtime class when the template names none. The Sandbox itself
+// is never changed.
+func PodSpec(sb *sandboxv1beta1.Sandbox, withService bool, d Defaults) (*corev1ac.PodSpecApplyConfiguration, error) {
 	spec := sb.Spec.PodTemplate.Spec.DeepCopy()
 	for _, t := range sb.Spec.VolumeClaimTemplates {
 		vol := corev1.Volume{Name: t.Name, VolumeSource: corev1.VolumeSource{
@@ -153,6 +185,9 @@ func PodSpec(sb *sandboxv1beta1.Sandbox, withService bool) (*corev1ac.PodSpecApp
 	if spec.AutomountServiceAccountToken == nil {
 		spec.AutomountServiceAccountToken = ptr.To(false)
 	}
+	if spec.RuntimeClassName == nil && d.RuntimeClassName != "" {
+		spec.RuntimeClassName = ptr.To(d.RuntimeClassName)
+	}
 	ac := &corev1ac.PodSpecApplyConfiguration{}
 	if err := convert(spec, ac); err != nil {
 		return nil, fmt.Errorf("render: pod spec: %w", err)
@@ -160,11 +195,11 @@ func PodSpec(sb *sandboxv1beta1.Sandbox, withService bool) (*corev1ac.PodSpecApp
 	return ac, nil
 }
 
-func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerReferenceApplyConfiguration, withService bool) (*corev1ac.PodApplyConfiguration, error) {
+func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerReferenceApplyConfiguration, withService bool, d Defaults) (*corev1ac.PodApplyConfiguration, error) {
 	if name == "" {
 		name = PodName(sb)
 	}
-	spec, err := PodSpec(sb, withService)
+	spec, err := PodSpec(sb, withService, d)
 	if err != nil {
 		return nil, err
 	}

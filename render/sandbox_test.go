@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -29,6 +30,9 @@ type sandboxObserved struct {
 	PolicyDenied     string       `json:"policyDenied,omitempty"`
 	ClusterDomain    string       `json:"clusterDomain,omitempty"`
 	Pod              *corev1.Pod  `json:"pod,omitempty"`
+	// DefaultRuntimeClass is the controller's default runtime class (the
+	// cluster's isolating RuntimeClass); empty: the cluster has none.
+	DefaultRuntimeClass string `json:"defaultRuntimeClass,omitempty"`
 }
 
 // sandboxGolden is what a case's desired.yaml holds.
@@ -87,7 +91,8 @@ func TestSandboxGolden(t *testing.T) {
 			if obs.Pod != nil {
 				podName = obs.Pod.Name
 			}
-			desired, err := Sandbox(SandboxInputs{Sandbox: sb, ServiceExists: obs.ServiceExists, PodName: podName, Expired: obs.Expired})
+			desired, err := Sandbox(SandboxInputs{Sandbox: sb, ServiceExists: obs.ServiceExists, PodName: podName, Expired: obs.Expired,
+				Defaults: Defaults{RuntimeClassName: obs.DefaultRuntimeClass}})
 			if err != nil {
 				t.Fatalf("render: %v", err)
 			}
@@ -123,8 +128,9 @@ func TestSandboxPure(t *testing.T) {
 	for _, c := range golden.Cases(t, "sandbox") {
 		sb := loadSandbox(t, c)
 		before, _ := yaml.Marshal(sb)
-		a, errA := Sandbox(SandboxInputs{Sandbox: sb, ServiceExists: true})
-		b, errB := Sandbox(SandboxInputs{Sandbox: sb, ServiceExists: true})
+		d := Defaults{RuntimeClassName: "gvisor"}
+		a, errA := Sandbox(SandboxInputs{Sandbox: sb, ServiceExists: true, Defaults: d})
+		b, errB := Sandbox(SandboxInputs{Sandbox: sb, ServiceExists: true, Defaults: d})
 		ya, _ := yaml.Marshal(a)
 		yb, _ := yaml.Marshal(b)
 		after, _ := yaml.Marshal(sb)
@@ -173,5 +179,47 @@ func TestSandboxRefusesInvalidChildNames(t *testing.T) {
 				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The default runtime class reaches the Pod of a Sandbox whose template
+// names none, and only the Pod: an explicit class is kept, no default
+// leaves the class unset, and the Sandbox is never changed.
+func TestSandboxDefaultRuntimeClass(t *testing.T) {
+	plain := func(class *string) *sandboxv1beta1.Sandbox {
+		sb := &sandboxv1beta1.Sandbox{}
+		sb.Name, sb.Namespace, sb.UID = "box", "ns", "u"
+		sb.Spec.PodTemplate.Spec = corev1.PodSpec{RuntimeClassName: class, Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}
+		return sb
+	}
+	cases := []struct {
+		name     string
+		sb       *sandboxv1beta1.Sandbox
+		defaults Defaults
+		want     *string
+	}{
+		{"no class, default gvisor", plain(nil), Defaults{RuntimeClassName: "gvisor"}, ptr.To("gvisor")},
+		{"no class, no default", plain(nil), Defaults{}, nil},
+		{"explicit class kept", plain(ptr.To("kata")), Defaults{RuntimeClassName: "gvisor"}, ptr.To("kata")},
+		{"explicit class outside the allowlist kept", plain(ptr.To("runc")), Defaults{RuntimeClassName: "gvisor"}, ptr.To("runc")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.sb.DeepCopy()
+			desired, err := Sandbox(SandboxInputs{Sandbox: tc.sb, Defaults: tc.defaults})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := desired.Pod.Spec.RuntimeClassName; !ptr.Equal(got, tc.want) {
+				t.Errorf("Pod runtimeClassName %v, want %v", ptr.Deref(got, "(unset)"), ptr.Deref(tc.want, "(unset)"))
+			}
+			if !equality.Semantic.DeepEqual(before, tc.sb) {
+				t.Errorf("the Sandbox was changed: %+v", tc.sb.Spec.PodTemplate.Spec)
+			}
+		})
+	}
+	// A Defaults value is its own, fixed source; no source gives none.
+	if CurrentDefaults(Defaults{RuntimeClassName: "kata"}).RuntimeClassName != "kata" || CurrentDefaults(nil) != (Defaults{}) {
+		t.Error("CurrentDefaults")
 	}
 }

@@ -22,26 +22,16 @@ import (
 // controller makes from templates (warm pool members and cold claims).
 const CreatedBy = "controller"
 
-// Defaults are the controller-wide settings applied to every Sandbox made
-// from a template. They never change user objects: a template keeps what
-// its author wrote, and the defaults only fill what it leaves unset.
-type Defaults struct {
-	// RuntimeClassName, when not empty, is the runtime class of template
-	// Pods that name none.
-	RuntimeClassName string
-}
-
 // TemplateSpec is the Sandbox spec a template stands for, with the secure
-// defaults filled in: no service-account token unless the template asks
-// for one, and the default runtime class when it names none.
-func TemplateSpec(t *extv1beta1.SandboxTemplate, d Defaults) sandboxv1beta1.SandboxSpec {
+// default upstream also writes: no service-account token unless the
+// template asks for one. The runtime class is left as the template has it:
+// a default one is given to the Pod when the Sandbox is rendered (see
+// Defaults), never written into the Sandbox.
+func TemplateSpec(t *extv1beta1.SandboxTemplate) sandboxv1beta1.SandboxSpec {
 	spec := sandboxv1beta1.SandboxSpec{SandboxBlueprint: t.Spec.Blueprint()}
 	pod := &spec.PodTemplate.Spec
 	if pod.AutomountServiceAccountToken == nil {
 		pod.AutomountServiceAccountToken = ptr.To(false)
-	}
-	if pod.RuntimeClassName == nil && d.RuntimeClassName != "" {
-		pod.RuntimeClassName = ptr.To(d.RuntimeClassName)
 	}
 	return spec
 }
@@ -104,8 +94,6 @@ type WarmPoolInputs struct {
 	Pool *extv1beta1.SandboxWarmPool
 	// Template is the SandboxTemplate the pool names.
 	Template *extv1beta1.SandboxTemplate
-	// Defaults are the controller's secure defaults.
-	Defaults Defaults
 }
 
 // PoolSelector is the label selector (as a string) matching a pool's
@@ -115,7 +103,7 @@ func PoolSelector(pool string) string {
 }
 
 // WarmPoolMember renders the Sandbox a pool keeps warm under a given name:
-// the template's spec with the secure defaults, owned by the pool, labeled
+// the template's spec (TemplateSpec), owned by the pool, labeled
 // with the pool, the template and the hash of the spec.
 func WarmPoolMember(in WarmPoolInputs, name string) (*sandboxac.SandboxApplyConfiguration, error) {
 	p, t := in.Pool, in.Template
@@ -125,7 +113,7 @@ func WarmPoolMember(in WarmPoolInputs, name string) (*sandboxac.SandboxApplyConf
 	if t == nil || t.Name == "" {
 		return nil, fmt.Errorf("render: warm pool %s: no template", p.Name)
 	}
-	spec := TemplateSpec(t, in.Defaults)
+	spec := TemplateSpec(t)
 	sb, err := templateSandbox(name, p.Namespace, t.Name, &spec)
 	if err != nil {
 		return nil, err
@@ -260,7 +248,7 @@ func removals(in WarmPoolPlanInputs) removalPlan {
 	}
 	recreate := p.Spec.UpdateStrategy != nil && p.Spec.UpdateStrategy.Type == extv1beta1.UpdateStrategyRecreate
 	if in.Template != nil {
-		spec := TemplateSpec(in.Template, in.Defaults)
+		spec := TemplateSpec(in.Template)
 		out.hash = TemplateHash(&spec)
 	}
 	var live []*sandboxv1beta1.Sandbox
@@ -320,11 +308,12 @@ func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
 }
 
 // TemplateProbe is the Sandbox a template stands for, as the policies judge
-// it before any pool or claim uses it: the template's spec with the
-// controller's defaults, named like the template when that name can name a
-// Sandbox's Service (members are named after their pool, so a template
-// name that could not is no fault of the template's).
-func TemplateProbe(t *extv1beta1.SandboxTemplate, d Defaults) *sandboxv1beta1.Sandbox {
+// it before any pool or claim uses it: the template's spec (TemplateSpec),
+// named like the template when that name can name a Sandbox's Service
+// (members are named after their pool, so a template name that could not
+// is no fault of the template's). Render it with the controller's
+// Defaults to judge the Pod it becomes.
+func TemplateProbe(t *extv1beta1.SandboxTemplate) *sandboxv1beta1.Sandbox {
 	name := t.Name
 	if len(validation.IsDNS1035Label(name)) > 0 {
 		name = "template-member"
@@ -332,6 +321,6 @@ func TemplateProbe(t *extv1beta1.SandboxTemplate, d Defaults) *sandboxv1beta1.Sa
 	return &sandboxv1beta1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: t.Namespace,
 			Labels: map[string]string{sandboxv1beta1.LabelSandboxTemplateRefHash: NameHash(t.Name)}},
-		Spec: TemplateSpec(t, d),
+		Spec: TemplateSpec(t),
 	}
 }

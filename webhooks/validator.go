@@ -30,9 +30,10 @@ const ValidatePath = "/validate-agent-sandbox"
 
 // Validator admits Sandboxes, SandboxTemplates, SandboxClaims and
 // SandboxWarmPools: it checks the object with the policies and renders what
-// the controller would make of it (the Pod above all) and checks that too,
-// so a Sandbox that would become a privileged or non-gVisor Pod is refused
-// at kubectl apply time with the Pod-level message. It fails closed: an
+// the controller would make of it (the Pod above all, with the controller's
+// default runtime class where the template names none) and checks that
+// too, so a Sandbox that would become a privileged or non-gVisor Pod is
+// refused at kubectl apply time with the Pod-level message. It fails closed: an
 // object it cannot decode or render, or whose pool or template it cannot
 // read (other than not found: that may be created later, and the
 // controller checks again before it creates anything), is refused. Only the
@@ -44,8 +45,10 @@ type Validator struct {
 	Reader client.Reader
 	// ControllerNamespace is where the sandbox router runs.
 	ControllerNamespace string
-	// Defaults are the controller's defaults for template-made Sandboxes.
-	Defaults render.Defaults
+	// Defaults are what a rendered Pod gets where its template leaves a
+	// field unset: the controller's own source, so the webhook judges the
+	// Pod the controller will create. Nil gives none.
+	Defaults render.DefaultsSource
 	// Observe, when set, is told every decision of an admission (metrics).
 	Observe func([]policy.Decision)
 	// ControllerUser is the username of the controller's own requests
@@ -213,6 +216,7 @@ func (v *Validator) rendered(ctx context.Context, req admission.Request) ([]chec
 	if err != nil {
 		return nil, err
 	}
+	defaults := render.CurrentDefaults(v.Defaults)
 	decode := func(into any) error {
 		if err := json.Unmarshal(raw, into); err != nil {
 			return fmt.Errorf("decoding %s: %w", kind, err)
@@ -225,7 +229,7 @@ func (v *Validator) rendered(ctx context.Context, req admission.Request) ([]chec
 		if err := decode(sb); err != nil {
 			return nil, err
 		}
-		return sandboxObjects(sb, req)
+		return sandboxObjects(sb, req, defaults)
 	case "SandboxTemplate":
 		t := &extv1beta1.SandboxTemplate{}
 		if err := decode(t); err != nil {
@@ -233,7 +237,7 @@ func (v *Validator) rendered(ctx context.Context, req admission.Request) ([]chec
 		}
 		fillTemplate(t, req)
 		out := []checked{{extv1beta1.GroupVersion.WithKind(kind), t}}
-		more, err := templateObjects(t, req, v.Defaults, v.ControllerNamespace)
+		more, err := templateObjects(t, req, defaults, v.ControllerNamespace)
 		if err != nil {
 			return nil, err
 		}
@@ -248,7 +252,7 @@ func (v *Validator) rendered(ctx context.Context, req admission.Request) ([]chec
 		if err != nil || t == nil {
 			return out, err
 		}
-		more, err := sandboxObjects(render.TemplateProbe(t, v.Defaults), req)
+		more, err := sandboxObjects(render.TemplateProbe(t), req, defaults)
 		if err != nil {
 			return nil, fmt.Errorf("SandboxTemplate %s: %w", t.Name, err)
 		}
@@ -282,7 +286,7 @@ func (v *Validator) rendered(ctx context.Context, req admission.Request) ([]chec
 		if probe.UID == "" {
 			probe.UID = placeholderUID
 		}
-		ac, err := render.ClaimSandbox(render.ClaimInputs{Claim: probe, Template: t, Defaults: v.Defaults})
+		ac, err := render.ClaimSandbox(render.ClaimInputs{Claim: probe, Template: t})
 		var rejected *render.ClaimRejection
 		if errors.As(err, &rejected) {
 			// The claim is refused by the controller with the public
@@ -300,7 +304,7 @@ func (v *Validator) rendered(ctx context.Context, req admission.Request) ([]chec
 		if err := json.Unmarshal(b, sb); err != nil {
 			return nil, fmt.Errorf("decoding the claim's Sandbox: %w", err)
 		}
-		more, err := sandboxObjects(sb, req)
+		more, err := sandboxObjects(sb, req, defaults)
 		if err != nil {
 			return nil, err
 		}
@@ -329,7 +333,7 @@ func fillTemplate(t *extv1beta1.SandboxTemplate, req admission.Request) {
 // made from it (as a pool member or cold claim would be) and its shared
 // NetworkPolicy.
 func templateObjects(t *extv1beta1.SandboxTemplate, req admission.Request, d render.Defaults, controllerNamespace string) ([]checked, error) {
-	out, err := sandboxObjects(render.TemplateProbe(t, d), req)
+	out, err := sandboxObjects(render.TemplateProbe(t), req, d)
 	if err != nil {
 		return nil, err
 	}
@@ -364,8 +368,8 @@ func (v *Validator) template(ctx context.Context, ns, name string) (*extv1beta1.
 }
 
 // sandboxObjects is a Sandbox and what it renders to (Pod, Service, PVCs),
-// the way the controller would create them.
-func sandboxObjects(sb *sandboxv1beta1.Sandbox, req admission.Request) ([]checked, error) {
+// the way the controller would create them, with its defaults.
+func sandboxObjects(sb *sandboxv1beta1.Sandbox, req admission.Request, d render.Defaults) ([]checked, error) {
 	probe := sb.DeepCopy()
 	if probe.Namespace == "" {
 		probe.Namespace = req.Namespace
@@ -385,7 +389,7 @@ func sandboxObjects(sb *sandboxv1beta1.Sandbox, req admission.Request) ([]checke
 		// object itself is the controller's.
 		out = nil
 	}
-	desired, err := render.Sandbox(render.SandboxInputs{Sandbox: probe})
+	desired, err := render.Sandbox(render.SandboxInputs{Sandbox: probe, Defaults: d})
 	if err != nil {
 		return nil, err
 	}

@@ -51,8 +51,9 @@ type ClaimReconciler struct {
 	Recorder  events.EventRecorder
 	// Queue offers each pool's Ready members.
 	Queue *WarmQueue
-	// Defaults are applied to cold-started Sandboxes.
-	Defaults render.Defaults
+	// Defaults are what a cold-started Sandbox's Pod gets where the
+	// template leaves a field unset; it is checked with them.
+	Defaults render.DefaultsSource
 	// Policy holds the policies a cold-started Sandbox is checked against.
 	Policy *policy.Holder
 	Clock  clock.PassiveClock
@@ -101,11 +102,14 @@ func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error 
 		For(&extv1beta1.SandboxClaim{}).
 		Owns(&sandboxv1beta1.Sandbox{}).
 		// A claim waiting for its pool or template, or refused by the
-		// template's policies, looks again when they change.
+		// template's policies, looks again when they change, and when the
+		// default runtime class does.
 		Watches(&extv1beta1.SandboxWarmPool{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfPool)).
-		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfTemplate)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
-	return watchModeLabels(b, mgr.GetClient(), r.Policy, func() client.ObjectList { return &extv1beta1.SandboxClaimList{} }).Complete(r)
+		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.claimsOfTemplate))
+	b = watchModeLabels(b, mgr.GetClient(), r.Policy, func() client.ObjectList { return &extv1beta1.SandboxClaimList{} })
+	return watchRuntimeClasses(b, r.Defaults, r.deniedClaims).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
 }
 
 // claimsOfPool maps a pool to the unbound claims that name it.
@@ -387,7 +391,7 @@ func (r *ClaimReconciler) bindTo(b *binding, sb *sandboxv1beta1.Sandbox, launchT
 // coldStart creates the claim's own Sandbox from the template. The name is
 // the claim's, so a retry can never make a second one.
 func (r *ClaimReconciler) coldStart(ctx context.Context, claim *extv1beta1.SandboxClaim, tmpl *extv1beta1.SandboxTemplate, b *binding, now time.Time) (*sandboxv1beta1.Sandbox, *render.ClaimRejection, error) {
-	desired, err := render.ClaimSandbox(render.ClaimInputs{Claim: claim, Template: tmpl, Defaults: r.Defaults})
+	desired, err := render.ClaimSandbox(render.ClaimInputs{Claim: claim, Template: tmpl})
 	var rej *render.ClaimRejection
 	if errors.As(err, &rej) {
 		return nil, rej, nil
@@ -400,7 +404,7 @@ func (r *ClaimReconciler) coldStart(ctx context.Context, claim *extv1beta1.Sandb
 	}
 	var denied *policyError
 	var terminal *terminalError
-	if err := checkNewSandbox(ctx, r.Policy, sb); errors.As(err, &denied) {
+	if err := checkNewSandbox(ctx, r.Policy, sb, render.CurrentDefaults(r.Defaults)); errors.As(err, &denied) {
 		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonPolicyDenied, Message: denied.Error()}, nil
 	} else if errors.As(err, &terminal) {
 		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: terminal.Error()}, nil

@@ -112,7 +112,7 @@ func (r *ClaimReconciler) acceptor(ctx context.Context, pool *extv1beta1.Sandbox
 	}
 	doomed := map[types.UID]bool{}
 	for _, m := range render.WarmPoolRemovals(render.WarmPoolPlanInputs{
-		WarmPoolInputs: render.WarmPoolInputs{Pool: pool, Template: tmpl, Defaults: r.Defaults},
+		WarmPoolInputs: render.WarmPoolInputs{Pool: pool, Template: tmpl},
 		Members:        members,
 	}) {
 		doomed[m.UID] = true
@@ -133,7 +133,7 @@ func (r *ClaimReconciler) checkAdoption(ctx context.Context, claim *extv1beta1.S
 	adopted := render.Adopted(claim, m)
 	var denied *policyError
 	var terminal *terminalError
-	err := checkNewSandbox(ctx, r.Policy, adopted)
+	err := checkNewSandbox(ctx, r.Policy, adopted, render.CurrentDefaults(r.Defaults))
 	if errors.As(err, &denied) {
 		return &render.ClaimRejection{Reason: extv1beta1.ReasonPolicyDenied, Message: denied.Error()}, nil
 	} else if errors.As(err, &terminal) {

@@ -21,8 +21,9 @@ type ExtensionsOptions struct {
 	Engine *ssa.Engine
 	// ControllerNamespace is where the controller and the sandbox router run.
 	ControllerNamespace string
-	// Defaults apply to every Sandbox made from a template.
-	Defaults render.Defaults
+	// Defaults are what the Pods of Sandboxes made from a template get
+	// where it leaves a field unset, as the Sandbox reconciler renders them.
+	Defaults render.DefaultsSource
 	// Policy holds the policies checked before anything is created.
 	Policy *policy.Holder
 	// Workers per controller.

@@ -135,9 +135,10 @@ func adoptedPod(live *corev1.Pod, desired render.SandboxDesired) *corev1.Pod {
 }
 
 // checkNewSandbox checks a Sandbox the controller is about to create (a
-// pool member, a cold claim) together with everything it will create, with
-// the policy modes of its namespace.
-func checkNewSandbox(ctx context.Context, h *policy.Holder, sb *sandboxv1beta1.Sandbox) error {
+// pool member, a cold claim) together with everything it will create,
+// rendered with the defaults in force, in the policy modes of its
+// namespace.
+func checkNewSandbox(ctx context.Context, h *policy.Holder, sb *sandboxv1beta1.Sandbox, d render.Defaults) error {
 	set := h.Get()
 	if set == nil {
 		return nil
@@ -147,7 +148,7 @@ func checkNewSandbox(ctx context.Context, h *policy.Holder, sb *sandboxv1beta1.S
 	if probe.UID == "" {
 		probe.UID = types.UID("not-created-yet")
 	}
-	desired, err := render.Sandbox(render.SandboxInputs{Sandbox: probe})
+	desired, err := render.Sandbox(render.SandboxInputs{Sandbox: probe, Defaults: d})
 	if err != nil {
 		// Nothing is created from what cannot be rendered, and only a
 		// change to it helps.

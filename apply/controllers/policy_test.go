@@ -80,24 +80,24 @@ func privileged(s *corev1.PodSpec) {
 func TestNewSandboxesFailClosed(t *testing.T) {
 	ctx := context.Background()
 	var denied *policyError
-	err := checkNewSandbox(ctx, holding(loadSet(t, erroring("Fail"))), newSandbox("box"))
+	err := checkNewSandbox(ctx, holding(loadSet(t, erroring("Fail"))), newSandbox("box"), render.Defaults{})
 	if !errors.As(err, &denied) || !strings.Contains(err.Error(), "Pod ns/box") {
 		t.Errorf("evaluation error with failurePolicy Fail: %v, want a denial", err)
 	}
-	if err := checkNewSandbox(ctx, holding(loadSet(t, erroring("Ignore"))), newSandbox("box")); err != nil {
+	if err := checkNewSandbox(ctx, holding(loadSet(t, erroring("Ignore"))), newSandbox("box"), render.Defaults{}); err != nil {
 		t.Errorf("evaluation error with failurePolicy Ignore: %v, want allowed", err)
 	}
 	// The Service of a Sandbox is named after it: "9lives" cannot be.
 	unrenderable := newSandbox("9lives")
 	unrenderable.Spec.Service = ptr.To(true)
 	var terminal *terminalError
-	if err := checkNewSandbox(ctx, holding(bundles(t)), unrenderable); !errors.As(err, &terminal) {
+	if err := checkNewSandbox(ctx, holding(bundles(t)), unrenderable, render.Defaults{}); !errors.As(err, &terminal) {
 		t.Errorf("unrenderable Sandbox: %v, want a terminal error", err)
 	}
-	if err := checkNewSandbox(ctx, holding(bundles(t)), newSandbox("box", privileged)); !errors.As(err, &denied) {
+	if err := checkNewSandbox(ctx, holding(bundles(t)), newSandbox("box", privileged), render.Defaults{}); !errors.As(err, &denied) {
 		t.Errorf("privileged Sandbox: %v, want a denial", err)
 	}
-	if err := checkNewSandbox(ctx, holding(bundles(t)), newSandbox("box")); err != nil {
+	if err := checkNewSandbox(ctx, holding(bundles(t)), newSandbox("box"), render.Defaults{}); err != nil {
 		t.Errorf("compliant Sandbox: %v", err)
 	}
 }
@@ -139,10 +139,11 @@ func TestTemplateMemberUsesTheDefaults(t *testing.T) {
 	tmpl := &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "9-templates"}}
 	tmpl.Spec.PodTemplate.Spec = corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "a"}}}
 	var denied *policyError
-	if err := checkNewSandbox(ctx, holding(bundles(t)), render.TemplateProbe(tmpl, render.Defaults{})); !errors.As(err, &denied) {
-		t.Errorf("no runtime class, no default: %v, want a denial", err)
+	if err := checkNewSandbox(ctx, holding(bundles(t)), render.TemplateProbe(tmpl), render.Defaults{}); !errors.As(err, &denied) ||
+		!strings.Contains(err.Error(), "the cluster has no isolating RuntimeClass") {
+		t.Errorf("no runtime class, no default: %v, want a denial saying the cluster has no isolating class", err)
 	}
-	if err := checkNewSandbox(ctx, holding(bundles(t)), render.TemplateProbe(tmpl, render.Defaults{RuntimeClassName: "gvisor"})); err != nil {
+	if err := checkNewSandbox(ctx, holding(bundles(t)), render.TemplateProbe(tmpl), render.Defaults{RuntimeClassName: "gvisor"}); err != nil {
 		t.Errorf("no runtime class, default gvisor: %v", err)
 	}
 }

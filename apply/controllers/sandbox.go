@@ -75,6 +75,9 @@ type SandboxReconciler struct {
 	// Policy holds the policies rendered objects are checked against before
 	// anything is applied; nil checks nothing.
 	Policy *policy.Holder
+	// Defaults are what a new Pod gets where the Sandbox's pod template
+	// leaves a field unset (the default runtime class); nil gives none.
+	Defaults render.DefaultsSource
 
 	// memory holds, per Sandbox, what this process last wrote (see memo).
 	memory sync.Map // types.NamespacedName -> *memo
@@ -195,9 +198,12 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 		// An unowned Pod or Service named like a Sandbox may become
 		// adoptable, or go away and free the name: let that Sandbox look again.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
-		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
-	return watchModeLabels(b, mgr.GetClient(), r.Policy, func() client.ObjectList { return &sandboxv1beta1.SandboxList{} }).Complete(r)
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox))
+	b = watchModeLabels(b, mgr.GetClient(), r.Policy, func() client.ObjectList { return &sandboxv1beta1.SandboxList{} })
+	// A Sandbox waiting for a Pod may get one under a new default runtime class.
+	return watchRuntimeClasses(b, r.Defaults, r.awaitingPod).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
 }
 
 func unownedToSandbox(_ context.Context, o client.Object) []reconcile.Request {
@@ -479,6 +485,7 @@ func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta
 	began := time.Now()
 	desired, err := render.Sandbox(render.SandboxInputs{
 		Sandbox: sb, ServiceExists: obs.service != nil && ownedBy(obs.service, sb), PodName: podName, Expired: expired,
+		Defaults: r.podDefaults(obs.pod),
 	})
 	metrics.RenderSeconds.WithLabelValues("Sandbox").Observe(time.Since(began).Seconds())
 	if err != nil {

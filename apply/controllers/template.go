@@ -42,9 +42,9 @@ type TemplateReconciler struct {
 	// template makes, are checked against.
 	Policy   *policy.Holder
 	Recorder events.EventRecorder
-	// Defaults apply to every Sandbox made from a template (as the pool
-	// and claim controllers apply them).
-	Defaults render.Defaults
+	// Defaults are what the Pods of Sandboxes made from a template get
+	// where it leaves a field unset (as the Sandbox reconciler renders them).
+	Defaults render.DefaultsSource
 
 	// denied holds, per template, the denial last reported in an event,
 	// so that a template is reported once per reason, not per reconcile.
@@ -56,10 +56,13 @@ type TemplateReconciler struct {
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *TemplateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxtemplate").
 		For(&extv1beta1.SandboxTemplate{}).
-		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&networkingv1.NetworkPolicy{})
+	// A template denied for want of a runtime class is judged again when
+	// the default one changes.
+	return watchRuntimeClasses(b, r.Defaults, r.allTemplates).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
@@ -152,7 +155,7 @@ func (r *TemplateReconciler) checkMembers(ctx context.Context, t *extv1beta1.San
 	key := client.ObjectKeyFromObject(t)
 	var denied *policyError
 	var terminal *terminalError
-	err := checkNewSandbox(ctx, r.Policy, render.TemplateProbe(t, r.Defaults))
+	err := checkNewSandbox(ctx, r.Policy, render.TemplateProbe(t), render.CurrentDefaults(r.Defaults))
 	switch {
 	case errors.As(err, &denied), errors.As(err, &terminal):
 		msg := "Sandboxes made from this template are refused; no pool member or claim Sandbox is created from it: " + err.Error()

@@ -47,8 +47,9 @@ type WarmPoolReconciler struct {
 	Client   client.Client
 	Engine   *ssa.Engine
 	Recorder events.EventRecorder
-	// Defaults are applied to every member's spec.
-	Defaults render.Defaults
+	// Defaults are what members' Pods get where the template leaves a
+	// field unset; members are checked with them.
+	Defaults render.DefaultsSource
 	// MaxBatch caps the members created in one pass.
 	MaxBatch int
 	// Grace is how long a member may take to become Ready before the pool
@@ -100,9 +101,13 @@ func (r *WarmPoolReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 		Named("sandboxwarmpool").
 		For(&extv1beta1.SandboxWarmPool{}).
 		Owns(&sandboxv1beta1.Sandbox{}).
-		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.poolsOfTemplate)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
-	return watchModeLabels(b, mgr.GetClient(), r.Policy, func() client.ObjectList { return &extv1beta1.SandboxWarmPoolList{} }).Complete(r)
+		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.poolsOfTemplate))
+	b = watchModeLabels(b, mgr.GetClient(), r.Policy, func() client.ObjectList { return &extv1beta1.SandboxWarmPoolList{} })
+	// A pool that creates nothing for want of a runtime class looks again
+	// when the default one changes.
+	return watchRuntimeClasses(b, r.Defaults, r.allPools).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
 }
 
 // SetDefaults fills the fields left zero: the real clock and a 5 minute
@@ -200,7 +205,7 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	members, pending := r.settle(ctx, pool.Namespace, exp, list.Items, now)
 
 	plan, err := render.PlanWarmPool(render.WarmPoolPlanInputs{
-		WarmPoolInputs: render.WarmPoolInputs{Pool: pool, Template: tmpl, Defaults: r.Defaults},
+		WarmPoolInputs: render.WarmPoolInputs{Pool: pool, Template: tmpl},
 		Members:        members, Pending: pending, MaxBatch: r.MaxBatch,
 		Taken: func(name string) bool { return exp.cooling(name, now) || r.taken(ctx, pool.Namespace, name) },
 	})
@@ -221,7 +226,7 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Reques
 		}
 		var denied *policyError
 		var terminal *terminalError
-		switch err := checkNewSandbox(ctx, r.Policy, probe); {
+		switch err := checkNewSandbox(ctx, r.Policy, probe, render.CurrentDefaults(r.Defaults)); {
 		case errors.As(err, &terminal):
 			// Members that cannot be rendered: only a template change
 			// helps (the template is watched). Report; do not retry.

@@ -71,7 +71,7 @@ func runDiff(o *options, stdin io.Reader, stdout io.Writer) (int, error) {
 			d.Obj.SetUID(live.GetUID())
 		}
 	}
-	o.lookup = clusterLookup(c)
+	o.lookup, o.runtimeClasses = clusterLookup(c), clusterRuntimeClasses(c)
 	for _, r := range renderAll(o, docs) {
 		obj := r.doc.Obj
 		name := fmt.Sprintf("%s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())

@@ -22,6 +22,7 @@ import (
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1alpha1 "github.com/agentsandbox/reconciler/api/v1alpha1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/apply/runtimeclass"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
 )
@@ -98,6 +99,12 @@ type options struct {
 	// lookup finds a pool or template missing from the manifests (in the
 	// cluster, with --from-cluster or for diff); nil looks nowhere.
 	lookup func(kind, namespace, name string, into any) bool
+	// runtimeClasses lists the cluster's RuntimeClasses (with
+	// --from-cluster or for diff); nil: no cluster.
+	runtimeClasses func() ([]string, error)
+	// defaults, once resolved (see runtimeDefaults).
+	defaults *render.Defaults
+	stderr   io.Writer
 }
 
 func (o *options) bind(fs *flag.FlagSet, withPolicy bool) {
@@ -109,7 +116,8 @@ func (o *options) bind(fs *flag.FlagSet, withPolicy bool) {
 	fs.StringVar(&o.output, "output", "", "same as -o")
 	fs.StringVar(&o.namespace, "n", "default", "namespace for manifests that set none")
 	fs.StringVar(&o.namespace, "namespace", "default", "same as -n")
-	fs.StringVar(&o.defaultRuntime, "default-runtime-class", "", "the controller's --default-runtime-class (for template-made Sandboxes)")
+	fs.StringVar(&o.defaultRuntime, "default-runtime-class", runtimeclass.Auto,
+		"the controller's --default-runtime-class, the class of Pods whose template names none: auto (the first isolating class among the manifests' RuntimeClasses, else the cluster's, else gvisor), none, or a name")
 	fs.StringVar(&o.controllerNS, "controller-namespace", "agent-sandbox-system", "the controller's namespace (template NetworkPolicies)")
 	if withPolicy {
 		fs.Var(&o.bundles, "bundle", "built-in policy bundle[=mode] ("+strings.Join(policy.Bundles(), ", ")+"; mode enforce, warn, audit or off, enforce if not given); repeatable; bundles not named are off; default "+policy.DefaultModes().String()+" unless --policy is given. A Namespace among the manifests (or, for diff, in the cluster) labelled "+policy.ModeLabelPrefix+"<bundle>=<mode> overrides a mode for its objects")
@@ -138,7 +146,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("kubectl-sandbox "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o options
+	o := options{stderr: stderr}
 	switch cmd {
 	case "render", "validate":
 		o.bind(fs, false)
@@ -183,13 +191,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox %s: unexpected arguments %v (give manifests with -f)\n", cmd, fs.Args())
 		return exitUsage
 	}
+	if err := runtimeclass.CheckSetting(o.defaultRuntime); err != nil {
+		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox %s: %v\n", cmd, err)
+		return exitUsage
+	}
 	var code int
 	var err error
 	if o.fromCluster {
 		// render and policy check: pools and templates the manifests lack.
 		var c client.Client
 		if c, err = clusterClient(&o); err == nil {
-			o.lookup = clusterLookup(c)
+			o.lookup, o.runtimeClasses = clusterLookup(c), clusterRuntimeClasses(c)
 		}
 	}
 	switch {
@@ -263,7 +275,7 @@ func renderAll(o *options, docs []document) []rendering {
 			}
 		}
 	}
-	defaults := render.Defaults{RuntimeClassName: o.defaultRuntime}
+	defaults := func(sb *sandboxv1beta1.Sandbox) render.Defaults { return o.defaultsFor(sb, docs) }
 	var out []rendering
 	for _, d := range docs {
 		r := rendering{doc: d}
@@ -279,7 +291,7 @@ func renderAll(o *options, docs []document) []rendering {
 				break
 			}
 			fill(&sb.ObjectMeta, ns(d.Obj))
-			desired, err := render.Sandbox(render.SandboxInputs{Sandbox: sb})
+			desired, err := render.Sandbox(render.SandboxInputs{Sandbox: sb, Defaults: defaults(sb)})
 			if err != nil {
 				r.problem = err.Error()
 				break
@@ -300,7 +312,7 @@ func renderAll(o *options, docs []document) []rendering {
 			if desired.NetworkPolicy != nil {
 				add(gvkNetworkPolicy, desired.NetworkPolicy)
 			}
-			if err := r.check(templateMember(t, t.Name, defaults)); err != nil {
+			if err := r.check(templateMember(t, t.Name), defaults); err != nil {
 				r.problem = err.Error()
 			}
 		case "extensions.agents.x-k8s.io/v1beta1/SandboxWarmPool":
@@ -319,7 +331,7 @@ func renderAll(o *options, docs []document) []rendering {
 				r.missing = true
 				break
 			}
-			plan, err := render.PlanWarmPool(render.WarmPoolPlanInputs{WarmPoolInputs: render.WarmPoolInputs{Pool: p, Template: t, Defaults: defaults}})
+			plan, err := render.PlanWarmPool(render.WarmPoolPlanInputs{WarmPoolInputs: render.WarmPoolInputs{Pool: p, Template: t}})
 			if err != nil {
 				r.problem = err.Error()
 				break
@@ -328,7 +340,7 @@ func renderAll(o *options, docs []document) []rendering {
 				add(gvkSandbox, m)
 			}
 			// Members render alike: one stands for all, planned or not.
-			if err := r.check(templateMember(t, render.MemberName(p, 0), defaults)); err != nil {
+			if err := r.check(templateMember(t, render.MemberName(p, 0)), defaults); err != nil {
 				r.problem = err.Error()
 			}
 		case "extensions.agents.x-k8s.io/v1beta1/SandboxClaim":
@@ -361,7 +373,7 @@ func renderAll(o *options, docs []document) []rendering {
 			}
 			// What a cold start creates; a warm claim takes a pool member
 			// instead (rendered with the pool).
-			sb, err := render.ClaimSandbox(render.ClaimInputs{Claim: c, Template: t, Defaults: defaults})
+			sb, err := render.ClaimSandbox(render.ClaimInputs{Claim: c, Template: t})
 			if err != nil {
 				r.problem = err.Error()
 				break
@@ -372,7 +384,7 @@ func renderAll(o *options, docs []document) []rendering {
 				r.problem = err.Error()
 				break
 			}
-			if err := r.check(cold); err != nil {
+			if err := r.check(cold, defaults); err != nil {
 				r.problem = err.Error()
 			}
 		default:

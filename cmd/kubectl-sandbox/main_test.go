@@ -42,7 +42,20 @@ func TestRenderIsTheControllersRender(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, stderr, code := runCLI(t, string(in), "render", "-f", "-")
+			// The case's default runtime class (observed.yaml), else none.
+			var obs struct {
+				DefaultRuntimeClass string `json:"defaultRuntimeClass"`
+			}
+			if data, err := os.ReadFile(c.Path("observed.yaml")); err == nil {
+				if err := yaml.Unmarshal(data, &obs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			setting := obs.DefaultRuntimeClass
+			if setting == "" {
+				setting = "none"
+			}
+			out, stderr, code := runCLI(t, string(in), "render", "-f", "-", "--default-runtime-class", setting)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
@@ -68,7 +81,7 @@ func TestRenderIsTheControllersRender(t *testing.T) {
 				if probe.Namespace == "" {
 					probe.Namespace = "default"
 				}
-				desired, err := render.Sandbox(render.SandboxInputs{Sandbox: probe})
+				desired, err := render.Sandbox(render.SandboxInputs{Sandbox: probe, Defaults: render.Defaults{RuntimeClassName: obs.DefaultRuntimeClass}})
 				if err != nil {
 					t.Fatal(err)
 				}

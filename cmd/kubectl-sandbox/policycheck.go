@@ -21,8 +21,8 @@ import (
 // templateMember is the Sandbox a template makes, named name (a pool
 // member's name; a template name that cannot name a Sandbox's Service is
 // replaced, since members are named after their pool).
-func templateMember(t *extv1beta1.SandboxTemplate, name string, d render.Defaults) *sandboxv1beta1.Sandbox {
-	sb := render.TemplateProbe(t, d)
+func templateMember(t *extv1beta1.SandboxTemplate, name string) *sandboxv1beta1.Sandbox {
+	sb := render.TemplateProbe(t)
 	sb.Name = name
 	if len(validation.IsDNS1035Label(name)) > 0 {
 		sb.Name = "template-member"
@@ -44,14 +44,14 @@ func eachRendered(desired render.SandboxDesired, add func(schema.GroupVersionKin
 	}
 }
 
-// check renders sb as the controller would and adds its Pod, Service and
-// PVCs to what policy check judges.
-func (r *rendering) check(sb *sandboxv1beta1.Sandbox) error {
+// check renders sb as the controller would, with its defaults, and adds
+// its Pod, Service and PVCs to what policy check judges.
+func (r *rendering) check(sb *sandboxv1beta1.Sandbox, defaults func(*sandboxv1beta1.Sandbox) render.Defaults) error {
 	probe := sb.DeepCopy()
 	if probe.UID == "" {
 		probe.UID = placeholderUID
 	}
-	desired, err := render.Sandbox(render.SandboxInputs{Sandbox: probe})
+	desired, err := render.Sandbox(render.SandboxInputs{Sandbox: probe, Defaults: defaults(probe)})
 	if err != nil {
 		return fmt.Errorf("the Sandbox it makes: %w", err)
 	}

@@ -31,9 +31,9 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/controllers"
 	"github.com/agentsandbox/reconciler/apply/metrics"
+	"github.com/agentsandbox/reconciler/apply/runtimeclass"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/policy"
-	"github.com/agentsandbox/reconciler/render"
 	"github.com/agentsandbox/reconciler/webhooks"
 )
 
@@ -128,8 +128,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Namespace the controller and the sandbox router run in (default: $POD_NAMESPACE, else agent-sandbox-system); template NetworkPolicies admit ingress from sandbox-router pods there.")
 	fs.StringVar(&o.controllerSA, "controller-service-account", webhooks.DefaultControllerServiceAccount,
 		"ServiceAccount (in --controller-namespace) the controller runs as. The webhook lets only its requests make a Sandbox or SandboxClaim controlled by a SandboxWarmPool or SandboxClaim.")
-	fs.StringVar(&o.defaultRuntimeClass, "default-runtime-class", "",
-		"Runtime class given to Pods of template-made Sandboxes (warm pool members, claims) whose template names none, e.g. gvisor. Templates themselves are never changed.")
+	fs.StringVar(&o.defaultRuntimeClass, "default-runtime-class", runtimeclass.Auto,
+		"Runtime class of new Pods whose Sandbox or template names none (only the Pod gets it): auto, the first of "+
+			strings.Join(policy.IsolatingRuntimeClasses(), ", ")+" that the cluster has, followed as RuntimeClasses come and go; none; or a RuntimeClass name.")
 	fs.StringVar(&o.policyBundles, "policy-bundles", strings.Join(policy.DefaultBundles, ","),
 		"Cluster-wide modes of the built-in policy bundles ("+strings.Join(policy.Bundles(), ", ")+"), comma-separated bundle[=mode] with mode enforce (the default for a bare name), warn, audit or off; bundles not named are off; \"none\" for all off. "+
 			"A namespace overrides a bundle's mode with the label "+policy.ModeLabelPrefix+"<bundle>=<mode>; --controller-namespace and kube-system are never blocked (enforce warns there).")
@@ -167,8 +168,8 @@ func (o *options) validate() error {
 	if len(validation.IsDNS1123Subdomain(o.controllerSA)) > 0 {
 		errs = append(errs, fmt.Errorf("--controller-service-account=%q is not a ServiceAccount name", o.controllerSA))
 	}
-	if o.defaultRuntimeClass != "" && len(validation.IsDNS1123Subdomain(o.defaultRuntimeClass)) > 0 {
-		errs = append(errs, fmt.Errorf("--default-runtime-class=%q is not a RuntimeClass name", o.defaultRuntimeClass))
+	if err := runtimeclass.CheckSetting(o.defaultRuntimeClass); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := o.policyConfig(); err != nil {
 		errs = append(errs, err)
@@ -322,11 +323,15 @@ func run(o options) error {
 		}
 	}
 
+	defaults, err := runtimeClassDefaults(o, mgr)
+	if err != nil {
+		return err
+	}
 	engine := ssa.New(mgr.GetClient(), o.fieldManager, o.fieldManager+"-status")
 	engine.Observe(metrics.ObserveChange)
 	sandboxes := &controllers.SandboxReconciler{
 		Client: mgr.GetClient(), Engine: engine, Recorder: mgr.GetEventRecorder("sandbox-controller"),
-		ClusterDomain: o.clusterDomain, StatusCoalesceWindow: o.statusCoalesceWindow, Policy: policies,
+		ClusterDomain: o.clusterDomain, StatusCoalesceWindow: o.statusCoalesceWindow, Policy: policies, Defaults: defaults,
 	}
 	if err := sandboxes.SetupWithManager(mgr, o.sandboxWorkers); err != nil {
 		return fmt.Errorf("setting up the Sandbox controller: %w", err)
@@ -334,7 +339,7 @@ func run(o options) error {
 	if o.extensions {
 		if _, err := controllers.SetupExtensions(mgr, controllers.ExtensionsOptions{
 			Engine: engine, ControllerNamespace: o.controllerNamespace,
-			Defaults:        render.Defaults{RuntimeClassName: o.defaultRuntimeClass},
+			Defaults:        defaults,
 			TemplateWorkers: o.templateWorkers, WarmPoolWorkers: o.warmPoolWorkers, ClaimWorkers: o.claimWorkers,
 			WarmPoolMaxBatch: o.warmPoolMaxBatch, WarmPoolGrace: o.warmPoolGrace, Policy: policies,
 		}); err != nil {
@@ -345,7 +350,7 @@ func run(o options) error {
 		mgr.GetWebhookServer().Register(webhooks.ConvertPath, webhooks.Converter{})
 		mgr.GetWebhookServer().Register(webhooks.ValidatePath, &webhook.Admission{Handler: &webhooks.Validator{
 			Policy: policies, Reader: mgr.GetClient(), ControllerNamespace: o.controllerNamespace, Observe: metrics.ObserveAdmission,
-			Defaults:       render.Defaults{RuntimeClassName: o.defaultRuntimeClass},
+			Defaults:       defaults,
 			ControllerUser: webhooks.ServiceAccountUser(o.controllerNamespace, o.controllerSA),
 		}})
 		if err := srv.probes.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {

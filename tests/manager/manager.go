@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/agentsandbox/reconciler/apply/controllers"
+	"github.com/agentsandbox/reconciler/apply/runtimeclass"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
@@ -35,6 +36,8 @@ const (
 type Running struct {
 	Sandbox *controllers.SandboxReconciler
 	Engine  *ssa.Engine
+	// Defaults are the defaults every controller renders with.
+	Defaults render.DefaultsSource
 	// Extensions are the extension controllers, with Options.Extensions.
 	Extensions *controllers.Extensions
 
@@ -78,8 +81,13 @@ type Options struct {
 	Extensions bool
 	// Policy, when set, is enforced by every controller.
 	Policy *policy.Holder
-	// Defaults apply to template-made Sandboxes.
-	Defaults render.Defaults
+	// Defaults are what Pods get where their template leaves a field unset
+	// (every controller renders with them).
+	Defaults render.DefaultsSource
+	// DefaultRuntimeClass, when set, is the controller's
+	// --default-runtime-class (auto, none or a name), resolved from the
+	// manager's cache as the controller does; it replaces Defaults.
+	DefaultRuntimeClass string
 }
 
 // Start starts a manager with the reconcilers against cfg and waits for its
@@ -118,8 +126,17 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running,
 		return nil, err
 	}
 	r.Engine = ssa.New(mgr.GetClient(), FieldManager, StatusManager)
+	r.Defaults = o.Defaults
+	if o.DefaultRuntimeClass != "" {
+		src := runtimeclass.New(o.DefaultRuntimeClass, policy.IsolatingRuntimeClasses(), mgr.GetCache(), ctrl.Log.WithName("runtime-class"))
+		if err := src.Watch(context.Background(), mgr.GetCache()); err != nil {
+			return nil, err
+		}
+		r.Defaults = src
+	}
 	r.Sandbox = &controllers.SandboxReconciler{
 		Client: mgr.GetClient(), Engine: r.Engine, Recorder: mgr.GetEventRecorder("sandbox-controller"), Policy: o.Policy,
+		Defaults: r.Defaults,
 	}
 	if err := r.Sandbox.SetupWithManager(mgr, o.SandboxWorkers); err != nil {
 		return nil, err
@@ -128,7 +145,7 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running,
 		r.Extensions, err = controllers.SetupExtensions(mgr, controllers.ExtensionsOptions{
 			Engine: r.Engine, ControllerNamespace: "agent-sandbox-system",
 			TemplateWorkers: 2, WarmPoolWorkers: 2, ClaimWorkers: 16, WarmPoolMaxBatch: 300,
-			Policy: o.Policy, Defaults: o.Defaults,
+			Policy: o.Policy, Defaults: r.Defaults,
 		})
 		if err != nil {
 			return nil, err

@@ -40,8 +40,8 @@ func TestMain(m *testing.M) {
 		}
 		running, err = manager.Start(e.Config, e.Scheme, manager.Options{
 			Extensions: true, Policy: policies,
-			// Template-made Sandboxes get gVisor when their template names
-			// no runtime class; directly written Sandboxes do not.
+			// Pods get gVisor when their template names no runtime class
+			// (the cluster's isolating class).
 			Defaults: render.Defaults{RuntimeClassName: "gvisor"},
 		})
 		if err != nil {

@@ -68,7 +68,8 @@ func TestDeniedSandboxCreatesNothingUntilFixed(t *testing.T) {
 	ctx := context.Background()
 	sb := &sandboxv1beta1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "box"},
-		Spec:       sandboxv1beta1.SandboxSpec{SandboxBlueprint: sandboxv1beta1.SandboxBlueprint{PodTemplate: sandboxv1beta1.PodTemplate{Spec: podSpec()}}},
+		Spec: sandboxv1beta1.SandboxSpec{SandboxBlueprint: sandboxv1beta1.SandboxBlueprint{PodTemplate: sandboxv1beta1.PodTemplate{
+			Spec: podSpec(func(s *corev1.PodSpec) { s.RuntimeClassName = ptr.To("runc") })}}},
 	}
 	if err := env.Client.Create(ctx, sb); err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func TestDeniedSandboxCreatesNothingUntilFixed(t *testing.T) {
 		if c == nil || c.Reason != sandboxv1beta1.ReasonPolicyDenied {
 			return fmt.Errorf("Ready is %+v", c)
 		}
-		if !strings.Contains(c.Message, "runtimeClassName (unset) is not allowed") || !strings.Contains(c.Message, "Pod "+ns+"/box") {
+		if !strings.Contains(c.Message, "runtimeClassName runc is not allowed") || !strings.Contains(c.Message, "Pod "+ns+"/box") {
 			return fmt.Errorf("message %q", c.Message)
 		}
 		return nil
@@ -239,7 +240,7 @@ func TestDeniedTemplateStopsPoolAndColdClaims(t *testing.T) {
 	}
 
 	// The template is fixed (no privilege; no runtime class either: the
-	// controller's default gVisor fills it in for template-made Sandboxes).
+	// Pods get the controller's default gVisor).
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl); err != nil {
 			return err
@@ -258,8 +259,16 @@ func TestDeniedTemplateStopsPoolAndColdClaims(t *testing.T) {
 			return fmt.Errorf("%d Sandboxes", len(list.Items))
 		}
 		for _, sb := range list.Items {
-			if rc := sb.Spec.PodTemplate.Spec.RuntimeClassName; rc == nil || *rc != "gvisor" {
-				return fmt.Errorf("%s has runtime class %v, want the default gvisor", sb.Name, rc)
+			// The Sandboxes mirror the template; their Pods get the default.
+			if rc := sb.Spec.PodTemplate.Spec.RuntimeClassName; rc != nil {
+				return fmt.Errorf("%s has runtime class %q written into it, want none like its template", sb.Name, *rc)
+			}
+			pod := &corev1.Pod{}
+			if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: sb.Name}, pod); err != nil {
+				return fmt.Errorf("pod of %s: %w", sb.Name, err)
+			}
+			if rc := pod.Spec.RuntimeClassName; rc == nil || *rc != "gvisor" {
+				return fmt.Errorf("pod %s has runtime class %v, want the default gvisor", pod.Name, rc)
 			}
 		}
 		return nil

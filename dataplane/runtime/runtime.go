@@ -150,7 +150,10 @@ func (h *handler) method(w http.ResponseWriter, r *http.Request, method string, 
 }
 
 func (h *handler) health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "message": "Sandbox Runtime is active."})
+	writeJSON(w, http.StatusOK, struct {
+		Status  string `json:"status"`
+		Message string `json:"message"`
+	}{"ok", "Sandbox Runtime is active."})
 }
 
 // message is upstream's error body.

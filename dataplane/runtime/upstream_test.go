@@ -157,6 +157,7 @@ func TestUpstreamPythonSDKRequests(t *testing.T) {
 		t.Errorf("execute: %d %q", resp.StatusCode, body)
 	}
 	for _, tc := range []struct{ path, want string }{
+		{"/", `{"status":"ok","message":"Sandbox Runtime is active."}` + "\n"},
 		{"/download/notes.txt", "line one\nline two\n"},
 		{"/exists/notes.txt", `{"path":"notes.txt","exists":true}` + "\n"},
 		{"/list/.", `"name":"notes.txt","size":18,"type":"file"`},

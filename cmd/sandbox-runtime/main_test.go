@@ -134,3 +134,32 @@ func readPID(t *testing.T, file string) int {
 	t.Fatalf("%s never appeared", file)
 	return 0
 }
+
+// A command may run longer than --write-timeout: /execute extends its own
+// write deadline.
+func TestServeExecuteOutlivesWriteTimeout(t *testing.T) {
+	o := parse(t, nil, "--base-dir="+t.TempDir(), "--write-timeout=300ms")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, o, ln, slog.New(slog.DiscardHandler)) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	resp, err := http.Post("http://"+ln.Addr().String()+"/execute", "application/json",
+		strings.NewReader(`{"command": "sh -c \"sleep 1; echo late\""}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"stdout":"late\n"`) {
+		t.Errorf("%d %s", resp.StatusCode, body)
+	}
+}

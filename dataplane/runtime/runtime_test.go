@@ -174,3 +174,15 @@ func jsonBody(t *testing.T, v any) io.Reader {
 	}
 	return bytes.NewReader(data)
 }
+
+// Error bodies name what failed, not where the runtime keeps its files.
+func TestErrTextHidesPaths(t *testing.T) {
+	for _, err := range []error{
+		&os.PathError{Op: "open", Path: "/srv/app/x", Err: os.ErrPermission},
+		&os.LinkError{Op: "rename", Old: "/srv/app/.upload-1", New: "/srv/app/x", Err: os.ErrPermission},
+	} {
+		if got := errText(err); got != "permission denied" {
+			t.Errorf("errText(%v) = %q", err, got)
+		}
+	}
+}

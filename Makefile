@@ -70,6 +70,10 @@ controller: ## Build bin/sandbox-controller (version stamped from git).
 cli: ## Build bin/kubectl-sandbox (put bin/ on PATH to use it as `kubectl sandbox`).
 	go build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/kubectl-sandbox ./cmd/kubectl-sandbox
 
+.PHONY: runtime
+runtime: ## Build bin/sandbox-runtime, the in-sandbox runtime server (version stamped from git).
+	go build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $(BIN)/sandbox-runtime ./cmd/sandbox-runtime
+
 .PHONY: test
 test: verify lint test-go ## Run everything CI checks: generation drift, lint, unit, golden, envtest integration and local-cluster e2e tests.
 
@@ -173,6 +177,12 @@ KIND_VERSION ?= v0.33.0
 .PHONY: docker-build
 docker-build: ## Build the controller image IMG (Docker needed).
 	docker build -t $(IMG) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) .
+
+RUNTIME_IMG ?= sandbox-runtime:$(VERSION)
+
+.PHONY: docker-build-runtime
+docker-build-runtime: ## Build the runtime image RUNTIME_IMG (the Dockerfile's sandbox-runtime stage; Docker needed).
+	docker build --target sandbox-runtime -t $(RUNTIME_IMG) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) .
 
 .PHONY: kind-up
 kind-up: controller cli ## Like make run, on a kind cluster (Docker needed); the controller runs locally.

@@ -1,0 +1,16 @@
+// Command sandbox-runtime is the in-sandbox runtime server: it runs in a
+// sandbox's container and serves upstream agent-sandbox's legacy runtime
+// protocol on :8888 (run commands, upload, download, list, check files), so
+// that the router, the SDKs and kubectl sandbox exec can reach the sandbox.
+//
+// It is flags, environment and wiring only: the protocol, the command
+// execution and the path confinement live in dataplane/runtime. It reads
+// upstream's SANDBOX_BASE_DIR and SANDBOX_EXEC_TIMEOUT_SECONDS, ours for the
+// limits (SANDBOX_MAX_OUTPUT_BYTES, SANDBOX_MAX_UPLOAD_BYTES,
+// SANDBOX_LISTEN_ADDRESS); flags override them. On SIGTERM it stops
+// accepting requests, lets running ones finish for --shutdown-timeout, then
+// kills the process groups of the commands still running.
+//
+// It must never run commands through a shell, and never import the
+// controller's packages: it ships into sandbox images on its own.
+package main

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/agentsandbox/reconciler/dataplane/runtime"
+)
+
+// Build information, injected with -ldflags "-X main.version=... -X main.commit=...".
+var (
+	version = "dev"
+	commit  = "unknown"
+)
+
+type options struct {
+	listenAddr        string
+	baseDir           string
+	execTimeout       time.Duration
+	maxOutputBytes    int64
+	maxUploadBytes    int64
+	readHeaderTimeout time.Duration
+	readTimeout       time.Duration
+	writeTimeout      time.Duration
+	idleTimeout       time.Duration
+	shutdownTimeout   time.Duration
+	showVersion       bool
+	// envErrs are environment variables that did not parse.
+	envErrs []error
+}
+
+// bind declares the flags; their defaults come from the environment
+// (upstream's variables, and ours for the limits).
+func (o *options) bind(fs *flag.FlagSet, getenv func(string) string) {
+	fs.StringVar(&o.listenAddr, "listen-address", o.envString(getenv, "SANDBOX_LISTEN_ADDRESS", ":8888"),
+		"Address to serve on ($SANDBOX_LISTEN_ADDRESS).")
+	fs.StringVar(&o.baseDir, "base-dir", o.envString(getenv, "SANDBOX_BASE_DIR", runtime.DefaultBaseDir),
+		"Directory commands run in and file paths are confined to; created if missing ($SANDBOX_BASE_DIR).")
+	fs.DurationVar(&o.execTimeout, "exec-timeout", o.envSeconds(getenv, "SANDBOX_EXEC_TIMEOUT_SECONDS", runtime.DefaultExecTimeout),
+		"How long one command may run before its process group is killed ($SANDBOX_EXEC_TIMEOUT_SECONDS, in seconds).")
+	fs.Int64Var(&o.maxOutputBytes, "max-output-bytes", o.envInt(getenv, "SANDBOX_MAX_OUTPUT_BYTES", runtime.DefaultMaxOutputBytes),
+		"Bytes of a command's stdout, and of its stderr, kept in the answer; the rest is dropped ($SANDBOX_MAX_OUTPUT_BYTES).")
+	fs.Int64Var(&o.maxUploadBytes, "max-upload-bytes", o.envInt(getenv, "SANDBOX_MAX_UPLOAD_BYTES", runtime.DefaultMaxUploadBytes),
+		"Largest file /upload accepts; larger ones get 413 ($SANDBOX_MAX_UPLOAD_BYTES).")
+	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "How long a client may take to send a request's headers.")
+	fs.DurationVar(&o.readTimeout, "read-timeout", 15*time.Minute, "How long a client may take to send a whole request (an upload included).")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", 15*time.Minute,
+		"How long writing an answer (a download included) may take; /execute extends it past --exec-timeout by itself.")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 2*time.Minute, "How long an idle keep-alive connection stays open.")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 20*time.Second,
+		"On SIGTERM, how long running requests may finish before their commands are killed.")
+	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
+}
+
+func (o *options) envString(getenv func(string) string, name, def string) string {
+	if v := getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func (o *options) envSeconds(getenv func(string) string, name string, def time.Duration) time.Duration {
+	v := getenv(name)
+	if v == "" {
+		return def
+	}
+	s, err := strconv.ParseFloat(v, 64)
+	if err != nil || s <= 0 || s > (1<<63-1)/float64(time.Second) {
+		o.envErrs = append(o.envErrs, fmt.Errorf("$%s=%q: want a positive number of seconds", name, v))
+		return def
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+func (o *options) envInt(getenv func(string) string, name string, def int64) int64 {
+	v := getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		o.envErrs = append(o.envErrs, fmt.Errorf("$%s=%q: want a positive number of bytes", name, v))
+		return def
+	}
+	return n
+}
+
+// validate rejects values that cannot work, one message per setting.
+func (o *options) validate() error {
+	errs := append([]error(nil), o.envErrs...)
+	if o.baseDir == "" {
+		errs = append(errs, errors.New("--base-dir must not be empty"))
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{
+		{"--exec-timeout", o.execTimeout}, {"--read-header-timeout", o.readHeaderTimeout}, {"--read-timeout", o.readTimeout},
+		{"--write-timeout", o.writeTimeout}, {"--idle-timeout", o.idleTimeout},
+	} {
+		if d.value <= 0 {
+			errs = append(errs, fmt.Errorf("%s=%s: must be positive", d.name, d.value))
+		}
+	}
+	if o.shutdownTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-timeout=%s: must not be negative", o.shutdownTimeout))
+	}
+	if o.maxOutputBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--max-output-bytes=%d: must be positive", o.maxOutputBytes))
+	}
+	if o.maxUploadBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--max-upload-bytes=%d: must be positive", o.maxUploadBytes))
+	}
+	return errors.Join(errs...)
+}
+
+func main() {
+	var o options
+	fs := flag.NewFlagSet("sandbox-runtime", flag.ExitOnError)
+	o.bind(fs, os.Getenv)
+	_ = fs.Parse(os.Args[1:])
+	if o.showVersion {
+		fmt.Printf("sandbox-runtime %s (commit %s)\n", version, commit)
+		return
+	}
+	if err := o.validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox-runtime: %v\n", err)
+		os.Exit(2)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, o, logger); err != nil {
+		logger.Error("sandbox-runtime failed", "err", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+// run creates the base directory, listens and serves until ctx ends.
+func run(ctx context.Context, o options, logger *slog.Logger) error {
+	if err := os.MkdirAll(o.baseDir, 0o755); err != nil {
+		return fmt.Errorf("base directory: %w", err)
+	}
+	ln, err := net.Listen("tcp", o.listenAddr)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, o, ln, logger)
+}
+
+// serve serves the runtime on ln until ctx ends, then shuts down: running
+// requests get --shutdown-timeout to finish, after which their commands'
+// process groups are killed (their request contexts descend from the
+// server's base context) and the server waits for them to answer.
+func serve(ctx context.Context, o options, ln net.Listener, logger *slog.Logger) error {
+	baseCtx, killAll := context.WithCancel(context.Background())
+	defer killAll()
+	srv := &http.Server{
+		Handler: runtime.New(runtime.Options{
+			BaseDir: o.baseDir, ExecTimeout: o.execTimeout,
+			MaxOutputBytes: o.maxOutputBytes, MaxUploadBytes: o.maxUploadBytes, Logger: logger,
+		}),
+		ReadHeaderTimeout: o.readHeaderTimeout,
+		ReadTimeout:       o.readTimeout,
+		WriteTimeout:      o.writeTimeout,
+		IdleTimeout:       o.idleTimeout,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	logger.Info("serving", "address", ln.Addr().String(), "base_dir", o.baseDir, "exec_timeout", o.execTimeout,
+		"version", version, "commit", commit)
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "grace", o.shutdownTimeout)
+	graceCtx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	err := srv.Shutdown(graceCtx)
+	cancel()
+	if err != nil {
+		logger.Warn("requests still running after the grace period: killing their commands")
+		killAll()
+		// A killed command's handler answers within the runtime's wait delay.
+		waitCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := srv.Shutdown(waitCtx); err != nil {
+			_ = srv.Close()
+		}
+		cancel()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

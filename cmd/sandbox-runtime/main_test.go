@@ -29,7 +29,7 @@ func parse(t *testing.T, env map[string]string, args ...string) options {
 func TestOptions(t *testing.T) {
 	o := parse(t, nil)
 	if o.listenAddr != ":8888" || o.baseDir != "/app" || o.execTimeout != 300*time.Second ||
-		o.maxOutputBytes != 16<<20 || o.maxUploadBytes != 256<<20 || o.validate() != nil {
+		o.maxOutputBytes != 8<<20 || o.maxUploadBytes != 256<<20 || o.validate() != nil {
 		t.Errorf("defaults: %+v, %v", o, o.validate())
 	}
 	env := map[string]string{

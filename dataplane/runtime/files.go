@@ -34,7 +34,7 @@ type ExistsResponse struct {
 }
 
 // upload stores the multipart field "file" in the base directory under its
-// filename, which must be a plain file name. The file is written to a
+// filename, a path under the base directory. The file is written to a
 // temporary name and renamed into place, so a failed or oversized upload
 // leaves nothing behind and readers never see half a file.
 func (h *handler) upload(w http.ResponseWriter, r *http.Request) {
@@ -75,18 +75,21 @@ func (h *handler) upload(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// store checks name and writes the content of src to it.
+// store checks name (a path relative to the base directory, as upstream's
+// SDKs send it: "notes.txt" or "data/in.csv") and writes the content of
+// src to it, making missing directories on the way.
 func (h *handler) store(w http.ResponseWriter, name string, src io.Reader) {
 	switch {
 	case name == "" || name == ".":
 		writeJSON(w, http.StatusBadRequest, message("Invalid filename %q: the multipart filename must name a file", name))
 		return
-	case escapes(name):
-		// Climbs out of the base directory whatever the rest says.
+	case escapes(name), strings.HasPrefix(name, "/"):
+		// Climbs out of the base directory whatever the rest says; an
+		// absolute name is outside it too (upstream joins it as is).
 		writeJSON(w, http.StatusForbidden, message("Access denied"))
 		return
-	case strings.ContainsAny(name, "/\x00"):
-		writeJSON(w, http.StatusBadRequest, message("Invalid filename %q: the multipart filename must be a plain file name, without directories", name))
+	case strings.ContainsRune(name, 0) || strings.HasSuffix(name, "/"):
+		writeJSON(w, http.StatusBadRequest, message("Invalid filename %q: the multipart filename must name a file under the base directory", name))
 		return
 	}
 	target, err := h.resolve(name)
@@ -96,6 +99,12 @@ func (h *handler) store(w http.ResponseWriter, name string, src io.Reader) {
 	}
 	if st, err := os.Stat(target); err == nil && st.IsDir() {
 		writeJSON(w, http.StatusConflict, message("File upload failed: %q is a directory", name))
+		return
+	}
+	// The target is confined (resolved above), and so is its directory:
+	// creating what is missing of it stays inside the base directory.
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		h.pathError(w, "File upload", name, "File not found", err)
 		return
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(target), ".upload-*")

@@ -106,7 +106,6 @@ func TestUploadRefusesBadNames(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(s.base, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	plain := "the multipart filename must be a plain file name, without directories"
 	for _, tc := range []struct {
 		filename string
 		status   int
@@ -117,9 +116,10 @@ func TestUploadRefusesBadNames(t *testing.T) {
 		{"/../../evil.txt", http.StatusForbidden, accessDenied},
 		{"sub/../../evil.txt", http.StatusForbidden, accessDenied},
 		{"dangling-out", http.StatusForbidden, accessDenied}, // a symlink to a missing file outside
-		{"sub/a.txt", http.StatusBadRequest, message("Invalid filename %q: %s", "sub/a.txt", plain)},
-		{"/etc/passwd", http.StatusBadRequest, message("Invalid filename %q: %s", "/etc/passwd", plain)},
-		{"dir-out/x", http.StatusBadRequest, message("Invalid filename %q: %s", "dir-out/x", plain)},
+		{"/etc/passwd", http.StatusForbidden, accessDenied},
+		{"dir-out/x", http.StatusForbidden, accessDenied},     // through a symlink to outside
+		{"dir-out/new/x", http.StatusForbidden, accessDenied}, // and no directory made out there
+		{"sub/", http.StatusBadRequest, message("Invalid filename %q: the multipart filename must name a file under the base directory", "sub/")},
 		{"", http.StatusBadRequest, message("Invalid filename %q: the multipart filename must name a file", "")},
 		{".", http.StatusBadRequest, message("Invalid filename %q: the multipart filename must name a file", ".")},
 		{"sub", http.StatusConflict, message("File upload failed: %q is a directory", "sub")},
@@ -307,5 +307,18 @@ func TestExists(t *testing.T) {
 	} {
 		resp, body := s.get("/exists/" + tc.escaped)
 		wantJSON(t, resp, body, http.StatusOK, ExistsResponse{Path: tc.path, Exists: tc.exists})
+	}
+}
+
+// TestUploadIntoDirectories: upstream's Python SDK sends a relative path
+// with directories as the filename; it lands there, directories made.
+func TestUploadIntoDirectories(t *testing.T) {
+	s := newSandbox(t, Options{})
+	for _, name := range []string{"sub/a.txt", "data/2026/in.csv"} {
+		resp, body := s.upload(name, []byte("x"))
+		wantJSON(t, resp, body, http.StatusOK, message("File '%s' uploaded successfully.", name))
+		if got, err := os.ReadFile(filepath.Join(s.base, filepath.FromSlash(name))); err != nil || string(got) != "x" {
+			t.Errorf("%s: %q %v", name, got, err)
+		}
 	}
 }

@@ -22,7 +22,7 @@ const (
 	// DefaultExecTimeout bounds one command (SANDBOX_EXEC_TIMEOUT_SECONDS).
 	DefaultExecTimeout = 300 * time.Second
 	// DefaultMaxOutputBytes caps stdout and stderr, each.
-	DefaultMaxOutputBytes = 16 << 20
+	DefaultMaxOutputBytes = 8 << 20
 	// DefaultMaxUploadBytes caps one uploaded file (the upstream Go SDK's
 	// default MaxUploadSize).
 	DefaultMaxUploadBytes = 256 << 20
@@ -80,7 +80,7 @@ func (o Options) withDefaults() Options {
 //
 //	GET  /                  health: {"status": "ok", "message": ...}
 //	POST /execute           {"command": "..."} -> {"stdout", "stderr", "exit_code"}
-//	POST /upload            multipart/form-data, field "file", filename a plain name
+//	POST /upload            multipart/form-data, field "file", filename a path under the base
 //	GET  /download/{path}   the file's bytes
 //	GET  /list/{path}       [{"name", "size", "type": "file"|"directory", "mod_time"}]
 //	GET  /exists/{path}     {"path", "exists"}

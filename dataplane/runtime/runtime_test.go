@@ -156,7 +156,7 @@ func TestUnknownRoutesAndMethods(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	got := Options{BaseDir: "rel"}.withDefaults()
-	if !filepath.IsAbs(got.BaseDir) || got.ExecTimeout != 300*time.Second || got.MaxOutputBytes != 16<<20 ||
+	if !filepath.IsAbs(got.BaseDir) || got.ExecTimeout != 300*time.Second || got.MaxOutputBytes != 8<<20 ||
 		got.MaxUploadBytes != 256<<20 || got.MaxRequestBytes != 1<<20 || got.Logger == nil {
 		t.Errorf("defaults: %+v", got)
 	}

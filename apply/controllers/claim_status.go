@@ -75,6 +75,9 @@ func (r *ClaimReconciler) applyStatus(ctx context.Context, claim *extv1beta1.San
 	fp := ssa.Fingerprint(desired.Status)
 	conditions := conditionsOf(desired.Status.Conditions)
 	change, err := ssa.ApplyStatus(ctx, r.Engine, "SandboxClaim", desired, claim, extac.ExtractSandboxClaimStatus)
+	if apierrors.IsNotFound(err) {
+		return nil // deleted meanwhile: its status is moot, and its deletion brings a new event
+	}
 	if err != nil {
 		return err
 	}

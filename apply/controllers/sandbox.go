@@ -651,6 +651,9 @@ func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.
 	}
 	firstReady := r.becomesReadyFirstTime(sb, reported.Conditions)
 	change, err := ssa.ApplyStatus(ctx, r.Engine, "Sandbox", desired, sb, sandboxac.ExtractSandboxStatus)
+	if apierrors.IsNotFound(err) {
+		return nil // deleted meanwhile: its status is moot, and its deletion brings a new event
+	}
 	if err != nil {
 		return err
 	}

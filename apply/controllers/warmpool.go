@@ -331,6 +331,9 @@ func (r *WarmPoolReconciler) writeStatus(ctx context.Context, pool *extv1beta1.S
 	}
 	conditions := conditionsOf(desired.Status.Conditions)
 	change, err := ssa.ApplyStatus(ctx, r.Engine, "SandboxWarmPool", desired, pool, extac.ExtractSandboxWarmPoolStatus)
+	if apierrors.IsNotFound(err) {
+		return nil // deleted meanwhile: its status is moot, and its deletion brings a new event
+	}
 	if err != nil {
 		return err
 	}

@@ -28,11 +28,11 @@ func Example() {
 		log.Fatal(err)
 	}
 	res, err := sb.Run(ctx, "echo hi")
+	if cerr := sb.Close(ctx); cerr != nil { // deletes the claim, and with it the sandbox
+		log.Print(cerr)
+	}
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Print(res.Stdout)
-	if err := sb.Close(ctx); err != nil { // deletes the claim, and with it the sandbox
-		log.Fatal(err)
-	}
 }

@@ -46,6 +46,8 @@ func newPortForward(cfg *rest.Config, core *rest.RESTClient, namespace, pod stri
 }
 
 func (p *portForward) transport() http.RoundTripper {
+	// An idle HTTP connection is a pair of streams; the transport's read
+	// loop sees them end when the SPDY connection drops, and dials anew.
 	return &http.Transport{DialContext: p.dial, MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}
 }
 

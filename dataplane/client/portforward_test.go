@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
@@ -22,6 +24,18 @@ import (
 // connection, paired by requestID), forwarding port 8888 to target.
 type fakeAPIServer struct {
 	upgrades atomic.Int32
+	mu       sync.Mutex
+	conns    []httpstream.Connection
+}
+
+// drop closes every port-forward connection, as an API server restart does.
+func (f *fakeAPIServer) drop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.conns {
+		_ = c.Close()
+	}
+	f.conns = nil
 }
 
 func newFakeAPIServer(t *testing.T, pod, target string) (*fakeAPIServer, *httptest.Server) {
@@ -45,6 +59,9 @@ func newFakeAPIServer(t *testing.T, pod, target string) (*fakeAPIServer, *httpte
 			return
 		}
 		defer func() { _ = conn.Close() }()
+		f.mu.Lock()
+		f.conns = append(f.conns, conn)
+		f.mu.Unlock()
 		pending := map[string]httpstream.Stream{}
 		for {
 			select {
@@ -129,6 +146,16 @@ func TestPortForward(t *testing.T) {
 	}
 	if n := api.upgrades.Load(); n != 1 {
 		t.Errorf("%d port-forward connections to the API server; want one, shared", n)
+	}
+	// A dropped connection is replaced, and no request (a Run is never
+	// retried) goes to a stream of the old one.
+	api.drop()
+	time.Sleep(100 * time.Millisecond)
+	if res, err := sb.Run(ctx, "echo again"); err != nil || res.Stdout != "again\n" {
+		t.Fatalf("Run after the connection dropped = %+v, %v", res, err)
+	}
+	if n := api.upgrades.Load(); n != 2 {
+		t.Errorf("%d port-forward connections; want a second after the drop", n)
 	}
 	for _, r := range rt.recorded() {
 		if r.header.Get("Authorization") != "" || r.header.Get(HeaderSandboxID) != "" {

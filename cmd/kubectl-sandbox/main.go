@@ -37,8 +37,9 @@ const (
 var version = "dev"
 
 const usage = `kubectl-sandbox renders, validates and policy-checks agent-sandbox manifests
-offline, with the controller's own code, and runs a local cluster to try them
-on. As a kubectl plugin: kubectl sandbox ...
+offline, with the controller's own code, runs a local cluster to try them on,
+and runs commands and copies files in sandboxes. As a kubectl plugin:
+kubectl sandbox ...
 
 Commands:
   render   -f PATH...  print the Pods, Services, PVCs, NetworkPolicies and member
@@ -50,6 +51,10 @@ Commands:
   policy export        print the configured policies as ValidatingAdmissionPolicy YAML
   diff     -f PATH...  server-side dry-run apply against the cluster; show how each
                        object and the children it renders would change
+  exec CLAIM|SANDBOX -- COMMAND [ARG...]
+                       run a command in a sandbox; print its output, exit with its code
+  cp LOCAL SANDBOX:NAME, cp SANDBOX:PATH LOCAL
+                       copy a file into or out of a sandbox
   up                   start a local cluster (no Docker needed) with the CRDs, the
                        controller, its webhooks and optional samples
   down                 stop what up started
@@ -62,7 +67,7 @@ Common flags:
   -n, --namespace NS   namespace for manifests that set none (default "default")
 
 Exit codes: 0 ok, 1 findings (invalid, denied, not renderable, differences),
-2 usage or input error.
+2 usage or input error; exec exits with the command's exit code.
 Run "kubectl-sandbox COMMAND -h" for a command's flags.
 `
 
@@ -136,6 +141,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runUp(rest, stdout, stderr)
 	case "down":
 		return runDown(rest, stdout, stderr)
+	case "exec":
+		return runExec(rest, stdout, stderr)
+	case "cp":
+		return runCp(rest, stdin, stdout, stderr)
 	}
 	if cmd == "policy" {
 		if len(rest) == 0 {

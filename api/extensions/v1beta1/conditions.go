@@ -34,6 +34,12 @@ const AnnotationSandboxName = "agents.x-k8s.io/sandbox-name"
 // reconcile as upstream's controller does.
 const AnnotationControllerFirstObservedAt = "agents.x-k8s.io/controller-first-observed-at"
 
+// AnnotationClientFirstRequestedAt, on a claim, is when the client that
+// created it first asked for a sandbox (RFC 3339 with nanoseconds, UTC), as
+// upstream's SDKs write it; it lets claim-to-ready latency include the time
+// before the claim reached the API server.
+const AnnotationClientFirstRequestedAt = "agents.x-k8s.io/client-first-requested-at"
+
 // AnnotationClaimFirstReadyAt, on a claim, is when it was first reported
 // Ready (RFC 3339 with nanoseconds, UTC), or ClaimFirstReadyUnknown when it
 // was Ready before the controller observed it, as upstream writes it.

@@ -1,0 +1,232 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/rest"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+)
+
+// ClaimGenerateName is the generateName of the claims Create makes, as
+// upstream's SDKs make them.
+const ClaimGenerateName = "sandbox-claim-"
+
+// Client creates and opens sandboxes in one cluster.
+type Client struct {
+	cfg        *rest.Config
+	sandboxes  *rest.RESTClient // agents.x-k8s.io/v1beta1
+	extensions *rest.RESTClient // extensions.agents.x-k8s.io/v1beta1
+	core       *rest.RESTClient // v1, for pods/portforward
+	opts       []Option
+}
+
+var codecs = func() serializer.CodecFactory {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{sandboxv1beta1.AddToScheme, extv1beta1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return serializer.NewCodecFactory(s)
+}()
+
+// New returns a Client for the cluster cfg reaches (for example from
+// clientcmd, or rest.InClusterConfig). The options apply to every Sandbox
+// it makes; Create, Open and Dial take options that override them.
+func New(cfg *rest.Config, opts ...Option) (*Client, error) {
+	if cfg == nil {
+		return nil, errors.New("client: no rest.Config")
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "agent-sandbox-client-go"
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	rc := func(gv schema.GroupVersion, apiPath string) (*rest.RESTClient, error) {
+		c := rest.CopyConfig(cfg)
+		c.GroupVersion, c.APIPath = &gv, apiPath
+		c.NegotiatedSerializer = codecs.WithoutConversion()
+		return rest.RESTClientForConfigAndClient(c, hc)
+	}
+	c := &Client{cfg: cfg, opts: opts}
+	if c.sandboxes, err = rc(sandboxv1beta1.GroupVersion, "/apis"); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	if c.extensions, err = rc(extv1beta1.GroupVersion, "/apis"); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	if c.core, err = rc(schema.GroupVersion{Version: "v1"}, "/api"); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return c, nil
+}
+
+func (c *Client) options(opts []Option) options {
+	o := defaultOptions()
+	for _, f := range append(append([]Option{}, c.opts...), opts...) {
+		f(&o)
+	}
+	return o
+}
+
+// readyContext bounds ctx by the ready timeout.
+func (o *options) readyContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if o.readyTimeout > 0 {
+		return context.WithTimeout(ctx, o.readyTimeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// Create claims a sandbox from the SandboxWarmPool warmPool in namespace (a
+// ready one when the pool has one, otherwise the controller starts one from
+// the pool's template) and returns it once it is Ready and its runtime
+// answers. It makes a SandboxClaim (generateName "sandbox-claim-", the
+// agents.x-k8s.io/client-first-requested-at annotation), watches it until
+// status.sandbox.name is set and then the Sandbox until Ready=True (one
+// watch each), and connects. If any of this fails, or ctx ends or the
+// ready timeout passes first (ErrTimeout), the claim is deleted.
+//
+// Close deletes the claim, and with it the Sandbox.
+func (c *Client) Create(ctx context.Context, namespace, warmPool string, opts ...Option) (*Sandbox, error) {
+	o := c.options(opts)
+	requested := time.Now().UTC().Format(time.RFC3339Nano)
+	claim := &extv1beta1.SandboxClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: ClaimGenerateName,
+			Namespace:    namespace,
+			Annotations:  map[string]string{extv1beta1.AnnotationClientFirstRequestedAt: requested},
+		},
+		Spec: extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: warmPool}},
+	}
+	wctx, cancel := o.readyContext(ctx)
+	defer cancel()
+	created := &extv1beta1.SandboxClaim{}
+	err := c.extensions.Post().Namespace(namespace).Resource("sandboxclaims").Body(claim).Do(wctx).Into(created)
+	if err != nil {
+		return nil, fmt.Errorf("creating a claim on warm pool %s/%s: %w", namespace, warmPool, err)
+	}
+	sb, err := c.openClaim(wctx, &o, created)
+	if err != nil {
+		// The claim is ours and useless: remove it even though ctx may be over.
+		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer dcancel()
+		if derr := c.deleteClaim(dctx, namespace, created.Name); derr != nil {
+			err = errors.Join(err, fmt.Errorf("deleting claim %s/%s: %w", namespace, created.Name, derr))
+		}
+		return nil, err
+	}
+	sb.ownsClaim = true
+	return sb, nil
+}
+
+// Open connects to an existing sandbox: name is a SandboxClaim (its bound
+// Sandbox is used, waiting for it as Create does) or else a Sandbox.
+// Close on a Sandbox from Open only disconnects: the claim and the Sandbox
+// are left as they are.
+func (c *Client) Open(ctx context.Context, namespace, name string, opts ...Option) (*Sandbox, error) {
+	o := c.options(opts)
+	ctx, cancel := o.readyContext(ctx)
+	defer cancel()
+	claim := &extv1beta1.SandboxClaim{}
+	err := c.extensions.Get().Namespace(namespace).Resource("sandboxclaims").Name(name).Do(ctx).Into(claim)
+	if err == nil {
+		return c.openClaim(ctx, &o, claim)
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("getting claim %s/%s: %w", namespace, name, waitError(ctx, err))
+	}
+	sb := &sandboxv1beta1.Sandbox{}
+	err = c.sandboxes.Get().Namespace(namespace).Resource("sandboxes").Name(name).Do(ctx).Into(sb)
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("no SandboxClaim or Sandbox %s in namespace %s: %w", name, namespace, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting sandbox %s/%s: %w", namespace, name, waitError(ctx, err))
+	}
+	claimName := ""
+	if ref := metav1.GetControllerOf(sb); ref != nil && ref.Kind == "SandboxClaim" {
+		claimName = ref.Name
+	}
+	return c.openSandbox(ctx, &o, sb, claimName)
+}
+
+func (c *Client) openClaim(ctx context.Context, o *options, claim *extv1beta1.SandboxClaim) (*Sandbox, error) {
+	bound, err := c.waitForClaim(ctx, claim)
+	if err != nil {
+		return nil, err
+	}
+	sb := &sandboxv1beta1.Sandbox{}
+	name := bound.Status.Sandbox.Name
+	if err := c.sandboxes.Get().Namespace(claim.Namespace).Resource("sandboxes").Name(name).Do(ctx).Into(sb); err != nil {
+		if apierrors.IsNotFound(err) {
+			err = ErrNotFound
+		}
+		return nil, fmt.Errorf("sandbox %s/%s of claim %s: %w", claim.Namespace, name, claim.Name, waitError(ctx, err))
+	}
+	return c.openSandbox(ctx, o, sb, claim.Name)
+}
+
+func (c *Client) openSandbox(ctx context.Context, o *options, sb *sandboxv1beta1.Sandbox, claimName string) (*Sandbox, error) {
+	ready, err := c.waitForSandbox(ctx, sb)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sandbox{
+		namespace: ready.Namespace, name: ready.Name, claimName: claimName, podName: ready.Name,
+		podIPs: ready.Status.PodIPs, client: c,
+	}
+	if p := ready.Annotations[sandboxv1beta1.AnnotationPodName]; p != "" {
+		s.podName = p
+	}
+	if err := s.connect(ctx, o); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Dial connects to the Sandbox name in namespace through a router or a
+// base URL, without asking the API server anything (so the options must
+// include WithRouter or WithBaseURL). Close only disconnects.
+func Dial(ctx context.Context, namespace, name string, opts ...Option) (*Sandbox, error) {
+	o := defaultOptions()
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.strategy == viaPortForward {
+		return nil, errors.New("client: Dial needs WithRouter or WithBaseURL; port-forward needs a Client (New)")
+	}
+	ctx, cancel := o.readyContext(ctx)
+	defer cancel()
+	s := &Sandbox{namespace: namespace, name: name, podName: name}
+	if err := s.connect(ctx, &o); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (c *Client) deleteClaim(ctx context.Context, namespace, name string) error {
+	bg := metav1.DeletePropagationBackground
+	err := c.extensions.Delete().Namespace(namespace).Resource("sandboxclaims").Name(name).
+		Body(&metav1.DeleteOptions{PropagationPolicy: &bg}).Do(ctx).Error()
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// noRedirects keeps a sandbox's answer from sending the client elsewhere.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

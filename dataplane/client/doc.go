@@ -1,0 +1,40 @@
+// Package client is the Go SDK for agent sandboxes: claim one from a warm
+// pool, run commands and move files in it, throw it away.
+//
+//	c, err := client.New(restConfig)                       // e.g. from clientcmd
+//	sb, err := c.Create(ctx, "default", "python-pool")     // a SandboxClaim, Ready
+//	defer sb.Close(ctx)                                    // deletes the claim
+//	res, err := sb.Run(ctx, "echo hi")                     // res.Stdout == "hi\n"
+//
+// It matches upstream's Go SDK (kubernetes-sigs/agent-sandbox,
+// clients/go/sandbox) on the wire, so it works with upstream's runtime and
+// router as with ours:
+//
+//   - Create makes a SandboxClaim (generateName "sandbox-claim-",
+//     spec.warmPoolRef, the agents.x-k8s.io/client-first-requested-at
+//     annotation), waits with one watch for status.sandbox.name and with one
+//     more for the Sandbox's Ready=True, connects, and deletes the claim if
+//     any of that fails. Open does the same for an existing claim or
+//     Sandbox without creating anything.
+//   - Requests speak upstream's legacy runtime protocol (port 8888): POST
+//     /execute, POST /upload (multipart, field "file", a plain file name),
+//     GET /download/{path}, /list/{path} and /exists/{path} with the path
+//     percent-encoded, "/" included.
+//   - They reach the runtime straight through the API server's port-forward
+//     to the sandbox's Pod (the default; needs pods/portforward create), or
+//     through a router (WithRouter: X-Sandbox-ID, X-Sandbox-Namespace,
+//     X-Sandbox-Port, X-Request-ID, and Authorization with
+//     WithBearerToken), or to a base URL (WithBaseURL).
+//   - Read, List, Exists and the health check are retried, up to 6 times
+//     with backoff, on connection errors and 500, 502, 503 and 504; Run and
+//     Write are sent exactly once, since running a command twice is not the
+//     same as running it once.
+//   - Every call takes a context; errors can be tested with errors.Is
+//     (ErrNotFound, ErrAccessDenied, ErrTooLarge, ErrTimeout, ErrDeleted)
+//     and errors.As (*HTTPError, with the status code and the server's
+//     detail).
+//
+// This package talks to the API server only through client-go with the
+// types of api/; it must never import the controller (apply/), the router
+// or the runtime: programs outside the cluster link it.
+package client

@@ -1,0 +1,252 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/streaming/pkg/httpstream"
+	"k8s.io/streaming/pkg/httpstream/spdy"
+)
+
+// portForwardProtocol is the port-forward subprotocol kubelets speak.
+const portForwardProtocol = "portforward.k8s.io"
+
+// portForward reaches one port of one Pod through the API server's
+// pods/portforward: one SPDY connection, dialed on first use and again
+// after it drops, carrying a pair of streams (error, data) per TCP
+// connection the HTTP client asks for. Nothing listens locally, so no other
+// process on the machine can use the tunnel.
+type portForward struct {
+	cfg  *rest.Config
+	url  *url.URL
+	pod  string // namespace/name, for errors
+	port int
+
+	mu     sync.Mutex
+	conn   httpstream.Connection
+	nextID int
+	closed bool
+}
+
+func newPortForward(cfg *rest.Config, core *rest.RESTClient, namespace, pod string, port int) (*portForward, error) {
+	if cfg == nil || core == nil {
+		return nil, fmt.Errorf("port-forward to pod %s/%s: no Kubernetes client (use New)", namespace, pod)
+	}
+	u := core.Post().Namespace(namespace).Resource("pods").Name(pod).SubResource("portforward").URL()
+	return &portForward{cfg: cfg, url: u, pod: namespace + "/" + pod, port: port}, nil
+}
+
+func (p *portForward) transport() http.RoundTripper {
+	// An idle HTTP connection is a pair of streams; the transport's read
+	// loop sees them end when the SPDY connection drops, and dials anew.
+	return &http.Transport{DialContext: p.dial, MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}
+}
+
+// Close ends the SPDY connection and every stream on it.
+func (p *portForward) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.conn != nil {
+		_ = p.conn.Close()
+		p.conn = nil
+	}
+}
+
+// connection returns the SPDY connection, dialing it if there is none or
+// the last one closed.
+func (p *portForward) connection(ctx context.Context) (httpstream.Connection, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, permanent{ErrClosed}
+	}
+	if p.conn != nil {
+		select {
+		case <-p.conn.CloseChan():
+			p.conn = nil
+		default:
+			return p.conn, nil
+		}
+	}
+	conn, err := p.upgrade(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.conn = conn
+	return conn, nil
+}
+
+// upgrade asks the API server for a port-forward connection. A refusal
+// (no such Pod, no node, forbidden) is permanent; 5xx and 429 are not.
+func (p *portForward) upgrade(ctx context.Context) (httpstream.Connection, error) {
+	// What client-go's spdy.RoundTripperFor does: the config's TLS, proxy
+	// and authentication around a SPDY upgrading round tripper (one per
+	// connection: it keeps the connection it dialed).
+	tlsConfig, err := rest.TLSConfigFor(p.cfg)
+	if err != nil {
+		return nil, permanent{err}
+	}
+	proxy := http.ProxyFromEnvironment
+	if p.cfg.Proxy != nil {
+		proxy = p.cfg.Proxy
+	}
+	upgrader, err := spdy.NewRoundTripperWithConfig(spdy.RoundTripperConfig{TLS: tlsConfig, Proxier: proxy, PingPeriod: 5 * time.Second})
+	if err != nil {
+		return nil, permanent{err}
+	}
+	rt, err := rest.HTTPWrappersForConfig(p.cfg, upgrader)
+	if err != nil {
+		return nil, permanent{err}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url.String(), nil)
+	if err != nil {
+		return nil, permanent{err}
+	}
+	req.Header.Add(httpstream.HeaderProtocolVersion, portForwardProtocol)
+	resp, err := (&http.Client{Transport: rt}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("port-forward to pod %s: %w", p.pod, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		err := fmt.Errorf("port-forward to pod %s: the API server answered %d: %s", p.pod, resp.StatusCode, errorDetail(body))
+		if resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
+			return nil, permanent{err}
+		}
+		return nil, err
+	}
+	conn, err := upgrader.NewConnection(resp)
+	if err != nil {
+		return nil, fmt.Errorf("port-forward to pod %s: %w", p.pod, err)
+	}
+	if got := resp.Header.Get(httpstream.HeaderProtocolVersion); got != portForwardProtocol {
+		_ = conn.Close()
+		return nil, permanent{fmt.Errorf("port-forward to pod %s: the server speaks %q, not %q", p.pod, got, portForwardProtocol)}
+	}
+	return conn, nil
+}
+
+// drop forgets a connection that failed, so the next dial makes a new one.
+func (p *portForward) drop(conn httpstream.Connection) {
+	p.mu.Lock()
+	if p.conn == conn {
+		p.conn = nil
+	}
+	p.mu.Unlock()
+	_ = conn.Close()
+}
+
+// dial opens one forwarded TCP connection to the Pod's port.
+func (p *portForward) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	conn, err := p.connection(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	id := p.nextID
+	p.nextID++
+	p.mu.Unlock()
+	h := http.Header{}
+	h.Set(corev1.StreamType, corev1.StreamTypeError)
+	h.Set(corev1.PortHeader, strconv.Itoa(p.port))
+	h.Set(corev1.PortForwardRequestIDHeader, strconv.Itoa(id))
+	errStream, err := conn.CreateStream(h)
+	if err != nil {
+		p.drop(conn)
+		return nil, fmt.Errorf("port-forward to pod %s: %w", p.pod, err)
+	}
+	_ = errStream.Close() // nothing is sent on it
+	h.Set(corev1.StreamType, corev1.StreamTypeData)
+	data, err := conn.CreateStream(h)
+	if err != nil {
+		conn.RemoveStreams(errStream)
+		p.drop(conn)
+		return nil, fmt.Errorf("port-forward to pod %s: %w", p.pod, err)
+	}
+	sc := &streamConn{Stream: data, errStream: errStream, conn: conn, errDone: make(chan struct{})}
+	go sc.readErrors(p)
+	return sc, nil
+}
+
+// streamConn is a net.Conn over a port-forward data stream. What the
+// kubelet reports on the paired error stream (e.g. nothing listens on the
+// port) becomes the error of Read and Write.
+type streamConn struct {
+	httpstream.Stream
+	errStream httpstream.Stream
+	conn      httpstream.Connection
+	errDone   chan struct{}
+	remoteErr error
+	once      sync.Once
+}
+
+func (c *streamConn) readErrors(p *portForward) {
+	defer close(c.errDone)
+	msg, err := io.ReadAll(c.errStream)
+	if err == nil && len(msg) > 0 {
+		c.remoteErr = fmt.Errorf("port-forward to pod %s port %d: %s", p.pod, p.port, msg)
+		// As kubectl does: a connection that reported an error is not reused.
+		p.drop(c.conn)
+	}
+}
+
+// remote waits briefly for the error stream to say why the data stream
+// ended.
+func (c *streamConn) remote(err error) error {
+	select {
+	case <-c.errDone:
+	case <-time.After(250 * time.Millisecond):
+		return err
+	}
+	if c.remoteErr != nil {
+		return c.remoteErr
+	}
+	return err
+}
+
+func (c *streamConn) Read(b []byte) (int, error) {
+	n, err := c.Stream.Read(b)
+	if err != nil {
+		err = c.remote(err)
+	}
+	return n, err
+}
+
+func (c *streamConn) Write(b []byte) (int, error) {
+	n, err := c.Stream.Write(b)
+	if err != nil {
+		err = c.remote(err)
+	}
+	return n, err
+}
+
+func (c *streamConn) Close() error {
+	c.once.Do(func() {
+		_ = c.Reset()
+		_ = c.errStream.Reset()
+		c.conn.RemoveStreams(c.Stream, c.errStream)
+	})
+	return nil
+}
+
+type pfAddr struct{}
+
+func (pfAddr) Network() string { return "portforward" }
+func (pfAddr) String() string  { return "portforward" }
+
+func (c *streamConn) LocalAddr() net.Addr              { return pfAddr{} }
+func (c *streamConn) RemoteAddr() net.Addr             { return pfAddr{} }
+func (c *streamConn) SetDeadline(time.Time) error      { return nil }
+func (c *streamConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *streamConn) SetWriteDeadline(time.Time) error { return nil }

@@ -1,0 +1,201 @@
+package client
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Headers a router reads (upstream's sandbox-router).
+const (
+	HeaderSandboxID        = "X-Sandbox-ID"
+	HeaderSandboxNamespace = "X-Sandbox-Namespace"
+	HeaderSandboxPort      = "X-Sandbox-Port"
+	HeaderSandboxTimeout   = "X-Sandbox-Timeout"
+	HeaderRequestID        = "X-Request-ID"
+)
+
+// conn is how one Sandbox's requests travel.
+type conn struct {
+	base       string // URL the endpoints are appended to
+	http       *http.Client
+	router     bool // send the X-Sandbox-* headers
+	token      string
+	namespace  string
+	name       string
+	port       int
+	attempts   int
+	backoff    time.Duration
+	maxBackoff time.Duration
+	close      func() // releases the port-forward, if any
+}
+
+// request is one call to the runtime.
+type request struct {
+	op          string // for errors: run, write, read, ...
+	method      string
+	endpoint    string // e.g. "execute", "download/a%2Fb"
+	body        io.Reader
+	length      int64 // of body; -1 unknown
+	contentType string
+	idempotent  bool // retried on connection errors and 500/502/503/504
+}
+
+func retryable(status int) bool {
+	switch status {
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// do sends r (more than once only if it is idempotent) and returns a 2xx
+// response, whose body the caller closes; any other status is an
+// *HTTPError.
+func (c *conn) do(ctx context.Context, r request) (*http.Response, error) {
+	id := requestID()
+	attempts := 1
+	if r.idempotent {
+		attempts = c.attempts
+	}
+	var last error
+	for i := range attempts {
+		if i > 0 {
+			if err := sleep(ctx, c.wait(i)); err != nil {
+				return nil, ctxError(ctx, last)
+			}
+		}
+		resp, err := c.send(ctx, r, id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctxError(ctx, err)
+			}
+			last = fmt.Errorf("%s: %w", r.op, err)
+			var p permanent
+			if errors.As(err, &p) {
+				return nil, last
+			}
+			continue
+		}
+		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+			return resp, nil
+		}
+		herr := httpError(r.op, id, resp)
+		if !retryable(resp.StatusCode) {
+			return nil, herr
+		}
+		last = herr
+	}
+	if attempts == 1 {
+		return nil, last
+	}
+	return nil, fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, attempts, last)
+}
+
+func (c *conn) send(ctx context.Context, r request, id string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, r.method, c.base+r.endpoint, r.body)
+	if err != nil {
+		return nil, permanent{err}
+	}
+	if r.body != nil {
+		req.ContentLength = r.length
+		req.Header.Set("Content-Type", r.contentType)
+	}
+	req.Header.Set(HeaderRequestID, id)
+	if c.router {
+		req.Header.Set(HeaderSandboxID, c.name)
+		req.Header.Set(HeaderSandboxNamespace, c.namespace)
+		req.Header.Set(HeaderSandboxPort, strconv.Itoa(c.port))
+		if d, ok := ctx.Deadline(); ok {
+			req.Header.Set(HeaderSandboxTimeout, strconv.FormatFloat(max(time.Until(d).Seconds(), 0.001), 'f', 3, 64))
+		}
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return c.http.Do(req)
+}
+
+func httpError(op, id string, resp *http.Response) *HTTPError {
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	return &HTTPError{Op: op, StatusCode: resp.StatusCode, Detail: errorDetail(body), RequestID: id}
+}
+
+// wait is the pause before attempt i (1, 2, ...): backoff doubling up to
+// maxBackoff, +-25% jitter.
+func (c *conn) wait(i int) time.Duration {
+	d := c.backoff
+	for ; i > 1 && d < c.maxBackoff; i-- {
+		d *= 2
+	}
+	d = min(d, c.maxBackoff)
+	if q := int64(d / 2); q > 0 {
+		d += time.Duration(rand.Int64N(q)) - d/4
+	}
+	return d
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// ctxError reports a context's end as ErrTimeout (deadline) or its cause.
+func ctxError(ctx context.Context, last error) error {
+	cause := context.Cause(ctx)
+	if errors.Is(cause, context.DeadlineExceeded) {
+		if last != nil {
+			return fmt.Errorf("%w: %w (last error: %w)", ErrTimeout, cause, last)
+		}
+		return fmt.Errorf("%w: %w", ErrTimeout, cause)
+	}
+	return cause
+}
+
+// requestID is a random X-Request-ID, the same for every attempt of a call.
+func requestID() string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], rand.Uint64())
+	return hex.EncodeToString(b[:])
+}
+
+// encodePath percent-encodes every byte outside RFC 3986's unreserved set,
+// "/" included, as upstream's SDK does ("." and ".." too, so no proxy
+// collapses them).
+func encodePath(p string) string {
+	switch p {
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	const hexdigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := range len(p) {
+		ch := p[i]
+		if 'a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' ||
+			ch == '-' || ch == '_' || ch == '.' || ch == '~' {
+			b.WriteByte(ch)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hexdigits[ch>>4])
+		b.WriteByte(hexdigits[ch&15])
+	}
+	return b.String()
+}

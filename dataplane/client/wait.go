@@ -1,0 +1,170 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+)
+
+// waitForClaim watches the claim until status.sandbox.name is set.
+func (c *Client) waitForClaim(ctx context.Context, claim *extv1beta1.SandboxClaim) (*extv1beta1.SandboxClaim, error) {
+	last := claim
+	obj, err := waitFor(ctx, c.extensions, "sandboxclaims", claim, func(o runtime.Object) bool {
+		cl, ok := o.(*extv1beta1.SandboxClaim)
+		if ok {
+			last = cl
+		}
+		return ok && cl.Status.Sandbox.Name != ""
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim %s/%s: no sandbox bound (%s): %w", claim.Namespace, claim.Name,
+			readyCondition(last.Status.Conditions), err)
+	}
+	return obj.(*extv1beta1.SandboxClaim), nil
+}
+
+// waitForSandbox watches the Sandbox until its Ready condition is True.
+func (c *Client) waitForSandbox(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*sandboxv1beta1.Sandbox, error) {
+	last := sb
+	obj, err := waitFor(ctx, c.sandboxes, "sandboxes", sb, func(o runtime.Object) bool {
+		s, ok := o.(*sandboxv1beta1.Sandbox)
+		if ok {
+			last = s
+		}
+		return ok && meta.IsStatusConditionTrue(s.Status.Conditions, sandboxv1beta1.ConditionReady)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s/%s: not ready (%s): %w", sb.Namespace, sb.Name,
+			readyCondition(last.Status.Conditions), err)
+	}
+	return obj.(*sandboxv1beta1.Sandbox), nil
+}
+
+func readyCondition(conds []metav1.Condition) string {
+	c := meta.FindStatusCondition(conds, "Ready")
+	if c == nil {
+		return "no Ready condition yet"
+	}
+	s := "Ready=" + string(c.Status)
+	if c.Reason != "" {
+		s += " " + c.Reason
+	}
+	if c.Message != "" {
+		s += ": " + c.Message
+	}
+	return s
+}
+
+type object interface {
+	runtime.Object
+	metav1.Object
+}
+
+// waitFor returns obj once done says so, else watches it (one watch, from
+// obj's resourceVersion, by a metadata.name field selector) until done or
+// ctx ends. A watch the server closes is opened again from the last
+// version seen; a version too old for the server (410) starts over from a
+// fresh read.
+func waitFor(ctx context.Context, rc *rest.RESTClient, resource string, obj object, done func(runtime.Object) bool) (runtime.Object, error) {
+	if done(obj) {
+		return obj, nil
+	}
+	ns, name, rv := obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion()
+	backoff := 100 * time.Millisecond
+	for {
+		w, err := rc.Get().Namespace(ns).Resource(resource).VersionedParams(&metav1.ListOptions{
+			FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
+			ResourceVersion: rv,
+			Watch:           true,
+		}, metav1.ParameterCodec).Watch(ctx)
+		if err == nil {
+			var cur runtime.Object
+			cur, rv, err = drain(ctx, w, rv, done)
+			w.Stop()
+			if cur != nil || err != nil {
+				return cur, err
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, waitError(ctx, ctx.Err())
+		}
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsBadRequest(err) {
+			return nil, err
+		}
+		if rv == "" || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			// Start over from the object as it is now.
+			fresh := obj.DeepCopyObject().(object)
+			if err := rc.Get().Namespace(ns).Resource(resource).Name(name).Do(ctx).Into(fresh); err != nil {
+				if apierrors.IsNotFound(err) {
+					return nil, ErrDeleted
+				}
+				return nil, waitError(ctx, err)
+			}
+			if done(fresh) {
+				return fresh, nil
+			}
+			rv = fresh.GetResourceVersion()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, waitError(ctx, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// drain reads events until done (the object), the object is deleted
+// (ErrDeleted), ctx ends, or the watch closes (nil, nil: watch again from
+// the returned version; "" to read the object afresh).
+func drain(ctx context.Context, w watch.Interface, rv string, done func(runtime.Object) bool) (runtime.Object, string, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, rv, waitError(ctx, ctx.Err())
+		case ev, ok := <-w.ResultChan():
+			switch {
+			case !ok:
+				return nil, rv, nil
+			case ev.Type == watch.Deleted:
+				return nil, rv, ErrDeleted
+			case ev.Type == watch.Error:
+				err := apierrors.FromObject(ev.Object)
+				var st apierrors.APIStatus
+				if errors.As(err, &st) && st.Status().Code == http.StatusGone {
+					return nil, "", nil
+				}
+				return nil, rv, nil
+			}
+			o, ok := ev.Object.(object)
+			if !ok {
+				continue
+			}
+			rv = o.GetResourceVersion()
+			if done(o) {
+				return o, rv, nil
+			}
+		}
+	}
+}
+
+// waitError turns a context's end into ErrTimeout (keeping the cause).
+func waitError(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", ErrTimeout, err)
+	}
+	return err
+}

@@ -18,8 +18,8 @@ const cpUsage = `Usage:
   kubectl-sandbox cp [flags] CLAIM|SANDBOX:PATH LOCAL     download a file
 
 Copies one file into or out of a sandbox through its runtime (the Go SDK).
-Uploads go to the runtime's base directory under a plain file name (NAME, or
-LOCAL's own name when NAME is empty), as upstream's runtime protocol has it.
+Uploads go under the runtime's base directory, to NAME (a relative path;
+missing directories are made), or to LOCAL's own name when NAME is empty.
 PATH is relative to the base directory, or absolute inside it. LOCAL "-" is
 stdin or stdout; a LOCAL directory receives the file under its own name.
 
@@ -99,10 +99,14 @@ func uploadName(local, remotePath string) (string, error) {
 		}
 		return filepath.Base(local), nil
 	}
-	if strings.Contains(remotePath, "/") {
-		return "", &inputError{fmt.Sprintf("%q: the runtime stores uploads in its base directory under a plain file name: give SANDBOX:NAME", remotePath)}
+	if strings.HasSuffix(remotePath, "/") {
+		// A directory: the file keeps its own name in it.
+		if local == "-" {
+			return "", &inputError{"cp from stdin: give the file name, as SANDBOX:DIR/NAME"}
+		}
+		return strings.TrimPrefix(remotePath, "/") + filepath.Base(local), nil
 	}
-	return remotePath, nil
+	return strings.TrimPrefix(remotePath, "/"), nil
 }
 
 func upload(ctx context.Context, sb sandboxFiles, local, name string, stdin io.Reader) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -42,7 +43,9 @@ func withFakeSandbox(t *testing.T) *fakeSandbox {
 				return
 			}
 			b, _ := io.ReadAll(file)
-			f.files[hdr.Filename] = string(b)
+			// The name as sent (FileHeader.Filename keeps only its base).
+			_, params, _ := mime.ParseMediaType(hdr.Header.Get("Content-Disposition"))
+			f.files[params["filename"]] = string(b)
 		case strings.HasPrefix(r.URL.Path, "/download/"):
 			content, ok := f.files[strings.TrimPrefix(r.URL.Path, "/download/")]
 			if !ok {
@@ -109,8 +112,11 @@ func TestCp(t *testing.T) {
 	if _, stderr, code := runCLI(t, "piped", "cp", "-", "sb:in.txt", "-n", "team"); code != exitOK || f.files["in.txt"] != "piped" {
 		t.Fatalf("cp - sb:in.txt = %d (%s), files %v", code, stderr, f.files)
 	}
-	if _, stderr, code := runCLI(t, "", "cp", local, "sb:sub/dir.csv"); code != exitUsage || !strings.Contains(stderr, "plain file name") {
-		t.Errorf("cp to a path with directories = %d, %s", code, stderr)
+	if _, stderr, code := runCLI(t, "", "cp", local, "sb:sub/dir.csv"); code != exitOK || f.files["sub/dir.csv"] != "a,b\n" {
+		t.Errorf("cp to a path with directories = %d (%s), files %v", code, stderr, f.files)
+	}
+	if _, stderr, code := runCLI(t, "", "cp", local, "sb:sub/"); code != exitOK || f.files["sub/data.csv"] != "a,b\n" {
+		t.Errorf("cp into a directory = %d (%s), files %v", code, stderr, f.files)
 	}
 
 	if _, stderr, code := runCLI(t, "", "cp", "sb:notes.txt", dir); code != exitOK {

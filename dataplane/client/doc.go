@@ -17,7 +17,7 @@
 //     any of that fails. Open does the same for an existing claim or
 //     Sandbox without creating anything.
 //   - Requests speak upstream's legacy runtime protocol (port 8888): POST
-//     /execute, POST /upload (multipart, field "file", a plain file name),
+//     /execute, POST /upload (multipart, field "file", a path under the base),
 //     GET /download/{path}, /list/{path} and /exists/{path} with the path
 //     percent-encoded, "/" included.
 //   - They reach the runtime straight through the API server's port-forward

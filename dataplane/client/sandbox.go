@@ -159,13 +159,13 @@ func (s *Sandbox) Run(ctx context.Context, command string) (Result, error) {
 	return res, nil
 }
 
-// Write stores what r yields as the file name in the runtime's base
-// directory (a multipart upload, field "file", as upstream's /upload
-// takes it). name must be a plain file name: the legacy protocol has no
-// directories for uploads. r is streamed, not buffered, and sent once.
+// Write stores what r yields as the file name, a path relative to the
+// runtime's base directory ("notes.txt", "data/in.csv": missing
+// directories are made), with a multipart upload, field "file", as
+// upstream's /upload takes it. r is streamed, not buffered, and sent once.
 func (s *Sandbox) Write(ctx context.Context, name string, r io.Reader) error {
-	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
-		return fmt.Errorf("sandbox %s/%s: write %q: want a plain file name (uploads go to the runtime's base directory)", s.namespace, s.name, name)
+	if name == "" || name == "." || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") || escapesBase(name) {
+		return fmt.Errorf("sandbox %s/%s: write %q: want a file path relative to the runtime's base directory", s.namespace, s.name, name)
 	}
 	var head bytes.Buffer
 	mw := multipart.NewWriter(&head)
@@ -293,4 +293,23 @@ func (s *Sandbox) Close(ctx context.Context) error {
 func drainClose(resp *http.Response) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	_ = resp.Body.Close()
+}
+
+// escapesBase reports whether a relative path climbs out of where it
+// starts ("..", "a/../../b").
+func escapesBase(name string) bool {
+	depth := 0
+	for _, part := range strings.Split(name, "/") {
+		switch part {
+		case "", ".":
+		case "..":
+			depth--
+			if depth < 0 {
+				return true
+			}
+		default:
+			depth++
+		}
+	}
+	return false
 }

@@ -219,7 +219,7 @@ func run(ctx context.Context, o options) error {
 	transport := router.NewTransport(pf)
 	defer transport.CloseIdleConnections()
 	handler := router.NewHandler(router.Options{
-		Resolver:  &router.CacheResolver{Reader: cache, DNSFallback: o.dnsFallback, ClusterDomain: o.clusterDomain},
+		Resolver:  &router.CacheResolver{Reader: cache, DNSFallback: o.dnsFallback, ClusterDomain: o.clusterDomain, Namespaces: cacheOpts.Namespaces},
 		Transport: transport, Authorizer: authz,
 		Limits:               router.Limits{DefaultTimeout: o.proxyTimeout, MaxTimeout: o.maxTimeout, AllowLocalAddresses: o.allowLocal},
 		ResolveWait:          o.resolveWait,

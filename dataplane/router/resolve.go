@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -181,10 +182,17 @@ type CacheResolver struct {
 	// router does; off, such requests get 404.
 	DNSFallback   bool
 	ClusterDomain string
+	// Namespaces, if set, are the only namespaces routed to (the ones the
+	// cache watches); Sandboxes elsewhere are not found.
+	Namespaces []string
 }
 
 // Resolve implements Resolver.
 func (r *CacheResolver) Resolve(ctx context.Context, t Target) (Endpoint, error) {
+	if len(r.Namespaces) > 0 && !slices.Contains(r.Namespaces, t.Namespace) {
+		return Endpoint{}, &Error{Status: http.StatusNotFound, Reason: ReasonNotFound,
+			Detail: fmt.Sprintf("Sandbox %s/%s not found.", t.Namespace, t.ID)}
+	}
 	sb := &metav1.PartialObjectMetadata{}
 	sb.SetGroupVersionKind(SandboxGVK)
 	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.ID}, sb)

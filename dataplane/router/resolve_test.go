@@ -159,6 +159,10 @@ func TestCacheResolver(t *testing.T) {
 		t.Errorf("a missing Sandbox: %v, want 404", err)
 	}
 
+	if _, err := (&CacheResolver{Reader: reader, Namespaces: []string{"other"}}).Resolve(ctx, target("adopted")); AsError(err).Status != http.StatusNotFound {
+		t.Errorf("a Sandbox outside the routed namespaces: %v, want 404", err)
+	}
+
 	r.DNSFallback = true
 	if ep, err := r.Resolve(ctx, target("missing")); err != nil || ep.Host != "missing.team.svc.cluster.local" || ep.Source != SourceDNS {
 		t.Errorf("DNS fallback: %+v, %v", ep, err)

@@ -1,5 +1,7 @@
 # syntax=docker/dockerfile:1
-# The controller image: a static binary on distroless, running as non-root.
+# The controller image: static binaries on distroless, running as non-root.
+# It also carries the sandbox router (/sandbox-router), which config/router
+# runs from this image with command: [/sandbox-router].
 # Build: docker build -t sandbox-controller:dev .   (make docker-build)
 
 FROM golang:1.26 AS build
@@ -7,24 +9,32 @@ WORKDIR /src
 # Modules first, so that a source change does not download them again.
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
-# Exactly the packages the controller imports (go list -deps ./cmd/sandbox-controller),
-# with the CRDs and policy bundles they embed. tests/image builds from these
-# lines without Docker (make verify): a missing one fails there first.
+# Exactly the packages the binaries import (go list -deps ./cmd/sandbox-controller
+# ./cmd/sandbox-router), with the CRDs and policy bundles they embed.
+# tests/image builds from these lines without Docker (make verify): a
+# missing one fails there first.
 COPY api/ api/
 COPY apply/ apply/
 COPY config/crd/ config/crd/
+COPY dataplane/ dataplane/
 COPY policy/ policy/
 COPY render/ render/
 COPY webhooks/ webhooks/
 COPY cmd/sandbox-controller/ cmd/sandbox-controller/
+COPY cmd/sandbox-router/ cmd/sandbox-router/
 ARG VERSION=dev
 ARG COMMIT=unknown
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 go build -trimpath \
       -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
       -o /out/sandbox-controller ./cmd/sandbox-controller
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 go build -trimpath \
+      -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
+      -o /out/sandbox-router ./cmd/sandbox-router
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/sandbox-controller /sandbox-controller
+COPY --from=build /out/sandbox-router /sandbox-router
 USER 65532:65532
 ENTRYPOINT ["/sandbox-controller"]

@@ -45,6 +45,7 @@ type options struct {
 	maxHeaderBytes             int
 	readHeaderTimeout, idle    time.Duration
 	shutdownTimeout, pfIdle    time.Duration
+	shutdownDelay              time.Duration
 	qps                        float64
 	burst                      int
 	showVersion                bool
@@ -59,6 +60,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.proxyTimeout, "proxy-timeout", envSeconds("PROXY_TIMEOUT_SECONDS", 180*time.Second), "Timeout of a request without a valid X-Sandbox-Timeout.")
 	fs.Int64Var(&o.maxBody, "max-request-body-bytes", 0, "Largest request body (413 beyond); 0: no limit.")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "On SIGTERM, how long open requests and WebSocket sessions may take to finish.")
+	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "On SIGTERM, how long to go on serving new requests (while /readyz fails) before stopping, so that load balancers and Service endpoints stop sending first.")
 	// Ours.
 	fs.StringVar(&o.transport, "transport", "direct", "How pods are reached: direct (their IPs) or port-forward (the API server's pods/portforward, for clusters whose pod IPs the router cannot reach, such as kwok).")
 	fs.StringVar(&o.auth, "auth", "none", "none: every caller is let through; tokenreview: a bearer token the API server authenticates (TokenReview) whose user may get the Sandbox (SubjectAccessReview).")
@@ -121,7 +123,7 @@ func (o *options) validate() error {
 	for _, d := range []struct {
 		name  string
 		value time.Duration
-	}{{"--resolve-wait", o.resolveWait}, {"--websocket-max-lifetime", o.wsMaxLifetime}, {"--auth-cache-ttl", o.authCacheTTL}, {"--port-forward-idle-timeout", o.pfIdle}} {
+	}{{"--shutdown-delay", o.shutdownDelay}, {"--resolve-wait", o.resolveWait}, {"--websocket-max-lifetime", o.wsMaxLifetime}, {"--auth-cache-ttl", o.authCacheTTL}, {"--port-forward-idle-timeout", o.pfIdle}} {
 		if d.value < 0 {
 			errs = append(errs, fmt.Errorf("%s=%s: must not be negative", d.name, d.value))
 		}
@@ -229,8 +231,24 @@ func run(ctx context.Context, o options) error {
 		Log:                  log,
 	})
 
-	var synced atomic.Bool
-	g, gctx := errgroup.WithContext(ctx)
+	// On SIGTERM: unready at once, serving until --shutdown-delay has
+	// passed, then stop (draining open requests for --shutdown-timeout).
+	var synced, stopping atomic.Bool
+	base, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	go func() {
+		select {
+		case <-ctx.Done():
+			stopping.Store(true)
+			select {
+			case <-time.After(o.shutdownDelay):
+			case <-base.Done():
+			}
+			stop()
+		case <-base.Done():
+		}
+	}()
+	g, gctx := errgroup.WithContext(base)
 	g.Go(func() error { return cache.Start(gctx) })
 	if o.metricsAddr != "" && o.metricsAddr != "0" {
 		l, err := net.Listen("tcp", o.metricsAddr)
@@ -239,7 +257,7 @@ func run(ctx context.Context, o options) error {
 		}
 		ready := func() error {
 			switch {
-			case gctx.Err() != nil:
+			case stopping.Load() || gctx.Err() != nil:
 				return errors.New("shutting down")
 			case !synced.Load():
 				return errors.New("the Sandbox and Pod caches have not synced")
@@ -264,7 +282,7 @@ func run(ctx context.Context, o options) error {
 		})
 	})
 	err = g.Wait()
-	if ctx.Err() != nil && err == nil {
+	if stopping.Load() && err == nil {
 		log.Info("stopped")
 	}
 	return err

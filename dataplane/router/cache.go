@@ -68,7 +68,7 @@ func NewCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (cache.Cach
 		return nil, fmt.Errorf("router cache: %w", err)
 	}
 	if _, err := c.GetInformer(ctx, sandbox); err != nil {
-		return nil, fmt.Errorf("router cache: sandboxes: %w", err)
+		return nil, fmt.Errorf("router cache: sandboxes (is the Sandbox CRD installed?): %w", err)
 	}
 	pods, err := c.GetInformer(ctx, &corev1.Pod{})
 	if err != nil {

@@ -74,6 +74,10 @@ cli: ## Build bin/kubectl-sandbox (put bin/ on PATH to use it as `kubectl sandbo
 runtime: ## Build bin/sandbox-runtime, the in-sandbox runtime server (version stamped from git).
 	go build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $(BIN)/sandbox-runtime ./cmd/sandbox-runtime
 
+.PHONY: router
+router: ## Build bin/sandbox-router, the data plane's router (version stamped from git).
+	go build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $(BIN)/sandbox-router ./cmd/sandbox-router
+
 .PHONY: test
 test: verify lint test-go ## Run everything CI checks: generation drift, lint, unit, golden, envtest integration and local-cluster e2e tests.
 
@@ -171,11 +175,16 @@ deploy: $(KUSTOMIZE) ## Install the CRDs, RBAC and controller in the current kub
 	@if [ -n "$${IMG:-}" ]; then cd config/default && $(KUSTOMIZE) edit set image sandbox-controller=$$IMG; fi
 	$(KUSTOMIZE) build config/$(OVERLAY) | kubectl apply --server-side -f -
 
+.PHONY: deploy-router
+deploy-router: $(KUSTOMIZE) ## Install the sandbox router (config/router) next to the controller. IMG=<image> sets the image (the controller's; it carries /sandbox-router).
+	@if [ -n "$${IMG:-}" ]; then cd config/router && $(KUSTOMIZE) edit set image sandbox-controller=$$IMG; fi
+	$(KUSTOMIZE) build config/router | kubectl apply --server-side -f -
+
 IMG ?= sandbox-controller:$(VERSION)
 KIND_VERSION ?= v0.33.0
 
 .PHONY: docker-build
-docker-build: ## Build the controller image IMG (Docker needed).
+docker-build: ## Build the controller image IMG, which also carries the sandbox router (Docker needed).
 	docker build -t $(IMG) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) .
 
 RUNTIME_IMG ?= sandbox-runtime:$(VERSION)

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/agentsandbox/reconciler/dataplane/router"
+)
+
+// Build information, injected with -ldflags "-X main.version=... -X main.commit=...".
+var (
+	version = "dev"
+	commit  = "unknown"
+)
+
+type options struct {
+	httpAddr, metricsAddr      string
+	transport, auth            string
+	authCacheTTL               time.Duration
+	authAudiences              string
+	clusterDomain              string
+	dnsFallback, allowLocal    bool
+	namespaces                 string
+	proxyTimeout, maxTimeout   time.Duration
+	resolveWait, wsMaxLifetime time.Duration
+	maxBody                    int64
+	maxHeaderBytes             int
+	readHeaderTimeout, idle    time.Duration
+	shutdownTimeout, pfIdle    time.Duration
+	shutdownDelay              time.Duration
+	qps                        float64
+	burst                      int
+	showVersion                bool
+}
+
+func (o *options) bind(fs *flag.FlagSet) {
+	// Names and defaults of upstream's router where it has the flag; its
+	// CLUSTER_DOMAIN and PROXY_TIMEOUT_SECONDS variables set the defaults.
+	fs.StringVar(&o.httpAddr, "http-bind-address", ":8080", "Address of the proxy port (upstream's Service sandbox-router-svc:8080).")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9090", "Address of /metrics, /healthz and /readyz; 0 disables it.")
+	fs.StringVar(&o.clusterDomain, "cluster-domain", envOr("CLUSTER_DOMAIN", "cluster.local"), "Cluster DNS domain, for the DNS fallback.")
+	fs.DurationVar(&o.proxyTimeout, "proxy-timeout", envSeconds("PROXY_TIMEOUT_SECONDS", 180*time.Second), "Timeout of a request without a valid X-Sandbox-Timeout.")
+	fs.Int64Var(&o.maxBody, "max-request-body-bytes", 0, "Largest request body (413 beyond); 0: no limit.")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "On SIGTERM, how long open requests and WebSocket sessions may take to finish.")
+	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "On SIGTERM, how long to go on serving new requests (while /readyz fails) before stopping, so that load balancers and Service endpoints stop sending first.")
+	// Ours.
+	fs.StringVar(&o.transport, "transport", "direct", "How pods are reached: direct (their IPs) or port-forward (the API server's pods/portforward, for clusters whose pod IPs the router cannot reach, such as kwok).")
+	fs.StringVar(&o.auth, "auth", "none", "none: every caller is let through; tokenreview: a bearer token the API server authenticates (TokenReview) whose user may get the Sandbox (SubjectAccessReview).")
+	fs.DurationVar(&o.authCacheTTL, "auth-cache-ttl", 10*time.Second, "How long a positive TokenReview or SubjectAccessReview is reused (refusals never are); 0 asks every time.")
+	fs.StringVar(&o.authAudiences, "auth-audiences", "", "Audiences a token must be issued for, comma-separated; empty: the API server's.")
+	fs.BoolVar(&o.dnsFallback, "dns-fallback", false, "Send a request for a Sandbox the cache does not hold to X-Sandbox-Pod-IP, else <id>.<ns>.svc.<cluster-domain> (upstream's behaviour); off: 404.")
+	fs.BoolVar(&o.allowLocal, "allow-local-addresses", false, "Dial loopback and link-local addresses (X-Sandbox-Pod-IP and Pod IPs); for tests and local clusters only.")
+	fs.StringVar(&o.namespaces, "namespaces", "", "Only route to sandboxes in these namespaces, comma-separated (and watch only these); empty: all.")
+	fs.DurationVar(&o.maxTimeout, "max-timeout", 10*time.Minute, "Largest X-Sandbox-Timeout honoured; longer ones are cut to it.")
+	fs.DurationVar(&o.resolveWait, "resolve-wait", 2*time.Second, "How long a request waits for the router's cache to show its Sandbox routable (just created, claimed or Ready) before it is refused.")
+	fs.DurationVar(&o.wsMaxLifetime, "websocket-max-lifetime", 24*time.Hour, "Longest WebSocket (upgraded) session; 0: no limit.")
+	fs.IntVar(&o.maxHeaderBytes, "max-header-bytes", 64<<10, "Largest request headers.")
+	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "How long a client may take to send request headers.")
+	fs.DurationVar(&o.idle, "idle-timeout", 90*time.Second, "How long an idle keep-alive client connection is kept.")
+	fs.DurationVar(&o.pfIdle, "port-forward-idle-timeout", 15*time.Minute, "With --transport=port-forward, close a pod's port-forward connection idle this long.")
+	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Client-side queries per second to the API server (TokenReviews, SubjectAccessReviews); negative: no limit.")
+	fs.IntVar(&o.burst, "kube-api-burst", 100, "Client-side burst to the API server.")
+	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func envSeconds(name string, def time.Duration) time.Duration {
+	if f, err := strconv.ParseFloat(os.Getenv(name), 64); err == nil && f > 0 {
+		return time.Duration(f * float64(time.Second))
+	}
+	return def
+}
+
+func (o *options) validate() error {
+	var errs []error
+	if o.transport != "direct" && o.transport != "port-forward" {
+		errs = append(errs, fmt.Errorf("--transport=%q: want direct or port-forward", o.transport))
+	}
+	if o.auth != "none" && o.auth != "tokenreview" {
+		errs = append(errs, fmt.Errorf("--auth=%q: want none or tokenreview", o.auth))
+	}
+	if len(validation.IsDNS1123Subdomain(o.clusterDomain)) > 0 {
+		errs = append(errs, fmt.Errorf("--cluster-domain=%q is not a DNS domain", o.clusterDomain))
+	}
+	for _, ns := range splitList(o.namespaces) {
+		if len(validation.IsDNS1123Label(ns)) > 0 {
+			errs = append(errs, fmt.Errorf("--namespaces: %q is not a namespace name", ns))
+		}
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{{"--proxy-timeout", o.proxyTimeout}, {"--max-timeout", o.maxTimeout}, {"--shutdown-timeout", o.shutdownTimeout},
+		{"--read-header-timeout", o.readHeaderTimeout}, {"--idle-timeout", o.idle}} {
+		if d.value <= 0 {
+			errs = append(errs, fmt.Errorf("%s=%s: must be positive", d.name, d.value))
+		}
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{{"--shutdown-delay", o.shutdownDelay}, {"--resolve-wait", o.resolveWait}, {"--websocket-max-lifetime", o.wsMaxLifetime}, {"--auth-cache-ttl", o.authCacheTTL}, {"--port-forward-idle-timeout", o.pfIdle}} {
+		if d.value < 0 {
+			errs = append(errs, fmt.Errorf("%s=%s: must not be negative", d.name, d.value))
+		}
+	}
+	if o.maxTimeout < o.proxyTimeout {
+		errs = append(errs, fmt.Errorf("--max-timeout=%s is shorter than --proxy-timeout=%s", o.maxTimeout, o.proxyTimeout))
+	}
+	if o.maxBody < 0 {
+		errs = append(errs, fmt.Errorf("--max-request-body-bytes=%d: must not be negative", o.maxBody))
+	}
+	if o.maxHeaderBytes < 4<<10 {
+		errs = append(errs, fmt.Errorf("--max-header-bytes=%d: must be at least 4096", o.maxHeaderBytes))
+	}
+	if o.burst < 1 && o.qps > 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst=%d: must be at least 1 when --kube-api-qps is set", o.burst))
+	}
+	return errors.Join(errs...)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func main() {
+	var o options
+	o.bind(flag.CommandLine)
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	if o.showVersion {
+		fmt.Printf("sandbox-router %s (commit %s, %s)\n", version, commit, runtime.Version())
+		return
+	}
+	logger := zap.New(zap.UseFlagOptions(&zapOpts))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger.WithName("client-go"))
+	if err := o.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox-router: invalid flags:")
+		for _, e := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintln(os.Stderr, "  "+e)
+		}
+		os.Exit(2)
+	}
+	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
+		logger.Error(err, "router stopped")
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	log := ctrl.Log.WithName("router")
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
+	cfg.UserAgent = "sandbox-router/" + version
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	build := prometheus.NewGauge(prometheus.GaugeOpts{Name: "sandbox_router_build_info", Help: "The router's build.",
+		ConstLabels: prometheus.Labels{"version": version, "commit": commit, "go_version": runtime.Version()}})
+	build.Set(1)
+	reg.MustRegister(build)
+	metrics := router.NewMetrics(reg)
+
+	var pf *router.PortForward
+	cacheOpts := router.CacheOptions{Namespaces: splitList(o.namespaces)}
+	if o.transport == "port-forward" {
+		dial, err := router.APIServerDialer(cfg)
+		if err != nil {
+			return fmt.Errorf("port-forward transport: %w", err)
+		}
+		pf = router.NewPortForward(dial, o.pfIdle, metrics)
+		cacheOpts.OnPodGone = pf.Forget
+	}
+	cache, err := router.NewCache(ctx, cfg, cacheOpts)
+	if err != nil {
+		return err
+	}
+	var authz router.Authorizer
+	if o.auth == "tokenreview" {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		authz = router.NewTokenReview(cs, router.TokenReviewOptions{CacheTTL: o.authCacheTTL, Audiences: splitList(o.authAudiences)})
+	}
+	transport := router.NewTransport(pf)
+	defer transport.CloseIdleConnections()
+	handler := router.NewHandler(router.Options{
+		Resolver:  &router.CacheResolver{Reader: cache, DNSFallback: o.dnsFallback, ClusterDomain: o.clusterDomain, Namespaces: cacheOpts.Namespaces},
+		Transport: transport, Authorizer: authz,
+		Limits:               router.Limits{DefaultTimeout: o.proxyTimeout, MaxTimeout: o.maxTimeout, AllowLocalAddresses: o.allowLocal},
+		ResolveWait:          o.resolveWait,
+		WebSocketMaxLifetime: o.wsMaxLifetime,
+		MaxRequestBodyBytes:  o.maxBody,
+		Metrics:              metrics,
+		Log:                  log,
+	})
+
+	// On SIGTERM: unready at once, serving until --shutdown-delay has
+	// passed, then stop (draining open requests for --shutdown-timeout).
+	var synced, stopping atomic.Bool
+	base, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	go func() {
+		select {
+		case <-ctx.Done():
+			stopping.Store(true)
+			select {
+			case <-time.After(o.shutdownDelay):
+			case <-base.Done():
+			}
+			stop()
+		case <-base.Done():
+		}
+	}()
+	g, gctx := errgroup.WithContext(base)
+	g.Go(func() error { return cache.Start(gctx) })
+	if o.metricsAddr != "" && o.metricsAddr != "0" {
+		l, err := net.Listen("tcp", o.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("listening on --metrics-bind-address: %w", err)
+		}
+		ready := func() error {
+			switch {
+			case stopping.Load() || gctx.Err() != nil:
+				return errors.New("shutting down")
+			case !synced.Load():
+				return errors.New("the Sandbox and Pod caches have not synced")
+			}
+			return nil
+		}
+		g.Go(func() error { return router.ServeAdmin(gctx, l, router.AdminHandler(reg, ready)) })
+		log.Info("serving metrics and probes", "address", l.Addr().String())
+	}
+	g.Go(func() error {
+		if !cache.WaitForCacheSync(gctx) {
+			return errors.New("the Sandbox and Pod caches did not sync (are the CRDs installed, and may the router list and watch sandboxes and pods?)")
+		}
+		synced.Store(true)
+		l, err := net.Listen("tcp", o.httpAddr)
+		if err != nil {
+			return fmt.Errorf("listening on --http-bind-address: %w", err)
+		}
+		log.Info("routing", "address", l.Addr().String(), "transport", o.transport, "auth", o.auth, "version", version)
+		return router.Serve(gctx, l, handler, router.ServerOptions{
+			ReadHeaderTimeout: o.readHeaderTimeout, IdleTimeout: o.idle, MaxHeaderBytes: o.maxHeaderBytes, ShutdownTimeout: o.shutdownTimeout,
+		})
+	})
+	err = g.Wait()
+	if stopping.Load() && err == nil {
+		log.Info("stopped")
+	}
+	return err
+}

@@ -1,0 +1,165 @@
+package router
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
+	"k8s.io/client-go/kubernetes"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+)
+
+// Authorizer decides whether a request may reach a Sandbox.
+type Authorizer interface {
+	// Authorize returns nil to let the request through, else the refusal.
+	Authorize(ctx context.Context, r *http.Request, namespace, name string) *Error
+}
+
+// Access the TokenReview authorizer checks: the caller may get the Sandbox.
+const (
+	AccessVerb     = "get"
+	AccessResource = "sandboxes"
+)
+
+// TokenReviewOptions configure NewTokenReview.
+type TokenReviewOptions struct {
+	// CacheTTL is how long a positive TokenReview or SubjectAccessReview
+	// is reused; zero asks the API server every time. Refusals are never
+	// reused.
+	CacheTTL time.Duration
+	// CacheSize bounds each cache (entries); default 4096.
+	CacheSize int
+	// Audiences, if set, are the audiences a token must be issued for.
+	Audiences []string
+	// Timeout bounds each review; default 5s.
+	Timeout time.Duration
+}
+
+// TokenReview authenticates the bearer token with a TokenReview and then
+// asks with a SubjectAccessReview whether its user may get the Sandbox
+// (verb get, resource sandboxes.agents.x-k8s.io, the Sandbox's namespace and
+// name). No token or an unauthenticated one gets 401, a user without the
+// right 403, and an API server that cannot answer 502.
+type TokenReview struct {
+	client       kubernetes.Interface
+	o            TokenReviewOptions
+	users, grant *utilcache.LRUExpireCache
+}
+
+// NewTokenReview returns the TokenReview authorizer.
+func NewTokenReview(cs kubernetes.Interface, o TokenReviewOptions) *TokenReview {
+	if o.CacheSize <= 0 {
+		o.CacheSize = 4096
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	return &TokenReview{client: cs, o: o, users: utilcache.NewLRUExpireCache(o.CacheSize), grant: utilcache.NewLRUExpireCache(o.CacheSize)}
+}
+
+// Authorize implements Authorizer.
+func (a *TokenReview) Authorize(ctx context.Context, r *http.Request, namespace, name string) *Error {
+	token, ok := BearerToken(r)
+	if !ok {
+		return &Error{Status: http.StatusUnauthorized, Reason: ReasonUnauthenticated, Detail: "Missing or invalid Authorization header."}
+	}
+	user, err := a.authenticate(ctx, token)
+	if err != nil {
+		return err
+	}
+	return a.authorize(ctx, user, namespace, name)
+}
+
+func (a *TokenReview) authenticate(ctx context.Context, token string) (*authenticationv1.UserInfo, *Error) {
+	sum := sha256.Sum256([]byte(token)) // raw tokens are never kept
+	key := hex.EncodeToString(sum[:])
+	if v, ok := a.users.Get(key); ok {
+		return v.(*authenticationv1.UserInfo), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
+	defer cancel()
+	tr, err := a.client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+		Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: a.o.Audiences},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, &Error{Status: http.StatusBadGateway, Reason: ReasonAuthError, Detail: "Could not authenticate the request: the API server did not review the token."}
+	}
+	if !tr.Status.Authenticated || !audienceMatches(a.o.Audiences, tr.Status.Audiences) {
+		return nil, &Error{Status: http.StatusUnauthorized, Reason: ReasonUnauthenticated, Detail: "Invalid token."}
+	}
+	user := tr.Status.User
+	if a.o.CacheTTL > 0 {
+		a.users.Add(key, &user, a.o.CacheTTL)
+	}
+	return &user, nil
+}
+
+// audienceMatches: with audiences asked for, the review must name one.
+func audienceMatches(want, got []string) bool {
+	if len(want) == 0 {
+		return true
+	}
+	for _, w := range want {
+		for _, g := range got {
+			if w == g {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (a *TokenReview) authorize(ctx context.Context, user *authenticationv1.UserInfo, namespace, name string) *Error {
+	extra := map[string]authorizationv1.ExtraValue{}
+	for k, v := range user.Extra {
+		extra[k] = authorizationv1.ExtraValue(v)
+	}
+	spec := authorizationv1.SubjectAccessReviewSpec{
+		User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: namespace, Name: name, Verb: AccessVerb,
+			Group: sandboxv1beta1.GroupName, Resource: AccessResource,
+		},
+	}
+	raw, _ := json.Marshal(spec) // the whole question is the key
+	sum := sha256.Sum256(raw)
+	key := hex.EncodeToString(sum[:])
+	if _, ok := a.grant.Get(key); ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
+	defer cancel()
+	sar, err := a.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+	if err != nil {
+		return &Error{Status: http.StatusBadGateway, Reason: ReasonAuthError, Detail: "Could not authorize the request: the API server did not review the access."}
+	}
+	if !sar.Status.Allowed || sar.Status.Denied {
+		return &Error{Status: http.StatusForbidden, Reason: ReasonForbidden,
+			Detail: fmt.Sprintf("User %q may not %s %s.%s %s/%s.", user.Username, AccessVerb, AccessResource, sandboxv1beta1.GroupName, namespace, name)}
+	}
+	if a.o.CacheTTL > 0 {
+		a.grant.Add(key, true, a.o.CacheTTL)
+	}
+	return nil
+}
+
+// BearerToken returns the token of an "Authorization: Bearer <token>" header.
+func BearerToken(r *http.Request) (string, bool) {
+	v := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(v, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}

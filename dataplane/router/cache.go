@@ -1,0 +1,137 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+)
+
+// CacheOptions configure NewCache.
+type CacheOptions struct {
+	// Namespaces limits the cache to these namespaces; empty means all.
+	Namespaces []string
+	// HTTPClient, if set, is the client the cache's watches use.
+	HTTPClient *http.Client
+	// OnPodGone is called with the UID of every sandbox Pod deleted from
+	// the cluster (the port-forward transport drops its connection).
+	OnPodGone func(types.UID)
+}
+
+// NewCache returns a watch cache of what the router reads, no more: the
+// metadata of Sandboxes, and Pods with the sandbox-name-hash label, reduced
+// to their identity, owners and status. Its informers are registered, so
+// Start and WaitForCacheSync cover them; reading anything else fails.
+func NewCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (cache.Cache, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	hasHash, err := labels.NewRequirement(sandboxv1beta1.LabelSandboxNameHash, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	sandbox := &metav1.PartialObjectMetadata{}
+	sandbox.SetGroupVersionKind(SandboxGVK)
+	opts := cache.Options{
+		Scheme:                       scheme,
+		HTTPClient:                   o.HTTPClient,
+		ReaderFailOnMissingInformer:  true,
+		DefaultUnsafeDisableDeepCopy: ptr.To(true), // read-only: nothing is changed in place
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasHash), Transform: trimPod},
+			sandbox:       {Transform: trimSandbox},
+		},
+	}
+	if len(o.Namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.Namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	c, err := cache.New(cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("router cache: %w", err)
+	}
+	if _, err := c.GetInformer(ctx, sandbox); err != nil {
+		return nil, fmt.Errorf("router cache: sandboxes (is the Sandbox CRD installed?): %w", err)
+	}
+	pods, err := c.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return nil, fmt.Errorf("router cache: pods: %w", err)
+	}
+	if o.OnPodGone != nil {
+		if _, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				o.OnPodGone(p.UID)
+			}
+		}}); err != nil {
+			return nil, fmt.Errorf("router cache: pod events: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// trimPod keeps of a Pod what routing reads, so that a cluster with many
+// sandboxes costs the router little memory.
+func trimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Pod{
+		TypeMeta: p.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			OwnerReferences:   p.OwnerReferences,
+			DeletionTimestamp: p.DeletionTimestamp,
+		},
+		Status: corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs},
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	return out, nil
+}
+
+// trimSandbox keeps of a Sandbox's metadata what routing reads.
+func trimSandbox(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	out := &metav1.PartialObjectMetadata{
+		TypeMeta: m.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+			OwnerReferences:   m.OwnerReferences,
+			DeletionTimestamp: m.DeletionTimestamp,
+		},
+	}
+	if v := m.Annotations[sandboxv1beta1.AnnotationPodName]; v != "" {
+		out.Annotations = map[string]string{sandboxv1beta1.AnnotationPodName: v}
+	}
+	if v := m.Labels[sandboxv1beta1.LabelWarmPoolSandbox]; v != "" {
+		out.Labels = map[string]string{sandboxv1beta1.LabelWarmPoolSandbox: v}
+	}
+	return out, nil
+}

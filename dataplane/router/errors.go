@@ -1,0 +1,75 @@
+package router
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+)
+
+// Reasons label a refusal in logs and metrics (a small, fixed set).
+const (
+	ReasonBadRequest       = "bad_request"
+	ReasonUnauthenticated  = "unauthenticated"
+	ReasonForbidden        = "forbidden"
+	ReasonAuthError        = "auth_error"
+	ReasonNotFound         = "not_found"
+	ReasonNotReady         = "not_ready"
+	ReasonWarmMember       = "warm_member"
+	ReasonUIDMismatch      = "uid_mismatch"
+	ReasonPodIPMismatch    = "pod_ip_mismatch"
+	ReasonAddressForbidden = "address_forbidden"
+	ReasonCacheError       = "cache_error"
+	ReasonTooLarge         = "too_large"
+)
+
+// Error is a refusal the router answers itself: an HTTP status and the
+// {"detail": ...} body of upstream's router.
+type Error struct {
+	// Status is the HTTP status code.
+	Status int
+	// Detail is the message the client sees.
+	Detail string
+	// Reason labels the refusal in logs and metrics (Reason* constants).
+	Reason string
+	// Retry marks a state that may change in a moment (a cache that is
+	// behind: a Sandbox just made, a Pod just Ready, a claim just taken);
+	// the router looks again for a short while before answering.
+	Retry bool
+}
+
+func (e *Error) Error() string { return e.Detail }
+
+func badRequest(detail string) *Error {
+	return &Error{Status: http.StatusBadRequest, Detail: detail, Reason: ReasonBadRequest}
+}
+
+// AsError returns err as an *Error, or a 502 for any other error.
+func AsError(err error) *Error {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e
+	}
+	return &Error{Status: http.StatusBadGateway, Detail: err.Error(), Reason: ReasonCacheError}
+}
+
+// WriteError answers with e's status and {"detail": e.Detail}.
+func WriteError(w http.ResponseWriter, e *Error) {
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sandbox-router"`)
+	}
+	writeJSON(w, e.Status, struct {
+		Detail string `json:"detail"`
+	}{e.Detail})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"detail":"internal error"}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

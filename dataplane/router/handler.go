@@ -1,0 +1,264 @@
+package router
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// Options configure a Handler.
+type Options struct {
+	// Resolver finds where a request goes. Required.
+	Resolver Resolver
+	// Transport carries requests to sandboxes. Required.
+	Transport *Transport
+	// Authorizer, if set, must let a request through before it is resolved
+	// (--auth=tokenreview); nil lets every request through (--auth=none).
+	Authorizer Authorizer
+	// Limits bound what headers may ask for.
+	Limits Limits
+	// ResolveWait is how long a request for a Sandbox the cache shows not
+	// (yet) routable waits for the cache to catch up: a client that just saw
+	// its claim Ready may be a moment ahead of the router's watch.
+	ResolveWait time.Duration
+	// WebSocketMaxLifetime ends upgraded connections (WebSockets) after
+	// this long; zero means no limit. X-Sandbox-Timeout bounds only their
+	// handshake.
+	WebSocketMaxLifetime time.Duration
+	// MaxRequestBodyBytes caps request bodies (413 beyond); zero: no cap.
+	MaxRequestBodyBytes int64
+	// Metrics, if set, records requests.
+	Metrics *Metrics
+	// Log receives refusals (V(1)) and upstream failures.
+	Log logr.Logger
+}
+
+// Handler is the router's proxy port: /healthz, and every other request
+// proxied to the sandbox its headers name.
+type Handler struct {
+	o      Options
+	active atomic.Int64
+	errLog *log.Logger
+}
+
+// NewHandler returns the proxy handler.
+func NewHandler(o Options) *Handler {
+	h := &Handler{o: o}
+	h.errLog = log.New(logWriter{o.Log.WithName("proxy")}, "", 0)
+	return h
+}
+
+var (
+	errTimeout  = errors.New("the request's timeout passed")
+	errLifetime = errors.New("the WebSocket's maximum lifetime passed")
+)
+
+// resolvePoll is how often a waiting request looks at the cache again.
+const resolvePoll = 50 * time.Millisecond
+
+// deadlineGrace is added to a request's timeout for the deadlines of the
+// client connection, so that a timed-out request can still be answered 504.
+const deadlineGrace = 5 * time.Second
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	h.active.Add(1)
+	defer h.active.Add(-1)
+	h.o.Metrics.inflightAdd(1)
+	defer h.o.Metrics.inflightAdd(-1)
+	rec := &recorder{ResponseWriter: w}
+	defer func() {
+		h.o.Metrics.request(rec.status(), time.Since(start).Seconds())
+		if rec.hijacked {
+			h.o.Metrics.hijackedClosed()
+		}
+	}()
+	if r.URL.Path == "/healthz" {
+		writeJSON(rec, http.StatusOK, map[string]string{"status": "ok"})
+		return
+	}
+	reqID := r.Header.Get(HeaderRequestID)
+	if reqID == "" {
+		reqID = newRequestID()
+		r.Header.Set(HeaderRequestID, reqID)
+	}
+	t, e := ParseTarget(r.Header, h.o.Limits)
+	if e == nil && h.o.Authorizer != nil {
+		e = h.o.Authorizer.Authorize(r.Context(), r, t.Namespace, t.ID)
+	}
+	var ep Endpoint
+	if e == nil {
+		ep, e = h.resolve(r.Context(), t)
+	}
+	if e == nil && ep.IP.IsValid() && !AllowedAddress(ep.IP, h.o.Limits.AllowLocalAddresses) {
+		e = &Error{Status: http.StatusBadGateway, Reason: ReasonAddressForbidden,
+			Detail: fmt.Sprintf("Could not connect to the backend sandbox: %s (address %s is not allowed).", t.ID, ep.IP)}
+	}
+	if e == nil && h.o.MaxRequestBodyBytes > 0 {
+		if r.ContentLength > h.o.MaxRequestBodyBytes {
+			e = &Error{Status: http.StatusRequestEntityTooLarge, Reason: ReasonTooLarge, Detail: "Request body too large."}
+		}
+		r.Body = http.MaxBytesReader(rec, r.Body, h.o.MaxRequestBodyBytes)
+	}
+	if e != nil {
+		h.o.Metrics.refused(e)
+		h.o.Log.V(1).Info("refused", "status", e.Status, "reason", e.Reason, "detail", e.Detail, "requestID", reqID)
+		rec.Header().Set(HeaderRequestID, reqID)
+		WriteError(rec, e)
+		return
+	}
+	h.proxy(rec, r, t, ep, reqID)
+}
+
+// resolve resolves t, looking again for up to ResolveWait while the answer
+// is a state that may change in a moment.
+func (h *Handler) resolve(ctx context.Context, t Target) (Endpoint, *Error) {
+	deadline := time.Now().Add(h.o.ResolveWait)
+	for {
+		ep, err := h.o.Resolver.Resolve(ctx, t)
+		if err == nil {
+			return ep, nil
+		}
+		e := AsError(err)
+		if !e.Retry || time.Now().Add(resolvePoll).After(deadline) {
+			return ep, e
+		}
+		select {
+		case <-ctx.Done():
+			return ep, e
+		case <-time.After(resolvePoll):
+		}
+	}
+}
+
+func (h *Handler) proxy(w *recorder, r *http.Request, t Target, ep Endpoint, reqID string) {
+	urlHost, hostHeader := h.o.Transport.Address(ep)
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	timer := time.AfterFunc(t.Timeout, func() { cancel(errTimeout) })
+	defer timer.Stop()
+	if isUpgrade(r) {
+		if h.o.WebSocketMaxLifetime > 0 {
+			life := time.AfterFunc(h.o.WebSocketMaxLifetime, func() { cancel(errLifetime) })
+			defer life.Stop()
+		}
+	} else {
+		// Bound a slow client too, then leave the connection as found for
+		// its next request.
+		rc := http.NewResponseController(w)
+		end := time.Now().Add(t.Timeout + deadlineGrace)
+		_ = rc.SetReadDeadline(end)
+		_ = rc.SetWriteDeadline(end)
+		defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", urlHost // the path stays as sent, escapes included
+			pr.Out.Host = hostHeader
+			pr.Out.Header.Del("Authorization") // the caller's credentials are not the sandbox's business
+			if xff := pr.In.Header["X-Forwarded-For"]; len(xff) > 0 {
+				pr.Out.Header["X-Forwarded-For"] = slices.Clone(xff)
+			}
+			pr.SetXForwarded()
+		},
+		Transport:     h.o.Transport.RoundTripper(),
+		FlushInterval: -1, // stream: every write reaches the client at once
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.StatusCode == http.StatusSwitchingProtocols {
+				timer.Stop() // the timeout covered the handshake
+			}
+			if resp.Header.Get(HeaderRequestID) == "" {
+				resp.Header.Set(HeaderRequestID, reqID)
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
+			e := h.upstreamError(ctx, t, err)
+			h.o.Log.Info("upstream failed", "sandbox", t.Namespace+"/"+t.ID, "pod", ep.Pod, "source", ep.Source,
+				"status", e.Status, "error", err.Error(), "requestID", reqID)
+			w.Header().Set(HeaderRequestID, reqID)
+			WriteError(w, e)
+		},
+		ErrorLog: h.errLog,
+	}
+	rp.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// upstreamError classifies a failure between the router and the sandbox.
+func (h *Handler) upstreamError(ctx context.Context, t Target, err error) *Error {
+	var opErr *net.OpError
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return &Error{Status: http.StatusRequestEntityTooLarge, Reason: ReasonTooLarge, Detail: "Request body too large."}
+	case errors.Is(context.Cause(ctx), errTimeout), isTimeout(err):
+		h.o.Metrics.upstreamError("timeout")
+		return &Error{Status: http.StatusGatewayTimeout, Detail: "Timed out waiting for the backend sandbox: " + t.ID}
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		h.o.Metrics.upstreamError("dial")
+	default:
+		h.o.Metrics.upstreamError("other")
+	}
+	return &Error{Status: http.StatusBadGateway, Detail: "Could not connect to the backend sandbox: " + t.ID}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// isUpgrade reports a request asking to switch protocols (WebSocket).
+func isUpgrade(r *http.Request) bool {
+	if r.Header.Get("Upgrade") == "" {
+		return false
+	}
+	for _, v := range r.Header["Connection"] {
+		for _, tok := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Drain waits until no request is being served (WebSocket sessions
+// included) or ctx ends.
+func (h *Handler) Drain(ctx context.Context) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for h.active.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d requests still open: %w", h.active.Load(), ctx.Err())
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+func newRequestID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// logWriter sends the reverse proxy's own log lines to a logr.Logger.
+type logWriter struct{ log logr.Logger }
+
+func (l logWriter) Write(p []byte) (int, error) {
+	l.log.V(1).Info(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

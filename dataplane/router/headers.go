@@ -1,0 +1,169 @@
+package router
+
+import (
+	"math"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Request headers of upstream's router contract.
+const (
+	// HeaderSandboxID names the Sandbox (a DNS-1123 label). Required.
+	HeaderSandboxID = "X-Sandbox-ID"
+	// HeaderNamespace is the Sandbox's namespace; default DefaultNamespace.
+	HeaderNamespace = "X-Sandbox-Namespace"
+	// HeaderPort is the port in the sandbox Pod; default DefaultPort.
+	HeaderPort = "X-Sandbox-Port"
+	// HeaderUID, when set, must be the Sandbox's UID (so a request meant for
+	// a Sandbox that was deleted and made again under the same name fails).
+	HeaderUID = "X-Sandbox-UID"
+	// HeaderPodIP, when set, must be one of the Pod's IPs (the router never
+	// dials an address the cluster does not give the Sandbox's Pod, unless
+	// the DNS fallback is on and the Sandbox is unknown).
+	HeaderPodIP = "X-Sandbox-Pod-IP"
+	// HeaderTimeout is the request's timeout in seconds (a float). Invalid,
+	// non-finite and non-positive values mean the default; larger values
+	// than the maximum are cut to it.
+	HeaderTimeout = "X-Sandbox-Timeout"
+	// HeaderRequestID is passed on; the router makes one when it is missing
+	// and returns it in the response.
+	HeaderRequestID = "X-Request-ID"
+)
+
+// Defaults of upstream's router.
+const (
+	DefaultNamespace = "default"
+	DefaultPort      = 8888
+)
+
+// maxUIDLength bounds X-Sandbox-UID (a UID is a 36-character UUID).
+const maxUIDLength = 128
+
+// Target is what a request's headers ask for.
+type Target struct {
+	// ID is the Sandbox's name.
+	ID string
+	// Namespace is the Sandbox's namespace.
+	Namespace string
+	// Port is the port in the sandbox Pod.
+	Port int
+	// UID is the Sandbox UID the caller expects, or empty.
+	UID types.UID
+	// PodIP is the Pod IP the caller expects; the zero Addr when unset.
+	PodIP netip.Addr
+	// Timeout bounds the request (X-Sandbox-Timeout, else the default).
+	Timeout time.Duration
+}
+
+// Limits are the operator's bounds on what headers may ask for.
+type Limits struct {
+	// DefaultTimeout applies without a (valid) X-Sandbox-Timeout.
+	DefaultTimeout time.Duration
+	// MaxTimeout caps X-Sandbox-Timeout; zero means DefaultTimeout.
+	MaxTimeout time.Duration
+	// AllowLocalAddresses lets loopback and link-local addresses through,
+	// in X-Sandbox-Pod-IP and as Pod IPs (for tests and local clusters).
+	AllowLocalAddresses bool
+}
+
+// ParseTarget reads and checks the routing headers, with upstream's error
+// messages.
+func ParseTarget(h http.Header, l Limits) (Target, *Error) {
+	t := Target{ID: h.Get(HeaderSandboxID), Namespace: h.Get(HeaderNamespace), Port: DefaultPort}
+	if t.ID == "" {
+		return t, badRequest("X-Sandbox-ID header is required.")
+	}
+	if len(validation.IsDNS1123Label(t.ID)) > 0 {
+		return t, badRequest("Invalid sandbox ID format.")
+	}
+	if t.Namespace == "" {
+		t.Namespace = DefaultNamespace
+	}
+	if len(validation.IsDNS1123Label(t.Namespace)) > 0 {
+		return t, badRequest("Invalid namespace format.")
+	}
+	if raw := h.Get(HeaderPort); raw != "" {
+		p, err := strconv.Atoi(raw)
+		if err != nil || p < 1 || p > 65535 {
+			return t, badRequest("Invalid port format.")
+		}
+		t.Port = p
+	}
+	if raw := h.Get(HeaderUID); raw != "" {
+		if !validUID(raw) {
+			return t, badRequest("Invalid sandbox UID format.")
+		}
+		t.UID = types.UID(raw)
+	}
+	if raw := h.Get(HeaderPodIP); raw != "" {
+		ip, err := netip.ParseAddr(raw)
+		if err != nil || ip.Zone() != "" {
+			return t, badRequest("Invalid target IP address format.")
+		}
+		ip = ip.Unmap()
+		if !AllowedAddress(ip, l.AllowLocalAddresses) {
+			return t, badRequest("Invalid target IP address.")
+		}
+		t.PodIP = ip
+	}
+	t.Timeout = parseTimeout(h.Get(HeaderTimeout), l)
+	return t, nil
+}
+
+// AllowedAddress reports whether the router may dial ip: never an
+// unspecified, multicast or broadcast address; loopback and link-local
+// ones only when allowLocal is set.
+func AllowedAddress(ip netip.Addr, allowLocal bool) bool {
+	ip = ip.Unmap()
+	switch {
+	case !ip.IsValid(), ip.IsUnspecified(), ip.IsMulticast(), ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return false
+	case ip.IsLoopback(), ip.IsLinkLocalUnicast():
+		return allowLocal
+	}
+	return true
+}
+
+// parseTimeout reads X-Sandbox-Timeout as upstream does: seconds as a
+// float; anything unusable means the default, more than the maximum is cut.
+func parseTimeout(raw string, l Limits) time.Duration {
+	maxTimeout := l.MaxTimeout
+	if maxTimeout <= 0 {
+		maxTimeout = l.DefaultTimeout
+	}
+	if raw == "" {
+		return l.DefaultTimeout
+	}
+	f, err := strconv.ParseFloat(raw, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
+		return l.DefaultTimeout
+	}
+	if f >= maxTimeout.Seconds() {
+		return maxTimeout
+	}
+	d := time.Duration(f * float64(time.Second))
+	if d <= 0 {
+		return l.DefaultTimeout
+	}
+	return d
+}
+
+// validUID accepts what the API server hands out as UIDs (UUIDs) and
+// nothing that could smuggle other characters into logs.
+func validUID(s string) bool {
+	if len(s) > maxUIDLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && c != '-' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,142 @@
+package router
+
+import (
+	"net"
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the router's Prometheus metrics. Labels are small fixed
+// sets (no namespace or sandbox names), so a cluster with many sandboxes
+// costs Prometheus nothing more. A nil *Metrics records nothing.
+type Metrics struct {
+	requests           *prometheus.CounterVec
+	duration           *prometheus.HistogramVec
+	inflight           prometheus.Gauge
+	connections        prometheus.Gauge
+	resolutionFailures *prometheus.CounterVec
+	authFailures       *prometheus.CounterVec
+	upstreamErrors     *prometheus.CounterVec
+	portForwards       prometheus.Gauge
+}
+
+// NewMetrics makes the metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandbox_router_requests_total",
+			Help: "Requests answered, by status class (1xx for WebSocket upgrades, 2xx, 3xx, 4xx, 5xx).",
+		}, []string{"code_class"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sandbox_router_request_duration_seconds",
+			Help:    "Time from a request's arrival to the end of its response (of a WebSocket session for upgrades), by status class.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 180, 600},
+		}, []string{"code_class"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sandbox_router_inflight_requests",
+			Help: "Requests being served, WebSocket sessions included.",
+		}),
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sandbox_router_active_connections",
+			Help: "Client connections open on the proxy port (WebSocket sessions included).",
+		}),
+		resolutionFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandbox_router_resolution_failures_total",
+			Help: "Requests the router could not route to a sandbox, by reason (not_found, not_ready, warm_member, uid_mismatch, pod_ip_mismatch, address_forbidden, cache_error).",
+		}, []string{"reason"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandbox_router_auth_failures_total",
+			Help: "Requests refused by authentication or authorization, by reason (unauthenticated, forbidden, auth_error).",
+		}, []string{"reason"}),
+		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandbox_router_upstream_errors_total",
+			Help: "Requests that failed between the router and the sandbox, by reason (dial, timeout, other).",
+		}, []string{"reason"}),
+		portForwards: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sandbox_router_port_forwards",
+			Help: "Port-forward connections open to sandbox Pods (--transport=port-forward).",
+		}),
+	}
+	reg.MustRegister(m.requests, m.duration, m.inflight, m.connections, m.resolutionFailures, m.authFailures, m.upstreamErrors, m.portForwards)
+	return m
+}
+
+func codeClass(status int) string {
+	if status < 100 || status > 599 {
+		return "other"
+	}
+	return strconv.Itoa(status/100) + "xx"
+}
+
+func (m *Metrics) request(status int, seconds float64) {
+	if m == nil {
+		return
+	}
+	c := codeClass(status)
+	m.requests.WithLabelValues(c).Inc()
+	m.duration.WithLabelValues(c).Observe(seconds)
+}
+
+func (m *Metrics) inflightAdd(d float64) {
+	if m != nil {
+		m.inflight.Add(d)
+	}
+}
+
+// refused counts a refusal under resolution or auth, by its reason.
+func (m *Metrics) refused(e *Error) {
+	if m == nil {
+		return
+	}
+	switch e.Reason {
+	case ReasonUnauthenticated, ReasonForbidden, ReasonAuthError:
+		m.authFailures.WithLabelValues(e.Reason).Inc()
+	case ReasonBadRequest, ReasonTooLarge:
+	default:
+		m.resolutionFailures.WithLabelValues(e.Reason).Inc()
+	}
+}
+
+func (m *Metrics) upstreamError(reason string) {
+	if m != nil {
+		m.upstreamErrors.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *Metrics) portForwardOpened() {
+	if m != nil {
+		m.portForwards.Inc()
+	}
+}
+
+func (m *Metrics) portForwardClosed() {
+	if m != nil {
+		m.portForwards.Dec()
+	}
+}
+
+// ConnState tracks open client connections; set it as an http.Server's
+// ConnState.
+func (m *Metrics) ConnState(_ net.Conn, s http.ConnState) {
+	if m == nil {
+		return
+	}
+	switch s {
+	case http.StateNew:
+		m.connections.Inc()
+	case http.StateClosed:
+		m.connections.Dec()
+	case http.StateHijacked:
+		// The handler owns the connection now (a WebSocket session); the
+		// handler decrements when it ends.
+	}
+}
+
+// hijackedClosed counts the end of a connection the handler hijacked.
+func (m *Metrics) hijackedClosed() {
+	if m != nil {
+		m.connections.Dec()
+	}
+}

@@ -1,0 +1,225 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+)
+
+// SandboxGVK is the kind the router resolves.
+var SandboxGVK = sandboxv1beta1.GroupVersion.WithKind("Sandbox")
+
+// How an Endpoint was found (a log and metric label).
+const (
+	SourceCache = "cache"  // the Sandbox and its Ready Pod, from the cache
+	SourcePodIP = "pod-ip" // DNS fallback: the caller's X-Sandbox-Pod-IP
+	SourceDNS   = "dns"    // DNS fallback: <id>.<ns>.svc.<cluster-domain>
+)
+
+// Endpoint is where a request goes.
+type Endpoint struct {
+	// Namespace and Sandbox name the Sandbox.
+	Namespace, Sandbox string
+	// Pod and PodUID name its Pod (empty with the DNS fallback).
+	Pod    string
+	PodUID types.UID
+	// IP is the Pod IP to dial (invalid with the DNS form).
+	IP netip.Addr
+	// Host is the DNS name to dial when there is no IP.
+	Host string
+	// Port is the port in the Pod.
+	Port int
+	// Source says how the endpoint was found.
+	Source string
+}
+
+// Resolver finds where a request for a Target goes. Its errors are
+// *Error values (anything else answers 502).
+type Resolver interface {
+	Resolve(ctx context.Context, t Target) (Endpoint, error)
+}
+
+// ResolverFunc adapts a function to Resolver.
+type ResolverFunc func(ctx context.Context, t Target) (Endpoint, error)
+
+// Resolve calls f.
+func (f ResolverFunc) Resolve(ctx context.Context, t Target) (Endpoint, error) { return f(ctx, t) }
+
+// IsWarmMember reports whether a Sandbox is an unclaimed warm-pool member:
+// its controller is a SandboxWarmPool (a claim that takes a member moves
+// the controller reference to itself and drops the pool label in one
+// write, as upstream does), or it still carries the pool label.
+func IsWarmMember(sb metav1.Object) bool {
+	if sb.GetLabels()[sandboxv1beta1.LabelWarmPoolSandbox] != "" {
+		return true
+	}
+	ref := metav1.GetControllerOfNoCopy(sb)
+	if ref == nil || ref.Kind != "SandboxWarmPool" {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err != nil || gv.Group == extv1beta1.GroupName
+}
+
+// PodName is the name of a Sandbox's Pod: its agents.x-k8s.io/pod-name
+// annotation, else the Sandbox's own name.
+func PodName(sb metav1.Object) string {
+	if n := sb.GetAnnotations()[sandboxv1beta1.AnnotationPodName]; n != "" {
+		return n
+	}
+	return sb.GetName()
+}
+
+// Route decides where a request for t goes, given the Sandbox and its Pod
+// (nil when there is none): the Sandbox must have the UID the caller
+// expects, be standalone or claimed, and control a Ready Pod with an IP
+// (the caller's X-Sandbox-Pod-IP, if set, among them; else IPv4 first).
+func Route(sb metav1.Object, pod *corev1.Pod, t Target) (Endpoint, *Error) {
+	name := t.Namespace + "/" + t.ID
+	if t.UID != "" && sb.GetUID() != t.UID {
+		return Endpoint{}, &Error{Status: http.StatusConflict, Reason: ReasonUIDMismatch, Retry: true,
+			Detail: fmt.Sprintf("Sandbox %s has UID %s, not %s.", name, sb.GetUID(), t.UID)}
+	}
+	if IsWarmMember(sb) {
+		return Endpoint{}, &Error{Status: http.StatusForbidden, Reason: ReasonWarmMember, Retry: true,
+			Detail: fmt.Sprintf("Sandbox %s is an unclaimed warm pool member; claim one with a SandboxClaim.", name)}
+	}
+	notReady := func(why string) (Endpoint, *Error) {
+		return Endpoint{}, &Error{Status: http.StatusConflict, Reason: ReasonNotReady, Retry: true,
+			Detail: fmt.Sprintf("Sandbox %s is not ready: %s.", name, why)}
+	}
+	switch {
+	case sb.GetDeletionTimestamp() != nil:
+		return notReady("it is being deleted")
+	case pod == nil:
+		return notReady("it has no pod")
+	}
+	if ref := metav1.GetControllerOfNoCopy(pod); ref == nil || ref.UID != sb.GetUID() {
+		return notReady("pod " + pod.Name + " is not controlled by it")
+	}
+	switch {
+	case pod.DeletionTimestamp != nil:
+		return notReady("pod " + pod.Name + " is terminating")
+	case pod.Status.Phase != corev1.PodRunning:
+		return notReady("pod " + pod.Name + " is " + strings.ToLower(string(pod.Status.Phase)))
+	case !podReady(pod):
+		return notReady("pod " + pod.Name + " is not Ready")
+	}
+	ips := podIPs(pod)
+	if len(ips) == 0 {
+		return notReady("pod " + pod.Name + " has no IP")
+	}
+	ip := ips[0]
+	if t.PodIP.IsValid() {
+		ip = netip.Addr{}
+		for _, a := range ips {
+			if a == t.PodIP {
+				ip = a
+			}
+		}
+		if !ip.IsValid() {
+			return Endpoint{}, &Error{Status: http.StatusConflict, Reason: ReasonPodIPMismatch, Retry: true,
+				Detail: fmt.Sprintf("Sandbox %s: %s is not an IP of its pod %s.", name, t.PodIP, pod.Name)}
+		}
+	}
+	return Endpoint{Namespace: t.Namespace, Sandbox: t.ID, Pod: pod.Name, PodUID: pod.UID, IP: ip, Port: t.Port, Source: SourceCache}, nil
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// podIPs are a Pod's IPs, IPv4 first (as upstream's SDK prefers them).
+func podIPs(pod *corev1.Pod) []netip.Addr {
+	raw := make([]string, 0, len(pod.Status.PodIPs)+1)
+	for _, p := range pod.Status.PodIPs {
+		raw = append(raw, p.IP)
+	}
+	if len(raw) == 0 && pod.Status.PodIP != "" {
+		raw = append(raw, pod.Status.PodIP)
+	}
+	var v4, v6 []netip.Addr
+	for _, s := range raw {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			continue
+		}
+		if a = a.Unmap(); a.Is4() {
+			v4 = append(v4, a)
+		} else {
+			v6 = append(v6, a)
+		}
+	}
+	return append(v4, v6...)
+}
+
+// CacheResolver resolves through a cache (or any reader) of Sandboxes as
+// metadata and of sandbox Pods.
+type CacheResolver struct {
+	// Reader reads Sandboxes (as metav1.PartialObjectMetadata of SandboxGVK)
+	// and Pods.
+	Reader client.Reader
+	// DNSFallback sends a request for a Sandbox the cache does not hold to
+	// X-Sandbox-Pod-IP, else to <id>.<ns>.svc.<ClusterDomain>, as upstream's
+	// router does; off, such requests get 404.
+	DNSFallback   bool
+	ClusterDomain string
+	// Namespaces, if set, are the only namespaces routed to (the ones the
+	// cache watches); Sandboxes elsewhere are not found.
+	Namespaces []string
+}
+
+// Resolve implements Resolver.
+func (r *CacheResolver) Resolve(ctx context.Context, t Target) (Endpoint, error) {
+	if len(r.Namespaces) > 0 && !slices.Contains(r.Namespaces, t.Namespace) {
+		return Endpoint{}, &Error{Status: http.StatusNotFound, Reason: ReasonNotFound,
+			Detail: fmt.Sprintf("Sandbox %s/%s not found.", t.Namespace, t.ID)}
+	}
+	sb := &metav1.PartialObjectMetadata{}
+	sb.SetGroupVersionKind(SandboxGVK)
+	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.ID}, sb)
+	switch {
+	case apierrors.IsNotFound(err) && r.DNSFallback:
+		ep := Endpoint{Namespace: t.Namespace, Sandbox: t.ID, Port: t.Port, IP: t.PodIP, Source: SourcePodIP}
+		if !t.PodIP.IsValid() {
+			ep.Host, ep.Source = t.ID+"."+t.Namespace+".svc."+r.ClusterDomain, SourceDNS
+		}
+		return ep, nil
+	case apierrors.IsNotFound(err):
+		return Endpoint{}, &Error{Status: http.StatusNotFound, Reason: ReasonNotFound, Retry: true,
+			Detail: fmt.Sprintf("Sandbox %s/%s not found.", t.Namespace, t.ID)}
+	case err != nil:
+		return Endpoint{}, &Error{Status: http.StatusBadGateway, Reason: ReasonCacheError,
+			Detail: fmt.Sprintf("Could not look up sandbox %s/%s.", t.Namespace, t.ID)}
+	}
+	pod := &corev1.Pod{}
+	if err := r.Reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: PodName(sb)}, pod); apierrors.IsNotFound(err) {
+		pod = nil
+	} else if err != nil {
+		return Endpoint{}, &Error{Status: http.StatusBadGateway, Reason: ReasonCacheError,
+			Detail: fmt.Sprintf("Could not look up the pod of sandbox %s/%s.", t.Namespace, t.ID)}
+	}
+	ep, rerr := Route(sb, pod, t)
+	if rerr != nil {
+		return ep, rerr
+	}
+	return ep, nil
+}

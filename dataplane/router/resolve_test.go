@@ -1,0 +1,178 @@
+package router
+
+import (
+	"context"
+	"net/http"
+	"net/netip"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+)
+
+// testSandbox is a Sandbox named name in "team", controlled by a kind of
+// the extensions group ("" for none).
+func testSandbox(name, ownerKind string) *sandboxv1beta1.Sandbox {
+	sb := &sandboxv1beta1.Sandbox{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sandboxv1beta1.GroupVersion.String(), Kind: "Sandbox"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team", UID: types.UID("uid-" + name)},
+	}
+	if ownerKind != "" {
+		sb.OwnerReferences = []metav1.OwnerReference{{APIVersion: extv1beta1.GroupVersion.String(), Kind: ownerKind,
+			Name: "owner", UID: "owner-uid", Controller: ptr.To(true)}}
+	}
+	return sb
+}
+
+// testPod is a Running, Ready Pod controlled by sb with the given IPs.
+func testPod(sb *sandboxv1beta1.Sandbox, name string, ips ...string) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sb.Namespace, UID: types.UID("pod-" + name),
+			Labels: map[string]string{sandboxv1beta1.LabelSandboxNameHash: "12345678"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: sandboxv1beta1.GroupVersion.String(), Kind: "Sandbox",
+				Name: sb.Name, UID: sb.UID, Controller: ptr.To(true)}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+	for _, ip := range ips {
+		p.Status.PodIPs = append(p.Status.PodIPs, corev1.PodIP{IP: ip})
+	}
+	if len(ips) > 0 {
+		p.Status.PodIP = ips[0]
+	}
+	return p
+}
+
+func testReader(t *testing.T, objs ...client.Object) client.Reader {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := sandboxv1beta1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+}
+
+func TestRoute(t *testing.T) {
+	standalone := testSandbox("box", "")
+	for _, tc := range []struct {
+		name   string
+		sb     *sandboxv1beta1.Sandbox
+		pod    func(*sandboxv1beta1.Sandbox) *corev1.Pod
+		target Target
+		status int
+		reason string
+		ip     string
+	}{
+		{name: "standalone", sb: standalone, ip: "10.0.0.5"},
+		{name: "claimed", sb: testSandbox("box", "SandboxClaim"), ip: "10.0.0.5"},
+		{name: "unclaimed warm member", sb: testSandbox("box", "SandboxWarmPool"), status: http.StatusForbidden, reason: ReasonWarmMember},
+		{name: "pool label without the owner", sb: func() *sandboxv1beta1.Sandbox {
+			sb := testSandbox("box", "")
+			sb.Labels = map[string]string{sandboxv1beta1.LabelWarmPoolSandbox: "abcd1234"}
+			return sb
+		}(), status: http.StatusForbidden, reason: ReasonWarmMember},
+		{name: "no pod", sb: standalone, pod: func(*sandboxv1beta1.Sandbox) *corev1.Pod { return nil }, status: http.StatusConflict, reason: ReasonNotReady},
+		{name: "pod not ready", sb: standalone, pod: func(sb *sandboxv1beta1.Sandbox) *corev1.Pod {
+			p := testPod(sb, "box", "10.0.0.5")
+			p.Status.Conditions[0].Status = corev1.ConditionFalse
+			return p
+		}, status: http.StatusConflict, reason: ReasonNotReady},
+		{name: "pod pending", sb: standalone, pod: func(sb *sandboxv1beta1.Sandbox) *corev1.Pod {
+			p := testPod(sb, "box")
+			p.Status.Phase = corev1.PodPending
+			return p
+		}, status: http.StatusConflict, reason: ReasonNotReady},
+		{name: "pod terminating", sb: standalone, pod: func(sb *sandboxv1beta1.Sandbox) *corev1.Pod {
+			p := testPod(sb, "box", "10.0.0.5")
+			p.DeletionTimestamp = &metav1.Time{}
+			return p
+		}, status: http.StatusConflict, reason: ReasonNotReady},
+		{name: "pod without ip", sb: standalone, pod: func(sb *sandboxv1beta1.Sandbox) *corev1.Pod { return testPod(sb, "box") },
+			status: http.StatusConflict, reason: ReasonNotReady},
+		{name: "pod of another sandbox", sb: standalone, pod: func(*sandboxv1beta1.Sandbox) *corev1.Pod {
+			return testPod(testSandbox("other", ""), "box", "10.0.0.5")
+		}, status: http.StatusConflict, reason: ReasonNotReady},
+		{name: "sandbox being deleted", sb: func() *sandboxv1beta1.Sandbox {
+			sb := testSandbox("box", "")
+			sb.DeletionTimestamp = &metav1.Time{}
+			return sb
+		}(), status: http.StatusConflict, reason: ReasonNotReady},
+		{name: "uid matches", sb: standalone, target: Target{UID: "uid-box"}, ip: "10.0.0.5"},
+		{name: "uid of an earlier sandbox", sb: standalone, target: Target{UID: "uid-old"}, status: http.StatusConflict, reason: ReasonUIDMismatch},
+		{name: "ipv4 first", sb: standalone, pod: func(sb *sandboxv1beta1.Sandbox) *corev1.Pod { return testPod(sb, "box", "fd00::5", "10.0.0.5") }, ip: "10.0.0.5"},
+		{name: "the caller's pod ip", sb: standalone, pod: func(sb *sandboxv1beta1.Sandbox) *corev1.Pod { return testPod(sb, "box", "10.0.0.5", "fd00::5") },
+			target: Target{PodIP: netip.MustParseAddr("fd00::5")}, ip: "fd00::5"},
+		{name: "a stale pod ip", sb: standalone, target: Target{PodIP: netip.MustParseAddr("10.0.0.9")}, status: http.StatusConflict, reason: ReasonPodIPMismatch},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod(tc.sb, "box", "10.0.0.5")
+			if tc.pod != nil {
+				pod = tc.pod(tc.sb)
+			}
+			target := tc.target
+			target.ID, target.Namespace, target.Port = "box", "team", 8888
+			ep, err := Route(tc.sb, pod, target)
+			if tc.status != 0 {
+				if err == nil || err.Status != tc.status || err.Reason != tc.reason || !err.Retry {
+					t.Fatalf("got %+v, %+v; want a retryable %d %s", ep, err, tc.status, tc.reason)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused: %+v", err)
+			}
+			if ep.IP.String() != tc.ip || ep.Pod != "box" || ep.PodUID != "pod-box" || ep.Port != 8888 || ep.Source != SourceCache {
+				t.Errorf("endpoint %+v, want pod box at %s:8888", ep, tc.ip)
+			}
+		})
+	}
+}
+
+func TestCacheResolver(t *testing.T) {
+	ctx := context.Background()
+	adopted := testSandbox("adopted", "SandboxClaim")
+	adopted.Annotations = map[string]string{sandboxv1beta1.AnnotationPodName: "pool-x7k2p"}
+	warm := testSandbox("pool-b4c9d", "SandboxWarmPool")
+	reader := testReader(t, adopted, testPod(adopted, "pool-x7k2p", "10.0.0.7"), warm, testPod(warm, "pool-b4c9d", "10.0.0.8"))
+	target := func(id string) Target { return Target{ID: id, Namespace: "team", Port: 8888} }
+
+	r := &CacheResolver{Reader: reader, ClusterDomain: "cluster.local"}
+	ep, err := r.Resolve(ctx, target("adopted"))
+	if err != nil || ep.Pod != "pool-x7k2p" || ep.IP.String() != "10.0.0.7" {
+		t.Errorf("a claimed Sandbox's Pod from its pod-name annotation: %+v, %v", ep, err)
+	}
+	if _, err := r.Resolve(ctx, target("pool-b4c9d")); AsError(err).Reason != ReasonWarmMember {
+		t.Errorf("a warm member: %v, want refused", err)
+	}
+	if _, err := r.Resolve(ctx, target("missing")); AsError(err).Status != http.StatusNotFound {
+		t.Errorf("a missing Sandbox: %v, want 404", err)
+	}
+
+	if _, err := (&CacheResolver{Reader: reader, Namespaces: []string{"other"}}).Resolve(ctx, target("adopted")); AsError(err).Status != http.StatusNotFound {
+		t.Errorf("a Sandbox outside the routed namespaces: %v, want 404", err)
+	}
+
+	r.DNSFallback = true
+	if ep, err := r.Resolve(ctx, target("missing")); err != nil || ep.Host != "missing.team.svc.cluster.local" || ep.Source != SourceDNS {
+		t.Errorf("DNS fallback: %+v, %v", ep, err)
+	}
+	withIP := target("missing")
+	withIP.PodIP = netip.MustParseAddr("10.1.2.3")
+	if ep, err := r.Resolve(ctx, withIP); err != nil || ep.IP != withIP.PodIP || ep.Source != SourcePodIP {
+		t.Errorf("DNS fallback with X-Sandbox-Pod-IP: %+v, %v", ep, err)
+	}
+	if _, err := r.Resolve(ctx, target("pool-b4c9d")); AsError(err).Reason != ReasonWarmMember {
+		t.Errorf("the fallback is for unknown Sandboxes only; a warm member: %v, want refused", err)
+	}
+}

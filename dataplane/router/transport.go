@@ -1,0 +1,88 @@
+package router
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// pfHostSuffix marks a URL host that names a Pod to reach by port-forward
+// (<pod-uid>.pod.portforward.invalid): .invalid never resolves, so such a
+// host can never be dialled by mistake.
+const pfHostSuffix = ".pod.portforward.invalid"
+
+// Transport carries requests to endpoints: it turns an Endpoint into the
+// URL host (and Host header) of the outgoing request and dials it, directly
+// or, with a PortForward, through the API server.
+type Transport struct {
+	rt *http.Transport
+	pf *PortForward
+}
+
+// NewTransport returns a Transport dialling pod IPs directly, or through pf
+// when pf is set (endpoints without a Pod, from the DNS fallback, are
+// always dialled directly).
+func NewTransport(pf *PortForward) *Transport {
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	t := &Transport{pf: pf}
+	t.rt = &http.Transport{
+		Proxy: nil, // pod traffic never goes through an environment proxy
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, port, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			if uid, ok := strings.CutSuffix(host, pfHostSuffix); ok && t.pf != nil {
+				p, err := strconv.Atoi(port)
+				if err != nil {
+					return nil, err
+				}
+				return t.pf.DialPod(ctx, types.UID(uid), p)
+			} else if ok {
+				return nil, errNoForward
+			}
+			return d.DialContext(ctx, network, addr)
+		},
+		ForceAttemptHTTP2:     false,
+		DisableCompression:    true, // bodies pass through as the sandbox sends them
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	return t
+}
+
+// RoundTripper is the http.RoundTripper for the reverse proxy.
+func (t *Transport) RoundTripper() http.RoundTripper { return t.rt }
+
+// Address returns the URL host requests to ep go to and the Host header
+// the sandbox sees (the pod's ip:port, or the DNS name and port).
+func (t *Transport) Address(ep Endpoint) (urlHost, hostHeader string) {
+	port := strconv.Itoa(ep.Port)
+	if ep.IP.IsValid() {
+		hostHeader = netip.AddrPortFrom(ep.IP, uint16(ep.Port)).String()
+	} else {
+		hostHeader = net.JoinHostPort(ep.Host, port)
+	}
+	if t.pf != nil && ep.PodUID != "" {
+		t.pf.Remember(ep.PodUID, ep.Namespace, ep.Pod)
+		return string(ep.PodUID) + pfHostSuffix + ":" + port, hostHeader
+	}
+	return hostHeader, hostHeader
+}
+
+// CloseIdleConnections closes idle upstream connections (and, with a
+// PortForward, every port-forward connection).
+func (t *Transport) CloseIdleConnections() {
+	t.rt.CloseIdleConnections()
+	if t.pf != nil {
+		t.pf.Close()
+	}
+}

@@ -1,0 +1,8 @@
+// Package router runs the sandbox router (dataplane/router) against a real
+// API server (envtest): its cache resolves Sandboxes and Pods created here,
+// as the identity and RBAC of config/router, and requests really go
+// through to a server on 127.0.0.1 that the Pods' IPs point at. The
+// TokenReview and SubjectAccessReview path runs against the API server's
+// own ServiceAccount tokens and RBAC. Port-forwarding needs a kubelet,
+// which envtest has not; the unit tests cover it against a fake one.
+package router

@@ -23,6 +23,7 @@ import (
 	sandboxv1alpha1 "github.com/agentsandbox/reconciler/api/v1alpha1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/runtimeclass"
+	"github.com/agentsandbox/reconciler/cmd/localcluster/standin"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
 )
@@ -58,6 +59,8 @@ Commands:
   up                   start a local cluster (no Docker needed) with the CRDs, the
                        controller, its webhooks and optional samples
   down                 stop what up started
+  kubelet              the local cluster's stand-in kubelet (up starts it): runs a
+                       sandbox-runtime per sandbox Pod for kubectl exec/port-forward/logs
   version              print the version
 
 Common flags:
@@ -145,6 +148,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runExec(rest, stdout, stderr)
 	case "cp":
 		return runCp(rest, stdin, stdout, stderr)
+	case "kubelet":
+		return standin.Main(rest, stderr)
 	}
 	if cmd == "policy" {
 		if len(rest) == 0 {

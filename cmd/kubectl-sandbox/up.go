@@ -53,6 +53,7 @@ type upFlags struct {
 	name, workdir, binDir string
 	nodes                 int
 	controller, samples   string
+	runtime               string
 	controllerArgs        stringList
 	kind, foreground, all bool
 	verbose               bool
@@ -90,6 +91,7 @@ func runUp(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.controller, "controller", "", `sandbox-controller binary (default: next to this program, then PATH); "none" starts the cluster only`)
 	fs.Var(&f.controllerArgs, "controller-arg", "extra flag for the controller, e.g. --controller-arg=--default-runtime-class=gvisor; repeatable")
 	fs.StringVar(&f.samples, "samples", "", "directory of manifests to apply once the controller is ready")
+	fs.StringVar(&f.runtime, "runtime", "", `sandbox-runtime binary the stand-in kubelet runs for each sandbox Pod (default: in --bin-dir, next to this program, then PATH); "none" runs no stand-in`)
 	fs.BoolVar(&f.kind, "kind", false, "create a kind cluster instead (Docker needed)")
 	fs.BoolVar(&f.foreground, "foreground", false, "stay in the foreground; Ctrl-C stops everything")
 	fs.BoolVar(&f.verbose, "v", false, "print kwokctl's output")
@@ -119,6 +121,10 @@ func up(f upFlags, stdout, stderr io.Writer) error {
 		}
 		controller = p
 	}
+	standIn, err := standInOptions(f, stdout)
+	if err != nil {
+		return err
+	}
 	if f.samples != "" {
 		if st, err := os.Stat(f.samples); err != nil || !st.IsDir() {
 			return fmt.Errorf("--samples %s: not a directory", f.samples)
@@ -142,6 +148,7 @@ func up(f upFlags, stdout, stderr io.Writer) error {
 			RuntimeClasses: []string{"gvisor", "kata"}, Kind: f.kind, Log: log,
 		},
 		Controller: controller, ControllerArgs: f.controllerArgs, Samples: f.samples, Detach: !f.foreground,
+		StandIn: standIn,
 	})
 	if err != nil {
 		return err
@@ -154,10 +161,23 @@ func up(f upFlags, stdout, stderr io.Writer) error {
 		if f.samples != "" {
 			_, _ = fmt.Fprintf(stdout, "The samples in %s are applied.\n", f.samples)
 		}
+	}
+	if env.StandIn != nil {
+		_, _ = fmt.Fprintf(stdout, "The stand-in kubelet runs as pid %d; its log: %s\n", env.StandIn.PID, env.StandIn.LogPath)
+		_, _ = fmt.Fprintf(stdout, "Each sandbox Pod runs a sandbox-runtime on 127.0.0.1; work directories: %s/<namespace>/<sandbox>/work\n", env.StandIn.Dir)
+	}
+	if env.Controller != nil {
 		_, _ = fmt.Fprint(stdout, `
 Try:
   kubectl get agent-sandbox
-  kubectl patch sandbox sample-sandbox --type merge -p '{"spec":{"operatingMode":"Suspended"}}'
+`)
+		if env.StandIn != nil {
+			_, _ = fmt.Fprint(stdout, `  kubectl exec sample-sandbox -- sh -c 'echo hello > hello.txt; ls -l'
+  kubectl port-forward pod/sample-sandbox 8888 &   # then: curl -s localhost:8888/execute -d '{"command":"cat hello.txt"}'
+  kubectl logs sample-sandbox
+`)
+		}
+		_, _ = fmt.Fprint(stdout, `  kubectl patch sandbox sample-sandbox --type merge -p '{"spec":{"operatingMode":"Suspended"}}'
   kubectl create -f - <<<'{"apiVersion":"extensions.agents.x-k8s.io/v1beta1","kind":"SandboxClaim","metadata":{"name":"my-claim"},"spec":{"warmPoolRef":{"name":"python-pool"}}}'
   kubectl get sandboxclaim my-claim; kubectl get swp python-pool
 `)
@@ -171,13 +191,47 @@ Try:
 	case <-ctx.Done():
 	case err := <-controllerExit(env):
 		_, _ = fmt.Fprintf(stdout, "\nthe controller exited (%v); see its log %s\n", err, env.Controller.LogPath)
+	case err := <-standInExit(env):
+		_, _ = fmt.Fprintf(stdout, "\nthe stand-in kubelet exited (%v); see its log %s\n", err, env.StandIn.LogPath)
 	}
 	_, _ = fmt.Fprintln(stdout, "\nstopping ...")
 	if err := env.Down(); err != nil {
 		return err
 	}
-	_, _ = fmt.Fprintln(stdout, "stopped; no controller or cluster process is left running")
+	_, _ = fmt.Fprintln(stdout, "stopped; no controller, stand-in kubelet, runtime or cluster process is left running")
 	return nil
+}
+
+// standInOptions say how up runs the stand-in kubelet: this program's
+// "kubelet" command with the sandbox-runtime binary of --runtime, found like
+// the cluster binaries when not given. Without one the cluster still starts,
+// with a note that its sandbox Pods are not reachable.
+func standInOptions(f upFlags, stdout io.Writer) (localcluster.StandInOptions, error) {
+	if f.runtime == "none" || f.kind {
+		return localcluster.StandInOptions{}, nil
+	}
+	runtime := f.runtime
+	if runtime == "" {
+		p, err := localcluster.FindBinary(f.binDir, "sandbox-runtime")
+		if err != nil {
+			_, _ = fmt.Fprintf(stdout, "note: %v; sandbox Pods will not be reachable (kubectl exec, port-forward, logs)\n", err)
+			return localcluster.StandInOptions{}, nil
+		}
+		runtime = p
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return localcluster.StandInOptions{}, err
+	}
+	return localcluster.StandInOptions{Command: []string{self, "kubelet"}, Runtime: runtime}, nil
+}
+
+// standInExit reports the stand-in kubelet's exit (never, without one).
+func standInExit(env *localcluster.Env) <-chan error {
+	if env.StandIn == nil {
+		return nil
+	}
+	return env.StandIn.Exited()
 }
 
 // controllerExit reports the controller's exit (never, without one).

@@ -175,9 +175,11 @@ func Alive(pid int, want string) bool {
 }
 
 // state is what `up` leaves for `down`: the detached controller's PID and
-// command line marker, one "key=value" per line.
+// command line marker and the stand-in kubelet's PID (its marker is its
+// --dir), one "key=value" per line.
 type state struct {
 	ControllerPID int
+	StandInPID    int
 	Marker        string
 	Metrics       string
 	LogPath       string
@@ -188,8 +190,8 @@ type state struct {
 func statePath(workdir, name string) string { return filepath.Join(workdir, name+".state") }
 
 func writeState(path string, s state) error {
-	data := fmt.Sprintf("controller-pid=%d\nmarker=%s\nmetrics=%s\nlog=%s\nkubeconfig=%s\nkind=%t\n",
-		s.ControllerPID, s.Marker, s.Metrics, s.LogPath, s.Kubeconfig, s.Kind)
+	data := fmt.Sprintf("controller-pid=%d\nstandin-pid=%d\nmarker=%s\nmetrics=%s\nlog=%s\nkubeconfig=%s\nkind=%t\n",
+		s.ControllerPID, s.StandInPID, s.Marker, s.Metrics, s.LogPath, s.Kubeconfig, s.Kind)
 	return os.WriteFile(path, []byte(data), 0o644)
 }
 
@@ -207,6 +209,8 @@ func readState(path string) (state, error) {
 		switch k {
 		case "controller-pid":
 			s.ControllerPID, _ = strconv.Atoi(v)
+		case "standin-pid":
+			s.StandInPID, _ = strconv.Atoi(v)
 		case "marker":
 			s.Marker = v
 		case "metrics":

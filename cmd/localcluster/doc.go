@@ -15,8 +15,11 @@
 // ServiceAccount and least-privilege RBAC (embedded from config/rbac), and
 // the controller process itself, acting as that ServiceAccount as it does
 // when deployed, started and stopped through a state file so that `down`
-// finds what `up` started. With Kind set it creates a kind cluster instead
-// (Docker needed).
+// finds what `up` started. It creates the cluster with kwok's PortForward,
+// Exec and Logs CRDs enabled and runs the stand-in kubelet (package standin,
+// as `kubectl-sandbox kubelet`), which gives every sandbox Pod a real
+// sandbox-runtime process on this machine. With Kind set it creates a kind
+// cluster instead (Docker needed).
 //
 // It is a library of cmd/: only binaries and the test harness import it.
 package localcluster

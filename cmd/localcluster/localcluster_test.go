@@ -16,7 +16,7 @@ import (
 
 func TestStateRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.state")
-	want := state{ControllerPID: 42, Marker: "/w/clusters/x/kubeconfig.yaml", Metrics: "127.0.0.1:1", LogPath: "/w/x.log", Kubeconfig: "/k", Kind: true}
+	want := state{ControllerPID: 42, StandInPID: 43, Marker: "/w/clusters/x/kubeconfig.yaml", Metrics: "127.0.0.1:1", LogPath: "/w/x.log", Kubeconfig: "/k", Kind: true}
 	if err := writeState(path, want); err != nil {
 		t.Fatal(err)
 	}
@@ -103,6 +103,16 @@ func TestUpRefusesMissingController(t *testing.T) {
 	}
 }
 
+func TestUpRefusesMissingRuntime(t *testing.T) {
+	_, err := Up(context.Background(), UpOptions{
+		Options: Options{Name: "x", Workdir: t.TempDir()},
+		StandIn: StandInOptions{Command: []string{"kubectl-sandbox", "kubelet"}, Runtime: filepath.Join(t.TempDir(), "sandbox-runtime")},
+	})
+	if err == nil || !strings.Contains(err.Error(), "make runtime") {
+		t.Fatalf("Up with a missing sandbox-runtime: %v", err)
+	}
+}
+
 // Every address the local cluster and its controller are told to listen on
 // is loopback: kwokctl's bindAddress (all components) through the
 // configuration file it reads first, and the controller's webhook, metrics
@@ -140,6 +150,10 @@ func TestLoopbackArgs(t *testing.T) {
 	}
 	if !slices.Contains(args, "/bin/etcd") {
 		t.Errorf("kwokctl %v: the etcd binary is missing", args)
+	}
+	// The stand-in kubelet's per-Pod objects need kwok's CRDs.
+	if !slices.Contains(args, "--enable-crds=PortForward,Exec,Logs") {
+		t.Errorf("kwokctl %v: kwok's PortForward, Exec and Logs CRDs are not enabled", args)
 	}
 
 	ctl := strings.Join(controllerArgs(UpOptions{Options: Options{Name: "x", Workdir: workdir}}, "9443"), " ")

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/agentsandbox/reconciler/cmd/localcluster/standin"
 )
 
 // LoopbackAddress is the only address the local cluster listens on: etcd,
@@ -38,10 +41,13 @@ func writeKwokConfig(workdir string) (string, error) {
 
 // createArgs are kwokctl's arguments to create a cluster from the binaries
 // (by name: etcd, kube-apiserver, ...). --config comes first: kwokctl reads
-// it before the rest of the command line.
+// it before the rest of the command line. --enable-crds installs kwok's
+// PortForward, Exec and Logs CRDs and has the kwok controller watch them:
+// the stand-in kubelet's per-Pod objects that send `kubectl port-forward`,
+// `exec` and `logs` to a local process.
 func createArgs(name, config string, binaries map[string]string) []string {
 	args := []string{"--config", config, "create", "cluster", "--name", name, "--runtime", "binary",
-		"--disable-qps-limits", "--wait", "3m"}
+		"--disable-qps-limits", "--wait", "3m", "--enable-crds=" + strings.Join(standin.KwokCRDs, ",")}
 	for _, b := range binaryFlags {
 		args = append(args, b.flag, binaries[b.name])
 	}

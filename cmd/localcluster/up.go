@@ -32,6 +32,10 @@ type UpOptions struct {
 	// Samples is a directory of manifests to apply once the controller is
 	// ready.
 	Samples string
+	// StandIn runs the stand-in kubelet (a sandbox-runtime process per
+	// sandbox Pod, reachable through kubectl exec, port-forward and logs)
+	// when its Runtime is set; not on kind, whose Pods run for real.
+	StandIn StandInOptions
 	// Detach leaves the controller running after this process exits; Down
 	// finds it through the state file in Workdir.
 	Detach bool
@@ -41,6 +45,7 @@ type UpOptions struct {
 type Env struct {
 	Cluster    *Cluster
 	Controller *Controller // nil without a controller
+	StandIn    *StandIn    // nil without a stand-in kubelet
 }
 
 // ErrRunning is returned by Up when the named cluster is already up.
@@ -69,6 +74,11 @@ func Up(ctx context.Context, o UpOptions) (*Env, error) {
 			return nil, fmt.Errorf("controller binary %s: not an executable file (build it with `make controller`)", o.Controller)
 		}
 	}
+	if o.StandIn.Runtime != "" {
+		if st, err := os.Stat(o.StandIn.Runtime); err != nil || st.IsDir() {
+			return nil, fmt.Errorf("sandbox-runtime binary %s: not an executable file (build it with `make runtime`)", o.StandIn.Runtime)
+		}
+	}
 	c, err := Start(ctx, o.Options)
 	if err != nil {
 		return nil, err
@@ -84,6 +94,14 @@ func Up(ctx context.Context, o UpOptions) (*Env, error) {
 		}
 		st.ControllerPID, st.Marker = env.Controller.PID, c.Kubeconfig
 		st.Metrics, st.LogPath = env.Controller.Metrics, env.Controller.LogPath
+	}
+	if o.StandIn.Runtime != "" && !o.Kind {
+		so := o.StandIn
+		so.Detach, so.LogPath = o.Detach, filepath.Join(o.Workdir, o.Name+"-kubelet.log")
+		if env.StandIn, err = StartStandIn(c, so); err != nil {
+			return fail(err)
+		}
+		st.StandInPID = env.StandIn.PID
 	}
 	if err := writeState(statePath(workdir, o.Name), st); err != nil {
 		return fail(err)
@@ -142,10 +160,14 @@ func controllerArgs(o UpOptions, webhookPort string) []string {
 		"--controller-namespace", ControllerNamespace, "--controller-service-account", ControllerServiceAccount}, o.ControllerArgs...)
 }
 
-// Down stops what Up started: the controller first (SIGTERM, so it
-// releases what it holds), then every cluster process.
+// Down stops what Up started: the stand-in kubelet and its runtimes, the
+// controller (SIGTERM, so it releases what it holds), then every cluster
+// process.
 func (e *Env) Down() error {
 	var errs []error
+	if e.StandIn != nil {
+		errs = append(errs, e.StandIn.Stop())
+	}
 	if e.Controller != nil {
 		errs = append(errs, e.Controller.Stop())
 	}
@@ -168,6 +190,14 @@ func Down(ctx context.Context, workdir, name, binDir string, out io.Writer) erro
 	stopped := false
 	path := statePath(workdir, name)
 	st, err := readState(path)
+	sandboxes := filepath.Join(workdir, "clusters", name, "sandboxes")
+	if err == nil && st.StandInPID > 0 && Alive(st.StandInPID, sandboxes) {
+		_, _ = fmt.Fprintf(out, "stopping the stand-in kubelet (pid %d) and its runtimes\n", st.StandInPID)
+		errs = append(errs, stopStandIn(st.StandInPID, sandboxes))
+		stopped = true
+	} else if _, err := os.Stat(sandboxes); err == nil {
+		errs = append(errs, stopStandIn(0, sandboxes)) // runtimes a killed stand-in left
+	}
 	if err == nil && st.ControllerPID > 0 && Alive(st.ControllerPID, st.Marker) {
 		_, _ = fmt.Fprintf(out, "stopping the controller (pid %d)\n", st.ControllerPID)
 		errs = append(errs, StopPID(st.ControllerPID, st.Marker, 30*time.Second))

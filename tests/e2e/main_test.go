@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -78,12 +79,47 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: starting the controller:", err)
 		return 1
 	}
+	// The stand-in kubelet, as make run runs it: a sandbox-runtime process
+	// per sandbox Pod, reachable through port-forward, exec and logs (kind
+	// runs Pods for real).
+	if !cluster.UseKind() {
+		if standIn, err = startStandIn(workdir); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: starting the stand-in kubelet:", err)
+			_ = running.Stop()
+			return 1
+		}
+	}
 	code := m.Run()
+	if standIn != nil {
+		if err := standIn.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: stand-in kubelet:", err)
+			code = 1
+		}
+	}
 	if err := running.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: controller:", err)
 		code = 1
 	}
 	return code
+}
+
+// standIn is the package's stand-in kubelet; runtimeBin the sandbox-runtime
+// it runs.
+var (
+	standIn    *cluster.StandIn
+	runtimeBin string
+)
+
+func startStandIn(workdir string) (*cluster.StandIn, error) {
+	var err error
+	if runtimeBin, err = tests.BuildRuntime(workdir); err != nil {
+		return nil, err
+	}
+	log, err := os.Create(filepath.Join(workdir, "standin.log"))
+	if err != nil {
+		return nil, err
+	}
+	return cluster.StartStandIn(local, runtimeBin, slog.New(slog.NewTextHandler(log, nil)))
 }
 
 // e2eWorkdir holds the package's binaries and logs.

@@ -15,11 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/render"
 	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
 	"github.com/agentsandbox/reconciler/tests/envtest"
@@ -41,7 +43,7 @@ func TestMakeRun(t *testing.T) {
 	defer func() { _ = os.RemoveAll(workdir) }()
 
 	cmd := exec.Command(filepath.Join(bin, "kubectl-sandbox"), "up", "--foreground", "--name", "run", "--workdir", workdir,
-		"--nodes", "1", "--bin-dir", tests.BinDir(), "--controller", controller,
+		"--nodes", "1", "--bin-dir", tests.BinDir(), "--controller", controller, "--runtime", runtimeBin,
 		"--samples", filepath.Join(tests.RepoRoot(), "config", "samples"))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -116,6 +118,10 @@ func TestMakeRun(t *testing.T) {
 		return nil
 	})
 
+	// The stand-in kubelet runs the sample pool's Pods: kubectl exec, logs
+	// and port-forward reach the claimed Sandbox's runtime.
+	checkSamplePodReachable(t, c, cfg, kubeconfig)
+
 	// The controller's metrics move with what it does.
 	ready := `agent_sandboxes{launch_type="none",namespace="default",owned_by="none",ready_condition="True",sandbox_template="none"}`
 	waitFor(t, 30*time.Second, "metrics after Ready", func() error {
@@ -161,6 +167,41 @@ func TestMakeRun(t *testing.T) {
 	if left := cluster.Processes(filepath.Join(workdir, "clusters", "run")); len(left) > 0 {
 		t.Errorf("cluster processes left running: %v", left)
 	}
+}
+
+// checkSamplePodReachable runs a command in the Pod of the sample claim's
+// Sandbox (taken from the sample pool) through kubectl exec and through a
+// port-forward, and reads its log with kubectl logs.
+func checkSamplePodReachable(t *testing.T, c client.Client, cfg *rest.Config, kubeconfig string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	claim := &extv1beta1.SandboxClaim{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "sample-claim"}, claim); err != nil {
+		t.Fatal(err)
+	}
+	sb := &sandboxv1beta1.Sandbox{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: claim.Status.Sandbox.Name}, sb); err != nil {
+		t.Fatal(err)
+	}
+	pod := render.PodName(sb)
+	res, err := execute(forward(t, cfg, "default", pod), "echo hi")
+	if err != nil || res.Stdout != "hi\n" {
+		t.Fatalf("POST /execute through a port-forward to %s: %+v, %v", pod, res, err)
+	}
+	if out, err := kubectl(ctx, kubeconfig, "exec", pod, "--", "sh", "-c", "echo hello > hello.txt; cat hello.txt"); err != nil || out != "hello\n" {
+		t.Fatalf("kubectl exec %s: %q, %v", pod, out, err)
+	}
+	waitFor(t, 30*time.Second, "kubectl logs "+pod, func() error {
+		out, err := kubectl(ctx, kubeconfig, "logs", pod)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "msg=execute") {
+			return fmt.Errorf("kubectl logs %s = %q", pod, out)
+		}
+		return nil
+	})
 }
 
 // buildCLI builds kubectl-sandbox into a temporary directory.

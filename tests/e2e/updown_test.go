@@ -63,12 +63,12 @@ func TestUpDown(t *testing.T) {
 		t.Fatalf("up with a missing controller: exit %d, output %q", code, out)
 	}
 
-	out, code = run(append([]string{"up", "--nodes", "1", "--controller", controller}, common...)...)
+	out, code = run(append([]string{"up", "--nodes", "1", "--controller", controller, "--runtime", runtimeBin}, common...)...)
 	if code != 0 {
 		t.Fatalf("up: exit %d", code)
 	}
 	var kubeconfig, metrics string
-	pid := 0
+	pid, standInPID := 0, 0
 	for _, line := range strings.Split(out, "\n") {
 		line = strings.TrimSpace(line)
 		if v, ok := strings.CutPrefix(line, "export KUBECONFIG="); ok {
@@ -78,9 +78,10 @@ func TestUpDown(t *testing.T) {
 			metrics = v
 		}
 		_, _ = fmt.Sscanf(line, "The controller runs as pid %d;", &pid)
+		_, _ = fmt.Sscanf(line, "The stand-in kubelet runs as pid %d;", &standInPID)
 	}
-	if kubeconfig == "" || pid == 0 || metrics == "" {
-		t.Fatal("up did not report a kubeconfig, a controller pid and its metrics")
+	if kubeconfig == "" || pid == 0 || metrics == "" || standInPID == 0 {
+		t.Fatal("up did not report a kubeconfig, a controller pid and its metrics, and a stand-in kubelet pid")
 	}
 	// up has exited; the controller it started still serves.
 	if err := syscall.Kill(pid, 0); err != nil {
@@ -95,7 +96,7 @@ func TestUpDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertLoopback(t, socks, "etcd", "kube-apiserver", "kube-controller", "kube-scheduler", "kwok-controller", "sandbox-control")
+	assertLoopback(t, socks, "etcd", "kube-apiserver", "kube-controller", "kube-scheduler", "kwok-controller", "sandbox-control", "kubectl-sandbox")
 	resp, err := http.Get(metrics)
 	if err != nil {
 		t.Fatalf("controller metrics after up returned: %v", err)
@@ -136,6 +137,9 @@ func TestUpDown(t *testing.T) {
 	// zombie nobody reaps: Alive does not count those.
 	if localcluster.Alive(pid, "") {
 		t.Errorf("controller pid %d still running after down", pid)
+	}
+	if localcluster.Alive(standInPID, "") {
+		t.Errorf("stand-in kubelet pid %d still running after down", standInPID)
 	}
 	out, code = run(append([]string{"down"}, common...)...)
 	if code != 0 || !strings.Contains(out, "nothing to stop") {

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
-	"github.com/agentsandbox/reconciler/render"
 )
 
 // gcPoll is how soon a directory whose Sandbox or PVCs are on their way
@@ -187,8 +186,10 @@ func (s *StandIn) pvcsLeft(ctx context.Context, k Key, uid types.UID) (left, ter
 	if uid == "" {
 		return false, false, nil
 	}
-	list, err := s.cs.CoreV1().PersistentVolumeClaims(k.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: sandboxv1beta1.LabelSandboxNameHash + "=" + render.NameHash(k.Name)})
+	// Every PVC of the namespace, filtered by owner below: this package
+	// must not import render (the test harness, which render's own tests
+	// use, imports it), and a development cluster's namespace is small.
+	list, err := s.cs.CoreV1().PersistentVolumeClaims(k.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false, false, err
 	}

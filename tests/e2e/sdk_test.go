@@ -156,8 +156,11 @@ func readFile(ctx context.Context, sb *sdk.Sandbox, name, want string) error {
 	}
 	defer func() { _ = rc.Close() }()
 	got, err := io.ReadAll(rc)
-	if err != nil || string(got) != want {
-		return fmt.Errorf("Read(%s) = %q, %v; want %q", name, got, err, want)
+	if err != nil {
+		return fmt.Errorf("Read(%s): %w", name, err)
+	}
+	if string(got) != want {
+		return fmt.Errorf("Read(%s) = %q; want %q", name, got, want)
 	}
 	return nil
 }

@@ -54,9 +54,9 @@ help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_0-9.-]+:.*##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: $(CLUSTER_BINS) controller cli runtime ## Start a local cluster with the CRDs, the controller, the stand-in kubelet (a sandbox-runtime per sandbox Pod) and the samples; Ctrl-C stops everything.
+run: $(CLUSTER_BINS) controller cli runtime router ## Start a local cluster with the CRDs, the controller, the stand-in kubelet (a sandbox-runtime per sandbox Pod), the sandbox router on 127.0.0.1:8080 and the samples; Ctrl-C stops everything.
 	$(BIN)/kubectl-sandbox up --foreground --name agent-sandbox --workdir $(WORK)/kwok --bin-dir $(BIN) \
-		--controller $(BIN)/sandbox-controller --runtime $(BIN)/sandbox-runtime --samples config/samples
+		--controller $(BIN)/sandbox-controller --runtime $(BIN)/sandbox-runtime --router $(BIN)/sandbox-router --samples config/samples
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)

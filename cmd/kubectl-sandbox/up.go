@@ -53,7 +53,8 @@ type upFlags struct {
 	name, workdir, binDir string
 	nodes                 int
 	controller, samples   string
-	runtime               string
+	runtime, router       string
+	routerPort            int
 	controllerArgs        stringList
 	kind, foreground, all bool
 	verbose               bool
@@ -92,6 +93,8 @@ func runUp(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&f.controllerArgs, "controller-arg", "extra flag for the controller, e.g. --controller-arg=--default-runtime-class=gvisor; repeatable")
 	fs.StringVar(&f.samples, "samples", "", "directory of manifests to apply once the controller is ready")
 	fs.StringVar(&f.runtime, "runtime", "", `sandbox-runtime binary the stand-in kubelet runs for each sandbox Pod (default: in --bin-dir, next to this program, then PATH); "none" runs no stand-in`)
+	fs.StringVar(&f.router, "router", "", `sandbox-router binary run on 127.0.0.1 (port-forward transport, no authentication) for SDKs and "kubectl sandbox exec --router" (default: in --bin-dir, next to this program, then PATH); "none" runs no router`)
+	fs.IntVar(&f.routerPort, "router-port", localcluster.DefaultRouterPort, "the router's port on 127.0.0.1; when it is taken, a free one is used (and printed)")
 	fs.BoolVar(&f.kind, "kind", false, "create a kind cluster instead (Docker needed)")
 	fs.BoolVar(&f.foreground, "foreground", false, "stay in the foreground; Ctrl-C stops everything")
 	fs.BoolVar(&f.verbose, "v", false, "print kwokctl's output")
@@ -125,6 +128,10 @@ func up(f upFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	router, err := routerBinary(f, stdout)
+	if err != nil {
+		return err
+	}
 	if f.samples != "" {
 		if st, err := os.Stat(f.samples); err != nil || !st.IsDir() {
 			return fmt.Errorf("--samples %s: not a directory", f.samples)
@@ -148,7 +155,7 @@ func up(f upFlags, stdout, stderr io.Writer) error {
 			RuntimeClasses: []string{"gvisor", "kata"}, Kind: f.kind, Log: log,
 		},
 		Controller: controller, ControllerArgs: f.controllerArgs, Samples: f.samples, Detach: !f.foreground,
-		StandIn: standIn,
+		StandIn: standIn, Router: localcluster.RouterOptions{Binary: router, Port: f.routerPort},
 	})
 	if err != nil {
 		return err
@@ -166,6 +173,13 @@ func up(f upFlags, stdout, stderr io.Writer) error {
 		_, _ = fmt.Fprintf(stdout, "The stand-in kubelet runs as pid %d; its log: %s\n", env.StandIn.PID, env.StandIn.LogPath)
 		_, _ = fmt.Fprintf(stdout, "Each sandbox Pod runs a sandbox-runtime on 127.0.0.1; work directories: %s/<namespace>/<sandbox>/work\n", env.StandIn.Dir)
 	}
+	if env.Router != nil {
+		_, _ = fmt.Fprintf(stdout, "The sandbox router runs as pid %d; its log: %s\n", env.Router.PID, env.Router.LogPath)
+		if env.Router.Fallback {
+			_, _ = fmt.Fprintf(stdout, "(port %d is taken: the router listens on a free port instead)\n", f.routerPort)
+		}
+		_, _ = fmt.Fprintf(stdout, "router: %s\n", env.Router.URL)
+	}
 	if env.Controller != nil {
 		_, _ = fmt.Fprint(stdout, `
 Try:
@@ -175,7 +189,11 @@ Try:
 			_, _ = fmt.Fprint(stdout, `  kubectl exec sample-sandbox -- sh -c 'echo hello > hello.txt; ls -l'
   kubectl port-forward pod/sample-sandbox 8888 &   # then: curl -s localhost:8888/execute -d '{"command":"cat hello.txt"}'
   kubectl logs sample-sandbox
+  kubectl sandbox exec sample-claim -- echo hi
 `)
+			if env.Router != nil {
+				_, _ = fmt.Fprintf(stdout, "  curl -s %s/execute -H \"X-Sandbox-ID: $(kubectl get sandboxclaim sample-claim -o jsonpath='{.status.sandbox.name}')\" -d '{\"command\":\"echo hi\"}'\n", env.Router.URL)
+			}
 		}
 		_, _ = fmt.Fprint(stdout, `  kubectl patch sandbox sample-sandbox --type merge -p '{"spec":{"operatingMode":"Suspended"}}'
   kubectl create -f - <<<'{"apiVersion":"extensions.agents.x-k8s.io/v1beta1","kind":"SandboxClaim","metadata":{"name":"my-claim"},"spec":{"warmPoolRef":{"name":"python-pool"}}}'
@@ -191,6 +209,8 @@ Try:
 	case <-ctx.Done():
 	case err := <-controllerExit(env):
 		_, _ = fmt.Fprintf(stdout, "\nthe controller exited (%v); see its log %s\n", err, env.Controller.LogPath)
+	case err := <-routerExit(env):
+		_, _ = fmt.Fprintf(stdout, "\nthe sandbox router exited (%v); see its log %s\n", err, env.Router.LogPath)
 	case err := <-standInExit(env):
 		_, _ = fmt.Fprintf(stdout, "\nthe stand-in kubelet exited (%v); see its log %s\n", err, env.StandIn.LogPath)
 	}
@@ -198,7 +218,7 @@ Try:
 	if err := env.Down(); err != nil {
 		return err
 	}
-	_, _ = fmt.Fprintln(stdout, "stopped; no controller, stand-in kubelet, runtime or cluster process is left running")
+	_, _ = fmt.Fprintln(stdout, "stopped; no router, controller, stand-in kubelet, runtime or cluster process is left running")
 	return nil
 }
 
@@ -224,6 +244,32 @@ func standInOptions(f upFlags, stdout io.Writer) (localcluster.StandInOptions, e
 		return localcluster.StandInOptions{}, err
 	}
 	return localcluster.StandInOptions{Command: []string{self, "kubelet"}, Runtime: runtime}, nil
+}
+
+// routerBinary is the sandbox-router up runs, found like the cluster
+// binaries when --router is not given; without one the cluster still
+// starts, with a note.
+func routerBinary(f upFlags, stdout io.Writer) (string, error) {
+	switch f.router {
+	case "none":
+		return "", nil
+	case "":
+		p, err := localcluster.FindBinary(f.binDir, "sandbox-router")
+		if err != nil {
+			_, _ = fmt.Fprintf(stdout, "note: %v; no sandbox router runs (SDKs connect by port-forward)\n", err)
+			return "", nil
+		}
+		return p, nil
+	}
+	return f.router, nil
+}
+
+// routerExit reports the router's exit (never, without one).
+func routerExit(env *localcluster.Env) <-chan error {
+	if env.Router == nil {
+		return nil
+	}
+	return env.Router.Exited()
 }
 
 // standInExit reports the stand-in kubelet's exit (never, without one).

@@ -174,12 +174,15 @@ func Alive(pid int, want string) bool {
 	return err == nil && !isZombie(stat)
 }
 
-// state is what `up` leaves for `down`: the detached controller's PID and
-// command line marker and the stand-in kubelet's PID (its marker is its
-// --dir), one "key=value" per line.
+// state is what `up` leaves for `down`: the detached controller's and
+// router's PIDs and their command line marker (the cluster's kubeconfig, a
+// prefix of theirs), the router's URL and the stand-in kubelet's PID (its
+// marker is its --dir), one "key=value" per line.
 type state struct {
 	ControllerPID int
 	StandInPID    int
+	RouterPID     int
+	RouterURL     string
 	Marker        string
 	Metrics       string
 	LogPath       string
@@ -190,8 +193,8 @@ type state struct {
 func statePath(workdir, name string) string { return filepath.Join(workdir, name+".state") }
 
 func writeState(path string, s state) error {
-	data := fmt.Sprintf("controller-pid=%d\nstandin-pid=%d\nmarker=%s\nmetrics=%s\nlog=%s\nkubeconfig=%s\nkind=%t\n",
-		s.ControllerPID, s.StandInPID, s.Marker, s.Metrics, s.LogPath, s.Kubeconfig, s.Kind)
+	data := fmt.Sprintf("controller-pid=%d\nstandin-pid=%d\nrouter-pid=%d\nrouter-url=%s\nmarker=%s\nmetrics=%s\nlog=%s\nkubeconfig=%s\nkind=%t\n",
+		s.ControllerPID, s.StandInPID, s.RouterPID, s.RouterURL, s.Marker, s.Metrics, s.LogPath, s.Kubeconfig, s.Kind)
 	return os.WriteFile(path, []byte(data), 0o644)
 }
 
@@ -211,6 +214,10 @@ func readState(path string) (state, error) {
 			s.ControllerPID, _ = strconv.Atoi(v)
 		case "standin-pid":
 			s.StandInPID, _ = strconv.Atoi(v)
+		case "router-pid":
+			s.RouterPID, _ = strconv.Atoi(v)
+		case "router-url":
+			s.RouterURL = v
 		case "marker":
 			s.Marker = v
 		case "metrics":

@@ -35,6 +35,19 @@ func ControllerKubeconfig(ctx context.Context, c *Cluster, cl client.Client) (st
 	if err := InstallControllerRBAC(ctx, cl); err != nil {
 		return "", err
 	}
+	return impersonatingKubeconfig(c, ControllerUser, "controller")
+}
+
+// InstallControllerRBAC server-side applies the controller's ServiceAccount,
+// roles and bindings from config/rbac (the controller's namespace must
+// exist).
+func InstallControllerRBAC(ctx context.Context, cl client.Client) error {
+	return applyYAML(ctx, cl, rbac.ServiceAccount, rbac.Roles, rbac.Bindings)
+}
+
+// impersonatingKubeconfig writes c's admin kubeconfig with ".<suffix>"
+// added to its path, acting as user by impersonation.
+func impersonatingKubeconfig(c *Cluster, user, suffix string) (string, error) {
 	cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)
 	if err != nil {
 		return "", fmt.Errorf("reading %s: %w", c.Kubeconfig, err)
@@ -44,24 +57,23 @@ func ControllerKubeconfig(ctx context.Context, c *Cluster, cl client.Client) (st
 		return "", fmt.Errorf("%s: no current context with credentials", c.Kubeconfig)
 	}
 	auth := cfg.AuthInfos[kctx.AuthInfo].DeepCopy()
-	auth.Impersonate = ControllerUser
-	cfg.AuthInfos["agent-sandbox-controller"] = auth
+	auth.Impersonate = user
+	name := "agent-sandbox-" + suffix
+	cfg.AuthInfos[name] = auth
 	kctx = kctx.DeepCopy()
-	kctx.AuthInfo = "agent-sandbox-controller"
-	cfg.Contexts["agent-sandbox-controller"] = kctx
-	cfg.CurrentContext = "agent-sandbox-controller"
-	path := c.Kubeconfig + ".controller"
+	kctx.AuthInfo = name
+	cfg.Contexts[name] = kctx
+	cfg.CurrentContext = name
+	path := c.Kubeconfig + "." + suffix
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		return "", fmt.Errorf("writing the controller's kubeconfig: %w", err)
+		return "", fmt.Errorf("writing the %s's kubeconfig: %w", suffix, err)
 	}
 	return path, nil
 }
 
-// InstallControllerRBAC server-side applies the controller's ServiceAccount,
-// roles and bindings from config/rbac (the controller's namespace must
-// exist).
-func InstallControllerRBAC(ctx context.Context, cl client.Client) error {
-	for _, doc := range [][]byte{rbac.ServiceAccount, rbac.Roles, rbac.Bindings} {
+// applyYAML server-side applies every object of the YAML documents.
+func applyYAML(ctx context.Context, cl client.Client, docs ...[]byte) error {
+	for _, doc := range docs {
 		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(doc), 4096)
 		for {
 			obj := &unstructured.Unstructured{}

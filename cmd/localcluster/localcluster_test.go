@@ -16,7 +16,7 @@ import (
 
 func TestStateRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.state")
-	want := state{ControllerPID: 42, StandInPID: 43, Marker: "/w/clusters/x/kubeconfig.yaml", Metrics: "127.0.0.1:1", LogPath: "/w/x.log", Kubeconfig: "/k", Kind: true}
+	want := state{ControllerPID: 42, StandInPID: 43, RouterPID: 44, RouterURL: "http://127.0.0.1:8080", Marker: "/w/clusters/x/kubeconfig.yaml", Metrics: "127.0.0.1:1", LogPath: "/w/x.log", Kubeconfig: "/k", Kind: true}
 	if err := writeState(path, want); err != nil {
 		t.Fatal(err)
 	}

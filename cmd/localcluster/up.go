@@ -36,6 +36,9 @@ type UpOptions struct {
 	// sandbox Pod, reachable through kubectl exec, port-forward and logs)
 	// when its Runtime is set; not on kind, whose Pods run for real.
 	StandIn StandInOptions
+	// Router runs the sandbox router on 127.0.0.1 (port-forward transport,
+	// no authentication) when its Binary is set.
+	Router RouterOptions
 	// Detach leaves the controller running after this process exits; Down
 	// finds it through the state file in Workdir.
 	Detach bool
@@ -46,6 +49,7 @@ type Env struct {
 	Cluster    *Cluster
 	Controller *Controller // nil without a controller
 	StandIn    *StandIn    // nil without a stand-in kubelet
+	Router     *Router     // nil without a router
 }
 
 // ErrRunning is returned by Up when the named cluster is already up.
@@ -79,6 +83,11 @@ func Up(ctx context.Context, o UpOptions) (*Env, error) {
 			return nil, fmt.Errorf("sandbox-runtime binary %s: not an executable file (build it with `make runtime`)", o.StandIn.Runtime)
 		}
 	}
+	if o.Router.Binary != "" {
+		if st, err := os.Stat(o.Router.Binary); err != nil || st.IsDir() {
+			return nil, fmt.Errorf("sandbox-router binary %s: not an executable file (build it with `make router`)", o.Router.Binary)
+		}
+	}
 	c, err := Start(ctx, o.Options)
 	if err != nil {
 		return nil, err
@@ -102,6 +111,14 @@ func Up(ctx context.Context, o UpOptions) (*Env, error) {
 			return fail(err)
 		}
 		st.StandInPID = env.StandIn.PID
+	}
+	if o.Router.Binary != "" {
+		ro := o.Router
+		ro.Detach, ro.LogPath = o.Detach, filepath.Join(o.Workdir, o.Name+"-router.log")
+		if env.Router, err = StartRouter(ctx, c, ro); err != nil {
+			return fail(err)
+		}
+		st.RouterPID, st.RouterURL, st.Marker = env.Router.PID, env.Router.URL, c.Kubeconfig
 	}
 	if err := writeState(statePath(workdir, o.Name), st); err != nil {
 		return fail(err)
@@ -160,11 +177,14 @@ func controllerArgs(o UpOptions, webhookPort string) []string {
 		"--controller-namespace", ControllerNamespace, "--controller-service-account", ControllerServiceAccount}, o.ControllerArgs...)
 }
 
-// Down stops what Up started: the stand-in kubelet and its runtimes, the
-// controller (SIGTERM, so it releases what it holds), then every cluster
-// process.
+// Down stops what Up started: the router, the stand-in kubelet and its
+// runtimes, the controller (SIGTERM, so it releases what it holds), then
+// every cluster process.
 func (e *Env) Down() error {
 	var errs []error
+	if e.Router != nil {
+		errs = append(errs, e.Router.Stop())
+	}
 	if e.StandIn != nil {
 		errs = append(errs, e.StandIn.Stop())
 	}
@@ -191,6 +211,11 @@ func Down(ctx context.Context, workdir, name, binDir string, out io.Writer) erro
 	path := statePath(workdir, name)
 	st, err := readState(path)
 	sandboxes := filepath.Join(workdir, "clusters", name, "sandboxes")
+	if err == nil && st.RouterPID > 0 && Alive(st.RouterPID, st.Marker) {
+		_, _ = fmt.Fprintf(out, "stopping the sandbox router (pid %d)\n", st.RouterPID)
+		errs = append(errs, StopPID(st.RouterPID, st.Marker, routerStopTimeout))
+		stopped = true
+	}
 	if err == nil && st.StandInPID > 0 && Alive(st.StandInPID, sandboxes) {
 		_, _ = fmt.Fprintf(out, "stopping the stand-in kubelet (pid %d) and its runtimes\n", st.StandInPID)
 		errs = append(errs, stopStandIn(st.StandInPID, sandboxes))
@@ -255,7 +280,7 @@ func running(workdir, name string) bool {
 		return true
 	}
 	st, err := readState(statePath(workdir, name))
-	return err == nil && st.ControllerPID > 0 && Alive(st.ControllerPID, st.Marker)
+	return err == nil && (st.ControllerPID > 0 && Alive(st.ControllerPID, st.Marker) || st.RouterPID > 0 && Alive(st.RouterPID, st.Marker))
 }
 
 // ApplyDir server-side applies every manifest in dir (not

@@ -21,6 +21,7 @@ import (
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	sdk "github.com/agentsandbox/reconciler/dataplane/client"
 	"github.com/agentsandbox/reconciler/render"
 	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
@@ -43,7 +44,7 @@ func TestMakeRun(t *testing.T) {
 	defer func() { _ = os.RemoveAll(workdir) }()
 
 	cmd := exec.Command(filepath.Join(bin, "kubectl-sandbox"), "up", "--foreground", "--name", "run", "--workdir", workdir,
-		"--nodes", "1", "--bin-dir", tests.BinDir(), "--controller", controller, "--runtime", runtimeBin,
+		"--nodes", "1", "--bin-dir", tests.BinDir(), "--controller", controller, "--runtime", runtimeBin, "--router", buildRouter(t),
 		"--samples", filepath.Join(tests.RepoRoot(), "config", "samples"))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -55,7 +56,7 @@ func TestMakeRun(t *testing.T) {
 	}
 	defer func() { _ = cmd.Process.Kill() }()
 
-	kubeconfig, controllerPID, metricsURL := "", 0, ""
+	kubeconfig, controllerPID, metricsURL, routerPID, routerURL := "", 0, "", 0, ""
 	lines := bufio.NewScanner(stdout)
 	deadline := time.AfterFunc(3*time.Minute, func() { _ = cmd.Process.Kill() })
 	for lines.Scan() {
@@ -70,13 +71,17 @@ func TestMakeRun(t *testing.T) {
 		if v, ok := strings.CutPrefix(line, "Its metrics: "); ok {
 			metricsURL = v
 		}
+		_, _ = fmt.Sscanf(line, "The sandbox router runs as pid %d;", &routerPID)
+		if v, ok := strings.CutPrefix(line, "router: "); ok {
+			routerURL = v
+		}
 		if strings.HasPrefix(line, "Press Ctrl-C") {
 			break
 		}
 	}
 	deadline.Stop()
-	if kubeconfig == "" || controllerPID == 0 || metricsURL == "" {
-		t.Fatalf("kubectl-sandbox up did not report a kubeconfig, a controller pid and a metrics address")
+	if kubeconfig == "" || controllerPID == 0 || metricsURL == "" || routerPID == 0 || routerURL == "" {
+		t.Fatalf("kubectl-sandbox up did not report a kubeconfig, a controller pid, a metrics address and the router's pid and URL")
 	}
 	drained := make(chan struct{})
 	go func() {
@@ -120,7 +125,7 @@ func TestMakeRun(t *testing.T) {
 
 	// The stand-in kubelet runs the sample pool's Pods: kubectl exec, logs
 	// and port-forward reach the claimed Sandbox's runtime.
-	checkSamplePodReachable(t, c, cfg, kubeconfig)
+	checkSamplePodReachable(t, c, cfg, kubeconfig, routerURL)
 
 	// The controller's metrics move with what it does.
 	ready := `agent_sandboxes{launch_type="none",namespace="default",owned_by="none",ready_condition="True",sandbox_template="none"}`
@@ -164,6 +169,9 @@ func TestMakeRun(t *testing.T) {
 	if err := syscall.Kill(controllerPID, 0); err == nil {
 		t.Errorf("controller pid %d still running", controllerPID)
 	}
+	if err := syscall.Kill(routerPID, 0); err == nil {
+		t.Errorf("sandbox router pid %d still running", routerPID)
+	}
 	if left := cluster.Processes(filepath.Join(workdir, "clusters", "run")); len(left) > 0 {
 		t.Errorf("cluster processes left running: %v", left)
 	}
@@ -172,7 +180,7 @@ func TestMakeRun(t *testing.T) {
 // checkSamplePodReachable runs a command in the Pod of the sample claim's
 // Sandbox (taken from the sample pool) through kubectl exec and through a
 // port-forward, and reads its log with kubectl logs.
-func checkSamplePodReachable(t *testing.T, c client.Client, cfg *rest.Config, kubeconfig string) {
+func checkSamplePodReachable(t *testing.T, c client.Client, cfg *rest.Config, kubeconfig, routerURL string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -189,6 +197,16 @@ func checkSamplePodReachable(t *testing.T, c client.Client, cfg *rest.Config, ku
 	if err != nil || res.Stdout != "hi\n" {
 		t.Fatalf("POST /execute through a port-forward to %s: %+v, %v", pod, res, err)
 	}
+	// The local router reaches it by its Sandbox's name, as the README's
+	// SDK example and kubectl sandbox exec --router do.
+	rsb, err := sdk.Dial(ctx, "default", sb.Name, sdk.WithRouter(routerURL))
+	if err != nil {
+		t.Fatalf("SDK through the router %s: %v", routerURL, err)
+	}
+	if res, err := rsb.Run(ctx, "echo hi"); err != nil || res.Stdout != "hi\n" {
+		t.Fatalf("Run(echo hi) through the router: %+v, %v", res, err)
+	}
+	_ = rsb.Close(ctx)
 	if out, err := kubectl(ctx, kubeconfig, "exec", pod, "--", "sh", "-c", "echo hello > hello.txt; cat hello.txt"); err != nil || out != "hello\n" {
 		t.Fatalf("kubectl exec %s: %q, %v", pod, out, err)
 	}

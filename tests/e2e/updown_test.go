@@ -63,12 +63,12 @@ func TestUpDown(t *testing.T) {
 		t.Fatalf("up with a missing controller: exit %d, output %q", code, out)
 	}
 
-	out, code = run(append([]string{"up", "--nodes", "1", "--controller", controller, "--runtime", runtimeBin}, common...)...)
+	out, code = run(append([]string{"up", "--nodes", "1", "--controller", controller, "--runtime", runtimeBin, "--router", buildRouter(t)}, common...)...)
 	if code != 0 {
 		t.Fatalf("up: exit %d", code)
 	}
 	var kubeconfig, metrics string
-	pid, standInPID := 0, 0
+	pid, standInPID, routerPID, routerURL := 0, 0, 0, ""
 	for _, line := range strings.Split(out, "\n") {
 		line = strings.TrimSpace(line)
 		if v, ok := strings.CutPrefix(line, "export KUBECONFIG="); ok {
@@ -79,6 +79,13 @@ func TestUpDown(t *testing.T) {
 		}
 		_, _ = fmt.Sscanf(line, "The controller runs as pid %d;", &pid)
 		_, _ = fmt.Sscanf(line, "The stand-in kubelet runs as pid %d;", &standInPID)
+		_, _ = fmt.Sscanf(line, "The sandbox router runs as pid %d;", &routerPID)
+		if v, ok := strings.CutPrefix(line, "router: "); ok {
+			routerURL = v
+		}
+	}
+	if routerPID == 0 || routerURL == "" {
+		t.Fatal("up did not report the sandbox router's pid and URL")
 	}
 	if kubeconfig == "" || pid == 0 || metrics == "" || standInPID == 0 {
 		t.Fatal("up did not report a kubeconfig, a controller pid and its metrics, and a stand-in kubelet pid")
@@ -92,11 +99,16 @@ func TestUpDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	socks, err := cluster.Listening(upCluster, pid)
+	socks, err := cluster.Listening(upCluster, pid, routerPID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertLoopback(t, socks, "etcd", "kube-apiserver", "kube-controller", "kube-scheduler", "kwok-controller", "sandbox-control", "kubectl-sandbox")
+	assertLoopback(t, socks, "etcd", "kube-apiserver", "kube-controller", "kube-scheduler", "kwok-controller", "sandbox-control", "kubectl-sandbox", "sandbox-router")
+	if resp, err := http.Get(routerURL + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s/healthz after up returned: %v, %v", routerURL, resp, err)
+	} else {
+		_ = resp.Body.Close()
+	}
 	resp, err := http.Get(metrics)
 	if err != nil {
 		t.Fatalf("controller metrics after up returned: %v", err)
@@ -137,6 +149,9 @@ func TestUpDown(t *testing.T) {
 	// zombie nobody reaps: Alive does not count those.
 	if localcluster.Alive(pid, "") {
 		t.Errorf("controller pid %d still running after down", pid)
+	}
+	if localcluster.Alive(routerPID, "") {
+		t.Errorf("sandbox router pid %d still running after down", routerPID)
 	}
 	if localcluster.Alive(standInPID, "") {
 		t.Errorf("stand-in kubelet pid %d still running after down", standInPID)

@@ -1,0 +1,169 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	routerconfig "github.com/agentsandbox/reconciler/config/router"
+)
+
+// RouterServiceAccount is the ServiceAccount the local sandbox router acts
+// as: the deploy bundle's (config/router), in ControllerNamespace.
+const RouterServiceAccount = "sandbox-router"
+
+// RouterUser is the username the API server sees on the local router's
+// requests.
+const RouterUser = "system:serviceaccount:" + ControllerNamespace + ":" + RouterServiceAccount
+
+// DefaultRouterPort is the local router's port when it is free (upstream's
+// sandbox-router-svc:8080); otherwise a free one is taken.
+const DefaultRouterPort = 8080
+
+// RouterOptions say how to run the sandbox router on this machine.
+type RouterOptions struct {
+	// Binary is the sandbox-router binary; empty runs none.
+	Binary string
+	// Port is the port of its proxy on 127.0.0.1 (default
+	// DefaultRouterPort); when taken, a free one is used instead.
+	Port int
+	// LogPath receives its output.
+	LogPath string
+	// Detach starts it in a session of its own (it outlives the caller).
+	Detach bool
+}
+
+// Router is a sandbox-router process started by StartRouter.
+type Router struct {
+	PID int
+	// URL is its proxy (http://127.0.0.1:<port>); Metrics its /metrics,
+	// /healthz and /readyz address.
+	URL, Metrics string
+	// Fallback says the default port was taken and another one was used.
+	Fallback bool
+	LogPath  string
+	cmd      *exec.Cmd
+	exited   chan error
+}
+
+// RouterKubeconfig gives the local router the identity it has when
+// deployed: the ServiceAccount and ClusterRole of config/router (watch Pods
+// and Sandboxes, pods/portforward, TokenReviews, SubjectAccessReviews), by
+// impersonation, in the admin kubeconfig's path with ".router" added (the
+// marker `down` looks for).
+func RouterKubeconfig(ctx context.Context, c *Cluster, cl client.Client) (string, error) {
+	if err := applyYAML(ctx, cl, routerconfig.RBAC); err != nil {
+		return "", err
+	}
+	return impersonatingKubeconfig(c, RouterUser, "router")
+}
+
+// StartRouter runs the sandbox router against the cluster as upstream's
+// clients expect to reach it, on loopback only: --transport=port-forward
+// (kwok's Pod IPs lead nowhere; on kind the API server's port-forward works
+// too), --auth=none (the cluster is this user's), the proxy on
+// 127.0.0.1:Port and the metrics on a free loopback port. It waits for
+// /readyz (the caches synced).
+func StartRouter(ctx context.Context, c *Cluster, o RouterOptions) (*Router, error) {
+	if st, err := os.Stat(o.Binary); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return nil, fmt.Errorf("sandbox-router binary %s: not an executable file (build it with `make router`)", o.Binary)
+	}
+	cl, err := c.Client()
+	if err != nil {
+		return nil, err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ControllerNamespace}}
+	if err := cl.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	kubeconfig, err := RouterKubeconfig(ctx, c, cl)
+	if err != nil {
+		return nil, err
+	}
+	if o.Port == 0 {
+		o.Port = DefaultRouterPort
+	}
+	addr, fallback, err := routerAddr(o.Port)
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(o.LogPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(o.Binary, "--kubeconfig", kubeconfig, "--transport=port-forward", "--auth=none",
+		"--http-bind-address="+addr, "--metrics-bind-address="+metrics)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if o.Detach {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	} else {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // stopped in order after Ctrl-C
+	}
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", o.Binary, err)
+	}
+	r := &Router{PID: cmd.Process.Pid, URL: "http://" + addr, Metrics: "http://" + metrics + "/metrics", Fallback: fallback,
+		LogPath: o.LogPath, cmd: cmd, exited: make(chan error, 1)}
+	go func() { r.exited <- cmd.Wait(); _ = logFile.Close() }()
+	if err := WaitReady(metrics, r.exited, time.Minute); err != nil {
+		_ = cmd.Process.Kill()
+		out, _ := os.ReadFile(o.LogPath)
+		return nil, fmt.Errorf("sandbox router: %w (log %s)\n%s", err, o.LogPath, lastLines(string(out), 20))
+	}
+	return r, nil
+}
+
+// routerAddr is 127.0.0.1:port when that port is free, else a free port
+// (fallback true).
+func routerAddr(port int) (string, bool, error) {
+	addr := net.JoinHostPort(LoopbackAddress, strconv.Itoa(port))
+	if l, err := net.Listen("tcp", addr); err == nil {
+		_ = l.Close()
+		return addr, false, nil
+	}
+	free, err := FreeAddr()
+	return free, true, err
+}
+
+// Exited delivers the process's Wait result once, when it ends.
+func (r *Router) Exited() <-chan error { return r.exited }
+
+// Stop sends SIGTERM and waits up to 45 seconds (the router drains open
+// requests for 30), then kills.
+func (r *Router) Stop() error {
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		if errors.Is(err, os.ErrProcessDone) {
+			return nil
+		}
+		return err
+	}
+	select {
+	case err := <-r.exited:
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signaled() {
+			return fmt.Errorf("sandbox router ended by %v", exit.Sys().(syscall.WaitStatus).Signal())
+		}
+		return err
+	case <-time.After(routerStopTimeout):
+		_ = r.cmd.Process.Kill()
+		return fmt.Errorf("the sandbox router did not stop within %s of SIGTERM and was killed", routerStopTimeout)
+	}
+}
+
+const routerStopTimeout = 45 * time.Second

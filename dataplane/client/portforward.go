@@ -30,11 +30,17 @@ type portForward struct {
 	url  *url.URL
 	pod  string // namespace/name, for errors
 	port int
+	// core, namespace and name find the Pod to follow (see follow).
+	core            *rest.RESTClient
+	namespace, name string
+	tr              *http.Transport
 
 	mu     sync.Mutex
 	conn   httpstream.Connection
 	nextID int
 	closed bool
+	// stopFollowing ends follow; nil until the first connection.
+	stopFollowing context.CancelFunc
 }
 
 func newPortForward(cfg *rest.Config, core *rest.RESTClient, namespace, pod string, port int) (*portForward, error) {
@@ -42,20 +48,23 @@ func newPortForward(cfg *rest.Config, core *rest.RESTClient, namespace, pod stri
 		return nil, fmt.Errorf("port-forward to pod %s/%s: no Kubernetes client (use New)", namespace, pod)
 	}
 	u := core.Post().Namespace(namespace).Resource("pods").Name(pod).SubResource("portforward").URL()
-	return &portForward{cfg: cfg, url: u, pod: namespace + "/" + pod, port: port}, nil
-}
-
-func (p *portForward) transport() http.RoundTripper {
+	p := &portForward{cfg: cfg, url: u, pod: namespace + "/" + pod, port: port, core: core, namespace: namespace, name: pod}
 	// An idle HTTP connection is a pair of streams; the transport's read
 	// loop sees them end when the SPDY connection drops, and dials anew.
-	return &http.Transport{DialContext: p.dial, MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}
+	p.tr = &http.Transport{DialContext: p.dial, MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}
+	return p, nil
 }
+
+func (p *portForward) transport() http.RoundTripper { return p.tr }
 
 // Close ends the SPDY connection and every stream on it.
 func (p *portForward) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
+	if p.stopFollowing != nil {
+		p.stopFollowing()
+	}
 	if p.conn != nil {
 		_ = p.conn.Close()
 		p.conn = nil
@@ -83,6 +92,11 @@ func (p *portForward) connection(ctx context.Context) (httpstream.Connection, er
 		return nil, err
 	}
 	p.conn = conn
+	if p.stopFollowing == nil {
+		fctx, cancel := context.WithCancel(context.Background())
+		p.stopFollowing = cancel
+		go p.follow(fctx)
+	}
 	return conn, nil
 }
 

@@ -41,7 +41,9 @@ func (f *fakeAPIServer) drop() {
 func newFakeAPIServer(t *testing.T, pod, target string) (*fakeAPIServer, *httptest.Server) {
 	f := &fakeAPIServer{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.upgrades.Add(1)
+		if strings.HasSuffix(r.URL.Path, "/portforward") {
+			f.upgrades.Add(1)
+		}
 		if r.URL.Path != "/api/v1/namespaces/team-a/pods/"+pod+"/portforward" {
 			writeJSON(w, 404, map[string]any{"kind": "Status", "status": "Failure", "reason": "NotFound",
 				"message": `pods "x" not found`, "code": 404})

@@ -28,9 +28,10 @@ var routerPID int
 
 // startRouter builds bin/sandbox-router's source as the controller is
 // built, starts it on 127.0.0.1 with the port-forward transport and no
-// authentication, waits for /readyz and returns its base URL. It is
-// stopped when the test ends.
-func startRouter(t *testing.T, kubeconfig string) string {
+// authentication, waits for /readyz and returns its base URL and a stop
+// function (its command line names the cluster's kubeconfig, so it must stop
+// before the cluster does).
+func startRouter(t *testing.T, kubeconfig string) (string, func()) {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "sandbox-router")
@@ -43,17 +44,17 @@ func startRouter(t *testing.T, kubeconfig string) string {
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--transport=port-forward", "--auth=none",
 		"--allow-local-addresses", "--http-bind-address", addr, "--metrics-bind-address", metrics)
 	logPath := filepath.Join(dir, "router.log")
-	exited := startProcess(t, cmd, logPath)
+	exited, stop := startProcess(t, cmd, logPath)
 	routerPID = cmd.Process.Pid
 	if err := tests.WaitReady(metrics, exited, time.Minute); err != nil {
 		t.Fatalf("router: %v (log %s)", err, logPath)
 	}
-	return "http://" + addr
+	return "http://" + addr, stop
 }
 
 // startProcess starts cmd with its output in logPath and stops it
-// (SIGTERM, then SIGKILL) when the test ends.
-func startProcess(t *testing.T, cmd *exec.Cmd, logPath string) <-chan error {
+// (SIGTERM, then SIGKILL) when stop is called or the test ends.
+func startProcess(t *testing.T, cmd *exec.Cmd, logPath string) (exited <-chan error, stop func()) {
 	t.Helper()
 	log, err := os.Create(logPath)
 	if err != nil {
@@ -63,19 +64,23 @@ func startProcess(t *testing.T, cmd *exec.Cmd, logPath string) <-chan error {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
+	ch := make(chan error, 1)
 	done := make(chan struct{})
-	go func() { exited <- cmd.Wait(); close(done); _ = log.Close() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	return exited
+	go func() { ch <- cmd.Wait(); close(done); _ = log.Close() }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return ch, stop
 }
 
 // floorRuntimes starts n sandbox-runtime processes on 127.0.0.1, with no

@@ -143,7 +143,8 @@ func TestBenchDataplane(t *testing.T) {
 	}()
 	ctrl := startController(t, local.Kubeconfig)
 	defer ctrl.stop(t)
-	routerURL := startRouter(t, local.Kubeconfig)
+	routerURL, stopRouter := startRouter(t, local.Kubeconfig)
+	defer stopRouter()
 
 	c, err := client.New(local.Config, client.Options{Scheme: envtest.Scheme()})
 	if err != nil {

@@ -119,9 +119,10 @@ fuzz: ## Fuzz render, conversion and policy loading for FUZZTIME each (seeded fr
 	done
 
 .PHONY: bench
-bench: $(CLUSTER_BINS) ## Run the benchmarks on a local cluster and print JSON (BENCH_N=500 by default).
+bench: $(CLUSTER_BINS) ## Run the benchmarks on a local cluster and print JSON (BENCH_N=500 by default; BENCH_RUN=TestBenchDataplane for the data plane only).
 	AGENT_SANDBOX_BENCH=1 BENCH_N=$${BENCH_N:-500} BENCH_OUT=$${BENCH_OUT:-$(WORK)/bench.json} \
-		go test -count=1 -timeout 180m -run TestBench -v ./tests/bench/ 2>&1 | grep -v '^=== RUN'
+		BENCH_DATAPLANE_OUT=$${BENCH_DATAPLANE_OUT:-$(WORK)/bench-dataplane.json} \
+		go test -count=1 -timeout 180m -run "$${BENCH_RUN:-TestBench}" -v ./tests/bench/ 2>&1 | grep -v '^=== RUN'
 
 .PHONY: golden
 golden: ## Rewrite golden files from the current code (review the diff like code).

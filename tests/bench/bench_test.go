@@ -237,9 +237,15 @@ func TestBench(t *testing.T) {
 	res.ControllerRequestsByVerb = ctrl.requestsByVerb(t)
 	res.Applies = ctrl.series(t, "agent_sandbox_apply_total")
 	res.ControllerPeakRSSMB = ctrl.peakRSSMB()
+	report(t, res, "BENCH_OUT")
+}
+
+// report prints a bench's JSON document and writes it to the file the
+// environment variable outEnv names, if set.
+func report(t *testing.T, res any, outEnv string) {
 	out, _ := json.MarshalIndent(res, "", "  ")
 	fmt.Println(string(out))
-	if path := os.Getenv("BENCH_OUT"); path != "" {
+	if path := os.Getenv(outEnv); path != "" {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}

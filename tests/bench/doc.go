@@ -1,6 +1,10 @@
 // Package bench measures the controller on a local cluster and prints one
 // JSON document: a raw lower bound (Pods and Services created directly), cold
 // create, a metadata-only touch, suspend, resume and delete of N Sandboxes,
-// with the controller's API requests by verb. It runs only under `make bench`;
-// figures are reported, never asserted.
+// with the controller's API requests by verb. TestBenchDataplane measures the
+// data plane on a local cluster with the stand-in kubelet: claim -> first
+// command (SDK Create then Run, paced and at once, by port-forward and
+// through bin/sandbox-router) as a ratio to claim Ready, and commands per
+// second as a ratio to sandbox-runtime processes reached without Kubernetes.
+// They run only under `make bench`; figures are reported, never asserted.
 package bench

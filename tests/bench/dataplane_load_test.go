@@ -1,0 +1,332 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sdk "github.com/agentsandbox/reconciler/dataplane/client"
+	"github.com/agentsandbox/reconciler/tests"
+)
+
+// routerPID is the running router's pid, for the CPU profile.
+var routerPID int
+
+// startRouter builds bin/sandbox-router's source as the controller is
+// built, starts it on 127.0.0.1 with the port-forward transport and no
+// authentication, waits for /readyz and returns its base URL and a stop
+// function (its command line names the cluster's kubeconfig, so it must stop
+// before the cluster does).
+func startRouter(t *testing.T, kubeconfig string) (string, func()) {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sandbox-router")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/sandbox-router")
+	build.Dir = tests.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the router: %v\n%s", err, out)
+	}
+	addr, metrics := freeAddr(t), freeAddr(t)
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--transport=port-forward", "--auth=none",
+		"--allow-local-addresses", "--http-bind-address", addr, "--metrics-bind-address", metrics)
+	logPath := filepath.Join(dir, "router.log")
+	exited, stop := startProcess(t, cmd, logPath)
+	routerPID = cmd.Process.Pid
+	if err := tests.WaitReady(metrics, exited, time.Minute); err != nil {
+		t.Fatalf("router: %v (log %s)", err, logPath)
+	}
+	return "http://" + addr, stop
+}
+
+// startProcess starts cmd with its output in logPath and stops it
+// (SIGTERM, then SIGKILL) when stop is called or the test ends.
+func startProcess(t *testing.T, cmd *exec.Cmd, logPath string) (exited <-chan error, stop func()) {
+	t.Helper()
+	log, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan error, 1)
+	done := make(chan struct{})
+	go func() { ch <- cmd.Wait(); close(done); _ = log.Close() }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return ch, stop
+}
+
+// floorRuntimes starts n sandbox-runtime processes on 127.0.0.1, with no
+// Kubernetes, and connects the SDK to each with WithBaseURL: the same
+// calls as on a claimed sandbox, without the API server in the way.
+func floorRuntimes(t *testing.T, runtimeBin string, n int) []*sdk.Sandbox {
+	t.Helper()
+	out := make([]*sdk.Sandbox, n)
+	for i := range out {
+		dir := t.TempDir()
+		addr := freeAddr(t)
+		cmd := exec.Command(runtimeBin, "--listen-address", addr, "--base-dir", filepath.Join(dir, "work"))
+		startProcess(t, cmd, filepath.Join(dir, "runtime.log"))
+		floorPIDs = append(floorPIDs, cmd.Process.Pid)
+		sb, err := sdk.Dial(context.Background(), "floor", fmt.Sprintf("floor-%d", i), sdk.WithBaseURL("http://"+addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = sb
+	}
+	return out
+}
+
+// floorPIDs are the floor's runtime processes, for the CPU profile.
+var floorPIDs []int
+
+// claimWatch records when the bench's watch first sees each claim Ready.
+type claimWatch struct {
+	mu      sync.Mutex
+	readyAt map[string]time.Time
+}
+
+func watchClaims(t *testing.T, watched cache.Cache) *claimWatch {
+	w := &claimWatch{readyAt: map[string]time.Time{}}
+	informer, err := watched.GetInformer(context.Background(), &extv1beta1.SandboxClaim{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := func(obj any) {
+		cl, ok := obj.(*extv1beta1.SandboxClaim)
+		if !ok {
+			return
+		}
+		for _, cond := range cl.Status.Conditions {
+			if cond.Type == extv1beta1.ConditionReady && cond.Status == metav1.ConditionTrue {
+				w.mu.Lock()
+				if _, ok := w.readyAt[cl.Name]; !ok {
+					w.readyAt[cl.Name] = time.Now()
+				}
+				w.mu.Unlock()
+			}
+		}
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: seen, UpdateFunc: func(_, o any) { seen(o) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// waitReady waits until the claim name is seen Ready and returns when.
+func (w *claimWatch) waitReady(ctx context.Context, name string) (time.Time, error) {
+	for {
+		w.mu.Lock()
+		at, ok := w.readyAt[name]
+		w.mu.Unlock()
+		if ok {
+			return at, nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("claim %s: %w", name, ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// schedule runs f for 0..n-1, one started every `every` (all at once when
+// every is 0), and summarises the durations f returns.
+func schedule(n int, every time.Duration, f func(i int) (time.Duration, error), t *testing.T) Latency {
+	var (
+		mu   sync.Mutex
+		lat  []float64
+		errs int
+		wg   sync.WaitGroup
+	)
+	gate := make(chan struct{})
+	start := time.Now()
+	for i := range n {
+		wg.Go(func() {
+			<-gate
+			time.Sleep(time.Duration(i) * every)
+			d, err := f(i)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if errs == 0 {
+					t.Logf("claim %d: %v", i, err)
+				}
+				errs++
+				return
+			}
+			lat = append(lat, ms(d))
+		})
+	}
+	close(gate)
+	wg.Wait()
+	l := Latency{Claims: n, Errors: errs, Seconds: round2(time.Since(start).Seconds())}
+	sort.Float64s(lat)
+	if len(lat) > 0 {
+		l.P50Ms, l.P99Ms, l.MaxMs = quantile(lat, 0.5), quantile(lat, 0.99), lat[len(lat)-1]
+	}
+	return l
+}
+
+// claimReadyPhase is the floor of claim -> first command: claims created
+// with a plain client, until seen Ready; then deleted.
+func claimReadyPhase(t *testing.T, c client.Client, w *claimWatch, ns, key string, n int, every time.Duration) Latency {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	name := func(i int) string { return fmt.Sprintf("floor-%s-%d", key, i) }
+	l := schedule(n, every, func(i int) (time.Duration, error) {
+		cl := &extv1beta1.SandboxClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i)},
+			Spec:       extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: "pool"}},
+		}
+		began := time.Now()
+		if err := c.Create(ctx, cl); err != nil {
+			return 0, err
+		}
+		at, err := w.waitReady(ctx, cl.Name)
+		return at.Sub(began), err
+	}, t)
+	parallel(n, func(i int) error {
+		cl := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name(i)}}
+		return client.IgnoreNotFound(c.Delete(context.Background(), cl, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+	}, t)
+	return l
+}
+
+// firstCommandPhase is SDK Create from the pool then Run("echo hi"), timed
+// until the output is back; the sandboxes are closed (their claims deleted)
+// afterwards.
+func firstCommandPhase(t *testing.T, sc *sdk.Client, ns string, n int, every time.Duration) Latency {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sbs := make([]*sdk.Sandbox, n)
+	l := schedule(n, every, func(i int) (time.Duration, error) {
+		began := time.Now()
+		sb, err := sc.Create(ctx, ns, "pool")
+		if err != nil {
+			return 0, err
+		}
+		sbs[i] = sb
+		res, err := sb.Run(ctx, "echo hi")
+		d := time.Since(began)
+		if err == nil && (res.ExitCode != 0 || res.Stdout != "hi\n") {
+			err = fmt.Errorf("echo hi: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+		}
+		return d, err
+	}, t)
+	parallel(n, func(i int) error {
+		if sbs[i] == nil {
+			return nil
+		}
+		return sbs[i].Close(context.Background())
+	}, t)
+	return l
+}
+
+// commandPhase runs "echo hi" 100 times one after the other on the first
+// sandbox, then from `clients` goroutines spread over sbs for d.
+func commandPhase(t *testing.T, sbs []*sdk.Sandbox, clients int, d time.Duration) Commands {
+	ctx := context.Background()
+	run := func(sb *sdk.Sandbox) (float64, error) {
+		began := time.Now()
+		res, err := sb.Run(ctx, "echo hi")
+		if err == nil && res.Stdout != "hi\n" {
+			err = fmt.Errorf("echo hi: exit %d, stdout %q", res.ExitCode, res.Stdout)
+		}
+		return ms(time.Since(began)), err
+	}
+	out := Commands{Clients: clients, Sandboxes: len(sbs)}
+	var seq []float64
+	for range 100 {
+		v, err := run(sbs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq = append(seq, v)
+	}
+	sort.Float64s(seq)
+	out.SequentialP50Ms, out.SequentialP99Ms = quantile(seq, 0.5), quantile(seq, 0.99)
+
+	cpu := cpuWithExtra()
+	var mu sync.Mutex
+	var lat []float64
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for i := range clients {
+		wg.Go(func() {
+			var mine []float64
+			errs := 0
+			for time.Now().Before(deadline) {
+				v, err := run(sbs[i%len(sbs)])
+				if err != nil {
+					if errs == 0 {
+						t.Logf("client %d: %v", i, err)
+					}
+					errs++
+					continue
+				}
+				mine = append(mine, v)
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			out.Errors += errs
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start).Seconds()
+	out.CPUSeconds = cpuDiff(cpuWithExtra(), cpu)
+	sort.Float64s(lat)
+	out.Seconds, out.Done = round2(elapsed), len(lat)
+	out.PerSecond = round2(float64(len(lat)) / elapsed)
+	out.P50Ms, out.P99Ms = quantile(lat, 0.5), quantile(lat, 0.99)
+	return out
+}
+
+// cpuWithExtra is cpuByProcess with the router and the floor's runtimes.
+func cpuWithExtra() map[string]float64 {
+	out := cpuByProcess(clusterDirOf)
+	if routerPID > 0 {
+		out["sandbox-router"] = procCPU(routerPID)
+	}
+	for _, pid := range floorPIDs {
+		out["sandbox-runtime (floor)"] += procCPU(pid)
+	}
+	return out
+}
+
+func logJSON(t *testing.T, name string, v any) {
+	if b, err := json.Marshal(v); err == nil {
+		t.Logf("%s: %s", name, b)
+	}
+}

@@ -1,0 +1,303 @@
+package bench
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	sdk "github.com/agentsandbox/reconciler/dataplane/client"
+	"github.com/agentsandbox/reconciler/tests"
+	"github.com/agentsandbox/reconciler/tests/cluster"
+	"github.com/agentsandbox/reconciler/tests/envtest"
+)
+
+// Dataplane is the JSON document TestBenchDataplane prints: the data plane
+// on the local cluster with the stand-in kubelet (one sandbox-runtime
+// process per sandbox Pod, reached through the API server's
+// pods/portforward), each figure with the floor it is compared with,
+// measured in the same run.
+type Dataplane struct {
+	Pool            int     `json:"pool"`
+	Nodes           int     `json:"nodes"`
+	PoolFillSeconds float64 `json:"pool_fill_seconds"`
+	// ClaimReady is the floor of claim -> first command: a SandboxClaim
+	// created with a plain client until the bench's watch sees it Ready
+	// (what the existing claim bench measures), with the same pacing.
+	ClaimReady map[string]Latency `json:"claim_ready_floor"`
+	// FirstCommand is SDK Create from the pool, then Run("echo hi"), until
+	// its output is back: "paced_direct", "paced_router", "burst_direct",
+	// "burst_router". Direct is the SDK's port-forward; router is
+	// bin/sandbox-router --transport=port-forward. Ratios are to
+	// ClaimReady of the same pacing.
+	FirstCommand map[string]Latency `json:"claim_to_first_command"`
+	// Commands is "echo hi" on already claimed sandboxes: "floor" (the same
+	// SDK calls against sandbox-runtime processes on 127.0.0.1, no
+	// Kubernetes), "direct" and "router". Ratios are to "floor".
+	Commands map[string]Commands `json:"commands"`
+}
+
+// Latency summarises claim latencies of one phase.
+type Latency struct {
+	Claims int     `json:"claims"`
+	Errors int     `json:"errors"`
+	P50Ms  float64 `json:"p50_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+	MaxMs  float64 `json:"max_ms"`
+	// Seconds is the phase's duration, first request to last answer.
+	Seconds float64 `json:"seconds"`
+	// Ratios of P50Ms and P99Ms to the floor's.
+	RatioP50 float64 `json:"p50_ratio_to_floor,omitempty"`
+	RatioP99 float64 `json:"p99_ratio_to_floor,omitempty"`
+}
+
+// Commands is one way of running commands: one at a time (latency), then
+// Clients at once on Sandboxes sandboxes for Seconds (throughput).
+type Commands struct {
+	SequentialP50Ms float64 `json:"sequential_p50_ms"`
+	SequentialP99Ms float64 `json:"sequential_p99_ms"`
+	Clients         int     `json:"clients"`
+	Sandboxes       int     `json:"sandboxes"`
+	Seconds         float64 `json:"seconds"`
+	Done            int     `json:"commands"`
+	Errors          int     `json:"errors"`
+	PerSecond       float64 `json:"commands_per_second"`
+	P50Ms           float64 `json:"concurrent_p50_ms"`
+	P99Ms           float64 `json:"concurrent_p99_ms"`
+	// RatioP50 is SequentialP50Ms over the floor's; RatioPerSecond is the
+	// floor's commands per second over these (both ≥ 1 when slower).
+	RatioP50       float64 `json:"sequential_p50_ratio_to_floor,omitempty"`
+	RatioPerSecond float64 `json:"time_per_command_ratio_to_floor,omitempty"`
+	// CPUSeconds by process during the throughput run ("bench" hosts the
+	// load generator and the stand-in kubelet).
+	CPUSeconds map[string]float64 `json:"cpu_seconds,omitempty"`
+}
+
+// TestBenchDataplane measures claim -> first command and commands per
+// second, directly and through the router. It runs only with
+// AGENT_SANDBOX_BENCH=1 (make bench). BENCH_DP_POOL sets the warm pool
+// (100), BENCH_DP_PACED the paced claims (30, one every 200 ms),
+// BENCH_DP_BURST the claims at once (the pool), BENCH_DP_CLIENTS and
+// BENCH_DP_SANDBOXES the throughput load (8 on 4), BENCH_DP_SECONDS its
+// length (10), BENCH_DATAPLANE_OUT a file for the JSON.
+func TestBenchDataplane(t *testing.T) {
+	if os.Getenv("AGENT_SANDBOX_BENCH") != "1" {
+		t.Skip("benchmarks run with `make bench` (AGENT_SANDBOX_BENCH=1)")
+	}
+	pool := envInt(t, "BENCH_DP_POOL", 100)
+	paced := min(envInt(t, "BENCH_DP_PACED", 30), pool)
+	burst := min(envInt(t, "BENCH_DP_BURST", pool), pool)
+	clients := envInt(t, "BENCH_DP_CLIENTS", 8)
+	sandboxes := min(envInt(t, "BENCH_DP_SANDBOXES", 4), pool)
+	seconds := envInt(t, "BENCH_DP_SECONDS", 10)
+	// Room for the pool, a burst of claimed members and their refill.
+	res := Dataplane{Pool: pool, Nodes: 3*pool/100 + 2,
+		ClaimReady: map[string]Latency{}, FirstCommand: map[string]Latency{}, Commands: map[string]Commands{}}
+
+	ctx := context.Background()
+	workdir, err := os.MkdirTemp("", "agent-sandbox-bench-dp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = os.RemoveAll(workdir) }()
+	local, err := cluster.Start(ctx, cluster.Options{
+		Name: "bench-dp", Workdir: workdir, Nodes: res.Nodes, InstallCRDs: true, RuntimeClasses: []string{"gvisor"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := local.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	clusterDirOf = filepath.Join(local.Workdir, "clusters", local.Name)
+	runtimeBin, err := tests.BuildRuntime(workdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	standInLog, err := os.Create(filepath.Join(workdir, "standin.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	standIn, err := cluster.StartStandIn(local, runtimeBin, slog.New(slog.NewTextHandler(standInLog, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := standIn.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	ctrl := startController(t, local.Kubeconfig)
+	defer ctrl.stop(t)
+	routerURL, stopRouter := startRouter(t, local.Kubeconfig)
+	defer stopRouter()
+
+	c, err := client.New(local.Config, client.Options{Scheme: envtest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := mkNamespace(t, c, "dataplane")
+	watched, err := cache.New(local.Config, cache.Options{Scheme: envtest.Scheme(),
+		DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := watchClaims(t, watched)
+	if _, err := watched.GetInformer(ctx, &sandboxv1beta1.Sandbox{}); err != nil {
+		t.Fatal(err)
+	}
+	cacheCtx, stopCache := context.WithCancel(ctx)
+	defer stopCache()
+	go func() { _ = watched.Start(cacheCtx) }()
+	if !watched.WaitForCacheSync(ctx) {
+		t.Fatal("bench informers did not sync")
+	}
+
+	start := time.Now()
+	for _, o := range []client.Object{
+		&extv1beta1.SandboxTemplate{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
+			Spec: extv1beta1.SandboxTemplateSpec{PodTemplate: sandboxv1beta1.PodTemplate{Spec: corev1.PodSpec{
+				RuntimeClassName: ptr.To("gvisor"),
+				Containers:       []corev1.Container{{Name: "agent", Image: "python:3.13-slim", Ports: []corev1.ContainerPort{{ContainerPort: 8888}}}},
+			}}},
+		},
+		&extv1beta1.SandboxWarmPool{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool"},
+			Spec:       extv1beta1.SandboxWarmPoolSpec{Replicas: ptr.To(int32(pool)), TemplateRef: extv1beta1.SandboxTemplateRef{Name: "agent"}},
+		},
+	} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitPool(t, watched, ns, pool)
+	res.PoolFillSeconds = round2(time.Since(start).Seconds())
+
+	direct, err := sdk.New(local.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaRouter, err := sdk.New(local.Config, sdk.WithRouter(routerURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each phase starts on a full pool; the floor and the SDK alternate so
+	// that a drift of the machine affects them alike.
+	phase := func(key string, n int, every time.Duration, floor bool, sc *sdk.Client) {
+		waitPool(t, watched, ns, pool)
+		settle()
+		var l Latency
+		if floor {
+			l = claimReadyPhase(t, c, claims, ns, key, n, every)
+			res.ClaimReady[key] = l
+		} else {
+			l = firstCommandPhase(t, sc, ns, n, every)
+			pacing, _, _ := strings.Cut(key, "_")
+			f := res.ClaimReady[pacing]
+			l.RatioP50, l.RatioP99 = round2(l.P50Ms/f.P50Ms), round2(l.P99Ms/f.P99Ms)
+			res.FirstCommand[key] = l
+		}
+		logJSON(t, key, l)
+	}
+	for _, p := range []struct {
+		name  string
+		n     int
+		every time.Duration
+	}{{"paced", paced, 200 * time.Millisecond}, {"burst", burst, 0}} {
+		phase(p.name, p.n, p.every, true, nil)
+		phase(p.name+"_direct", p.n, p.every, false, direct)
+		phase(p.name+"_router", p.n, p.every, false, viaRouter)
+	}
+
+	// Throughput: the floor first, then the same load on claimed sandboxes.
+	waitPool(t, watched, ns, pool)
+	d := time.Duration(seconds) * time.Second
+	floorSandboxes := floorRuntimes(t, runtimeBin, sandboxes)
+	res.Commands["floor"] = commandPhase(t, floorSandboxes, clients, d)
+	logJSON(t, "commands_floor", res.Commands["floor"])
+	owned := make([]*sdk.Sandbox, sandboxes)
+	routed := make([]*sdk.Sandbox, sandboxes)
+	for i := range owned {
+		if owned[i], err = direct.Create(ctx, ns, "pool"); err != nil {
+			t.Fatal(err)
+		}
+		if routed[i], err = viaRouter.Open(ctx, ns, owned[i].ClaimName()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitPool(t, watched, ns, pool)
+	settle()
+	for key, sbs := range map[string][]*sdk.Sandbox{"direct": owned, "router": routed} {
+		cmd := commandPhase(t, sbs, clients, d)
+		floor := res.Commands["floor"]
+		cmd.RatioP50 = round2(cmd.SequentialP50Ms / floor.SequentialP50Ms)
+		cmd.RatioPerSecond = round2(floor.PerSecond / cmd.PerSecond)
+		res.Commands[key] = cmd
+		logJSON(t, "commands_"+key, cmd)
+	}
+	for _, sb := range append(routed, owned...) {
+		if err := sb.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	report(t, res, "BENCH_DATAPLANE_OUT")
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// waitPool waits until the pool has n Ready members (counted from the
+// watch).
+func waitPool(t *testing.T, watched cache.Cache, ns string, n int) {
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		var list sandboxv1beta1.SandboxList
+		if err := watched.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		ready := 0
+		for _, sb := range list.Items {
+			if _, member := sb.Labels[sandboxv1beta1.LabelWarmPoolSandbox]; !member || sb.DeletionTimestamp != nil {
+				continue
+			}
+			for _, c := range sb.Status.Conditions {
+				if c.Type == sandboxv1beta1.ConditionReady && c.Status == metav1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		if ready == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool has %d of %d Ready members after 10 minutes", ready, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func round2(f float64) float64 { return float64(int(f*100+0.5)) / 100 }

@@ -1,0 +1,119 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/render"
+)
+
+// observed is what a reconcile reads from the cache.
+type observed struct {
+	pods       []*corev1.Pod   // Pods this Sandbox controls
+	pod        *corev1.Pod     // the Pod to keep: owned, or about to be adopted
+	adopt      bool            // pod is unowned and may be adopted
+	foreignPod *corev1.Pod     // a Pod with our pod name that we may not take
+	foreignSvc *corev1.Service // a Service with our name that we may not take
+	service    *corev1.Service // our Service
+	pvcs       map[string]*corev1.PersistentVolumeClaim
+}
+
+func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*observed, error) {
+	obs := &observed{pvcs: map[string]*corev1.PersistentVolumeClaim{}}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(sb.Namespace), client.MatchingFields{IndexControllerUID: string(sb.UID)}); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	for i := range pods.Items {
+		obs.pods = append(obs.pods, &pods.Items[i])
+	}
+	if len(obs.pods) == 1 {
+		obs.pod = obs.pods[0]
+	}
+	if len(obs.pods) == 0 {
+		// The tracked name (pod-name annotation), then the Sandbox's own
+		// name, which a new Pod would take.
+		names := []string{render.PodName(sb)}
+		if names[0] != sb.Name {
+			names = append(names, sb.Name)
+		}
+		for _, name := range names {
+			p := &corev1.Pod{}
+			err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: name}, p)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading pod: %w", err)
+			}
+			if adoptable(p, sb) {
+				obs.pod, obs.adopt = p, true
+			} else {
+				obs.foreignPod = p
+			}
+			break
+		}
+	}
+
+	svc := &corev1.Service{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}, svc)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("reading service: %w", err)
+	case ownedBy(svc, sb) || adoptable(svc, sb):
+		obs.service = svc
+	default:
+		obs.foreignSvc = svc
+	}
+
+	for _, t := range sb.Spec.VolumeClaimTemplates {
+		name := render.PVCName(t.Name, sb.Name)
+		pvc := &corev1.PersistentVolumeClaim{}
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: name}, pvc)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("reading pvc: %w", err)
+		default:
+			obs.pvcs[name] = pvc
+		}
+	}
+	return obs, nil
+}
+
+// notTaken is upstream's error for a child object in the way: owned by
+// another controller, or unowned without a label that allows adoption.
+func notTaken(kind string, o client.Object, sb *sandboxv1beta1.Sandbox) string {
+	if ref := metav1.GetControllerOf(o); ref != nil {
+		return fmt.Sprintf("%s %q is owned by %s/%s (UID: %s), not by sandbox %q", kind, o.GetName(), ref.Kind, ref.Name, ref.UID, sb.Name)
+	}
+	return fmt.Sprintf("cannot adopt unowned %s %q: missing required pool authorization label (%q) or sandbox tracking label (%q)",
+		kind, o.GetName(), sandboxv1beta1.LabelAdoptable, sandboxv1beta1.LabelSandboxNameHash)
+}
+
+// terminalError is a problem only a user can fix (an invalid spec, an
+// object in the way): reported in status, not retried.
+type terminalError struct{ msg string }
+
+func (e *terminalError) Error() string { return e.msg }
+
+// adoptable reports whether an object without a controller may be taken over
+// by sb: it is labeled adoptable, or carries sb's name-hash label.
+func adoptable(o client.Object, sb *sandboxv1beta1.Sandbox) bool {
+	if metav1.GetControllerOf(o) != nil {
+		return false
+	}
+	l := o.GetLabels()
+	return l[sandboxv1beta1.LabelAdoptable] == sandboxv1beta1.AdoptableValue ||
+		l[sandboxv1beta1.LabelSandboxNameHash] == render.NameHash(sb.Name)
+}
+
+func ownedBy(o client.Object, sb *sandboxv1beta1.Sandbox) bool { return controlledBy(o, sb.UID) }

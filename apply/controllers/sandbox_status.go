@@ -1,0 +1,131 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
+	"github.com/agentsandbox/reconciler/apply/metrics"
+	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/render"
+)
+
+// deferStatus says how long to wait before writing desired, or zero to write
+// now. A status that reaches a resting state (Ready, suspended, finished,
+// expired, failed) is written at once. A transitional one (a Pod pending,
+// being scheduled or being deleted) is held until StatusCoalesceWindow after
+// our last write for the Sandbox, and the deferred reconcile writes whatever
+// is true by then. A Pod that becomes Ready within the window thus costs one
+// status write instead of three, and so does a suspend.
+func (r *SandboxReconciler) deferStatus(sb *sandboxv1beta1.Sandbox, desired *sandboxac.SandboxApplyConfiguration, now time.Time) time.Duration {
+	if r.StatusCoalesceWindow < 0 || !transitional(desired) {
+		return 0
+	}
+	m := r.recall(sb)
+	if m == nil {
+		return 0
+	}
+	if wait := m.at.Add(r.StatusCoalesceWindow).Sub(now); wait > 0 {
+		return wait
+	}
+	return 0
+}
+
+// transitional reports a status on the way to a resting state: not Ready
+// only because the Pod is still starting, or suspended with the Pod still
+// terminating.
+func transitional(desired *sandboxac.SandboxApplyConfiguration) bool {
+	var ready, suspended *metav1ac.ConditionApplyConfiguration
+	for i := range desired.Status.Conditions {
+		switch c := &desired.Status.Conditions[i]; *c.Type {
+		case sandboxv1beta1.ConditionReady:
+			ready = c
+		case sandboxv1beta1.ConditionSuspended:
+			suspended = c
+		case sandboxv1beta1.ConditionFinished:
+			return false
+		}
+	}
+	if ready == nil || *ready.Status == metav1.ConditionTrue {
+		return false
+	}
+	switch *ready.Reason {
+	case sandboxv1beta1.ReasonDependenciesNotReady:
+		return true
+	case sandboxv1beta1.ReasonSandboxSuspended:
+		return suspended != nil && *suspended.Status != metav1.ConditionTrue
+	}
+	return false
+}
+
+func (r *SandboxReconciler) applyStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, in render.SandboxStatusInputs) error {
+	return r.writeStatus(ctx, sb, render.SandboxStatus(in))
+}
+
+func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, desired *sandboxac.SandboxApplyConfiguration) error {
+	fp := ssa.Fingerprint(desired)
+	if m := r.recall(sb); m != nil && m.status == fp {
+		// Already written by us; the cache has not caught up yet.
+		r.Engine.Saved("SandboxStatus", sb.Namespace, sb.Name)
+		return nil
+	}
+	reported := &sandboxv1beta1.SandboxStatus{Conditions: conditionsOf(desired.Status.Conditions)}
+	if s := desired.Status; s != nil {
+		reported.Service, reported.ServiceFQDN, reported.LabelSelector = deref(s.Service), deref(s.ServiceFQDN), deref(s.LabelSelector)
+	}
+	firstReady := r.becomesReadyFirstTime(sb, reported.Conditions)
+	change, err := ssa.ApplyStatus(ctx, r.Engine, "Sandbox", desired, sb, sandboxac.ExtractSandboxStatus)
+	if apierrors.IsNotFound(err) {
+		return nil // deleted meanwhile: its status is moot, and its deletion brings a new event
+	}
+	if err != nil {
+		return err
+	}
+	if change.Action != ssa.Unchanged {
+		now := r.Clock.Now()
+		r.remember(sb, now, fp, reported)
+		if firstReady {
+			metrics.ObserveReady(sb, now)
+		}
+	}
+	return nil
+}
+
+// becomesReadyFirstTime reports a status that makes a new Sandbox Ready for
+// the first time: nothing reported Ready before, and the spec never changed
+// (generation 1), so a resume is not mistaken for a creation.
+func (r *SandboxReconciler) becomesReadyFirstTime(sb *sandboxv1beta1.Sandbox, next []metav1.Condition) bool {
+	if sb.Generation != 1 {
+		return false
+	}
+	if c := findCondition(r.reported(sb), sandboxv1beta1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
+		return false
+	}
+	c := findCondition(next, sandboxv1beta1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue
+}
+
+func readyReason(sb *sandboxv1beta1.Sandbox) string {
+	if c := statusCondition(sb, sandboxv1beta1.ConditionReady); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+func statusCondition(sb *sandboxv1beta1.Sandbox, t string) *metav1.Condition {
+	return findCondition(sb.Status.Conditions, t)
+}
+
+func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}

@@ -1,8 +1,3 @@
-// Command hello claims a sandbox from a warm pool, runs a command in it and
-// prints what it printed, then deletes the claim:
-//
-//	go run ./dataplane/client/examples/hello                      # echo hi in make run's python-pool
-//	go run ./dataplane/client/examples/hello -router http://localhost:8080 uname -a
 package main
 
 import (

@@ -180,3 +180,20 @@ func NamespacePrefix(testName string) string {
 	}
 	return string(b) + "-"
 }
+
+// Eventually calls check every 50 ms until it returns nil, and fails the
+// test with what and check's last error once timeout has passed.
+func Eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

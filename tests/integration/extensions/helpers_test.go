@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsandbox/reconciler/tests/envtest"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,17 +32,7 @@ func ctxFor(t *testing.T) context.Context {
 // eventually retries check until it returns nil or the timeout passes.
 func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	envtest.Eventually(t, timeout, what, check)
 }
 
 func newTemplate(ns, name string, mutate ...func(*extv1beta1.SandboxTemplate)) *extv1beta1.SandboxTemplate {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsandbox/reconciler/tests/envtest"
+
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -25,17 +27,7 @@ const timeout = 30 * time.Second
 
 func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	envtest.Eventually(t, timeout, what, check)
 }
 
 func plainSpec() corev1.PodSpec {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsandbox/reconciler/tests/envtest"
+
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -93,17 +95,7 @@ func create(t *testing.T, sb *sandboxv1beta1.Sandbox) *sandboxv1beta1.Sandbox {
 // eventually retries check until it returns nil or the timeout passes.
 func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	envtest.Eventually(t, timeout, what, check)
 }
 
 func get[O client.Object](t *testing.T, ns, name string, o O) (O, error) {

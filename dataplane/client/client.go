@@ -16,6 +16,7 @@ import (
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/dataplane/resume"
 )
 
 // ClaimGenerateName is the generateName of the claims Create makes, as
@@ -181,14 +182,29 @@ func (c *Client) openClaim(ctx context.Context, o *options, claim *extv1beta1.Sa
 }
 
 func (c *Client) openSandbox(ctx context.Context, o *options, sb *sandboxv1beta1.Sandbox, claimName string) (*Sandbox, error) {
+	policy, _ := sandboxv1beta1.ResumePolicyOf(sb.Annotations)
+	if sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended {
+		if !policy.ResumeOnConnect {
+			return nil, suspendedError(sb.Namespace, sb.Name)
+		}
+		// Opening is a connection: resume it (once for all who ask).
+		key := resume.Key{Namespace: sb.Namespace, Name: sb.Name, UID: sb.UID}
+		w := resume.Writer{REST: c.sandboxes}
+		if _, err := resumeGroup.Do(ctx, key.String()+"/"+string(key.UID), func(ctx context.Context) error {
+			return w.SetRunning(ctx, key)
+		}); err != nil {
+			return nil, err
+		}
+	}
 	ready, err := c.waitForSandbox(ctx, sb)
 	if err != nil {
 		return nil, err
 	}
 	s := &Sandbox{
 		namespace: ready.Namespace, name: ready.Name, claimName: claimName, podName: ready.Name,
-		podIPs: ready.Status.PodIPs, client: c,
+		podIPs: ready.Status.PodIPs, client: c, uid: ready.UID,
 	}
+	s.policy, _ = sandboxv1beta1.ResumePolicyOf(ready.Annotations)
 	if p := ready.Annotations[sandboxv1beta1.AnnotationPodName]; p != "" {
 		s.podName = p
 	}

@@ -30,6 +30,10 @@ var (
 	ErrRetriesExhausted = errors.New("retries exhausted")
 	// ErrClosed: the Sandbox was closed.
 	ErrClosed = errors.New("sandbox closed")
+	// ErrSuspended: the Sandbox is Suspended and did not opt in to resume
+	// on connect (the router answers such calls 409, the SDK does not send
+	// them); its message says how to opt in.
+	ErrSuspended = errors.New("sandbox suspended")
 )
 
 // HTTPError is a response from the runtime or the router with a status
@@ -63,6 +67,8 @@ func (e *HTTPError) Is(target error) bool {
 		return e.StatusCode == http.StatusForbidden || e.StatusCode == http.StatusUnauthorized
 	case ErrTooLarge:
 		return e.StatusCode == http.StatusRequestEntityTooLarge
+	case ErrSuspended:
+		return e.StatusCode == http.StatusConflict && strings.Contains(e.Detail, " is suspended")
 	}
 	return false
 }

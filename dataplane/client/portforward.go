@@ -135,6 +135,9 @@ func (p *portForward) upgrade(ctx context.Context) (httpstream.Connection, error
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		err := fmt.Errorf("port-forward to pod %s: the API server answered %d: %s", p.pod, resp.StatusCode, errorDetail(body))
+		if resp.StatusCode == http.StatusNotFound {
+			return nil, permanent{podGone{err}}
+		}
 		if resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
 			return nil, permanent{err}
 		}

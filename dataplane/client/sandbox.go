@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -15,6 +16,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/dataplane/resume"
 )
 
 // Sandbox is one running sandbox: its runtime's commands and files. Its
@@ -25,9 +31,17 @@ type Sandbox struct {
 	client                              *Client
 	ownsClaim                           bool // made by Create: Close deletes the claim
 
+	uid types.UID
+
 	conn   *conn
 	mu     sync.Mutex
 	closed bool
+	// policy is what the Sandbox's resume annotations asked for when last
+	// read; reporter reports its activity (idle suspend), stopReporting
+	// ends that.
+	policy        sandboxv1beta1.ResumePolicy
+	reporter      *resume.Reporter
+	stopReporting context.CancelFunc
 }
 
 // Namespace is the sandbox's namespace.
@@ -128,7 +142,25 @@ func (s *Sandbox) call(ctx context.Context, r request) (*http.Response, error) {
 	if closed {
 		return nil, fmt.Errorf("sandbox %s/%s: %s: %w", s.namespace, s.name, r.op, ErrClosed)
 	}
+	end := s.began()
+	defer end()
+	var sent *countingReader
+	if r.body != nil {
+		sent = &countingReader{r: r.body}
+		r.body = sent
+	}
 	resp, err := s.conn.do(ctx, r)
+	if gone := (podGone{}); errors.As(err, &gone) {
+		// The Pod is gone (the Sandbox suspended, or its Pod replaced): the
+		// call never reached the runtime, so after a resume it is sent again.
+		if werr := s.wake(ctx); werr != nil {
+			return nil, fmt.Errorf("sandbox %s/%s: %s: %w", s.namespace, s.name, r.op, werr)
+		}
+		if sent != nil && sent.n > 0 {
+			return nil, fmt.Errorf("sandbox %s/%s: %s: resumed, but part of the request body was read and it cannot be sent again: %w", s.namespace, s.name, r.op, err)
+		}
+		resp, err = s.conn.do(ctx, r)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s/%s: %w", s.namespace, s.name, err)
 	}
@@ -276,7 +308,11 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
+	stop := s.stopReporting
 	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 	s.conn.close()
 	s.conn.http.CloseIdleConnections()
 	if !s.ownsClaim {
@@ -312,4 +348,17 @@ func escapesBase(name string) bool {
 		}
 	}
 	return false
+}
+
+// countingReader counts what was read of a request body, so that a call
+// whose body was never touched can be sent again.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"encoding/json"
+	"fmt"
 	"maps"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,10 +13,11 @@ import (
 
 // Adopted is the Sandbox a warm member becomes once claim c takes it, as the
 // Adoption patch leaves it: controlled by the claim, out of the pool, with
-// the claim's identity labels and its additional Pod metadata in the pod
-// template. It is what the policies judge before the adoption is written.
-// member is not changed.
-func Adopted(c *extv1beta1.SandboxClaim, member *sandboxv1beta1.Sandbox) *sandboxv1beta1.Sandbox {
+// the claim's identity labels, the resume annotations of the template t (nil
+// when it is gone) and of the claim, and the claim's additional Pod metadata
+// in the pod template. It is what the policies judge before the adoption is
+// written. member is not changed.
+func Adopted(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, member *sandboxv1beta1.Sandbox) *sandboxv1beta1.Sandbox {
 	sb := member.DeepCopy()
 	owners := make([]metav1.OwnerReference, 0, len(sb.OwnerReferences)+1)
 	for _, ref := range sb.OwnerReferences {
@@ -42,6 +45,7 @@ func Adopted(c *extv1beta1.SandboxClaim, member *sandboxv1beta1.Sandbox) *sandbo
 		sb.Annotations = map[string]string{}
 	}
 	sb.Annotations[sandboxv1beta1.AnnotationPodName] = podName
+	maps.Copy(sb.Annotations, adoptedResumeAnnotations(c, t))
 	extra := c.Spec.AdditionalPodMetadata
 	meta := &sb.Spec.PodTemplate.ObjectMeta
 	if len(extra.Labels) > 0 {
@@ -57,4 +61,93 @@ func Adopted(c *extv1beta1.SandboxClaim, member *sandboxv1beta1.Sandbox) *sandbo
 		maps.Copy(meta.Annotations, extra.Annotations)
 	}
 	return sb
+}
+
+// Adoption renders the change that hands a warm member to a claim, as a JSON
+// merge patch: the member's resourceVersion as a precondition (so two claims,
+// or two controllers, can never both take it), ownership moved from the pool
+// to the claim, the pool label removed, the claim's identity labels added,
+// the resume annotations of the template t (nil when it is gone) and of the
+// claim added (a pool never gives them to its members: an unclaimed member
+// is never suspended for being idle), and the claim's additional Pod
+// metadata added to the pod template. Nothing else of the member changes.
+func Adoption(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, member *sandboxv1beta1.Sandbox) ([]byte, error) {
+	if member.ResourceVersion == "" {
+		return nil, fmt.Errorf("render: adopting %s: no resourceVersion to guard the change with", member.Name)
+	}
+	owners := []metav1.OwnerReference{}
+	for _, ref := range member.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			continue
+		}
+		owners = append(owners, ref)
+	}
+	yes := true
+	owners = append(owners, metav1.OwnerReference{
+		APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxClaim", Name: c.Name, UID: c.UID,
+		Controller: &yes, BlockOwnerDeletion: &yes,
+	})
+	labels := map[string]any{}
+	for k, v := range adoptedLabels(c) {
+		if v == "" {
+			labels[k] = nil // removed
+		} else {
+			labels[k] = v
+		}
+	}
+	// As upstream, in the same patch as the ownership transfer: the Pod
+	// the adopted Sandbox keeps.
+	annotations := map[string]any{sandboxv1beta1.AnnotationPodName: PodName(member)}
+	for k, v := range adoptedResumeAnnotations(c, t) {
+		annotations[k] = v
+	}
+	patch := map[string]any{
+		"metadata": map[string]any{
+			"resourceVersion": member.ResourceVersion,
+			"ownerReferences": owners,
+			"labels":          labels,
+			"annotations":     annotations,
+		},
+	}
+	extra := c.Spec.AdditionalPodMetadata
+	if len(extra.Labels) > 0 || len(extra.Annotations) > 0 {
+		meta := map[string]any{}
+		if len(extra.Labels) > 0 {
+			meta["labels"] = extra.Labels
+		}
+		if len(extra.Annotations) > 0 {
+			meta["annotations"] = extra.Annotations
+		}
+		patch["spec"] = map[string]any{"podTemplate": map[string]any{"metadata": meta}}
+	}
+	return json.Marshal(patch)
+}
+
+// labelPodTemplateHash is upstream's pool member label (its hash of the pod
+// template); a Sandbox loses it, like the pool labels, when a claim takes it.
+const labelPodTemplateHash = sandboxv1beta1.GroupName + "/sandbox-pod-template-hash"
+
+// adoptedLabels are the label changes of a member a claim takes, as
+// upstream makes them: the pool's labels go (an empty value removes), the
+// claim's identity and launch type come, and created-by is the claim's or
+// none.
+func adoptedLabels(c *extv1beta1.SandboxClaim) map[string]string {
+	return map[string]string{
+		sandboxv1beta1.LabelWarmPoolSandbox:     "",
+		sandboxv1beta1.LabelSandboxTemplateHash: "",
+		labelPodTemplateHash:                    "",
+		sandboxv1beta1.LabelClaimUID:            string(c.UID),
+		sandboxv1beta1.LabelLaunchType:          sandboxv1beta1.LaunchTypeWarm,
+		sandboxv1beta1.LabelCreatedBy:           c.Labels[sandboxv1beta1.LabelCreatedBy],
+	}
+}
+
+// adoptedResumeAnnotations are the resume annotations a member takes from
+// the template (nil: gone) and the claim that adopts it.
+func adoptedResumeAnnotations(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate) map[string]string {
+	var fromTemplate map[string]string
+	if t != nil {
+		fromTemplate = t.Annotations
+	}
+	return sandboxv1beta1.ResumeAnnotations(fromTemplate, c.Annotations)
 }

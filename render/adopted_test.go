@@ -28,14 +28,24 @@ func TestAdoptedIsWhatTheAdoptionPatchMakes(t *testing.T) {
 			ObjectMeta: sandboxv1beta1.PodMetadata{Labels: map[string]string{"app": "agent"}},
 		}}},
 	}
-	for name, extra := range map[string]sandboxv1beta1.PodMetadata{
-		"no metadata": {},
-		"metadata":    {Labels: map[string]string{"team": "a", "app": "override"}, Annotations: map[string]string{"note": "x"}},
+	resumeTemplate := &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns",
+		Annotations: map[string]string{sandboxv1beta1.AnnotationIdleTimeout: "15m", "other": "not copied"}}}
+	for name, tc := range map[string]struct {
+		extra    sandboxv1beta1.PodMetadata
+		template *extv1beta1.SandboxTemplate
+		claim    map[string]string
+	}{
+		"no metadata":      {},
+		"metadata":         {extra: sandboxv1beta1.PodMetadata{Labels: map[string]string{"team": "a", "app": "override"}, Annotations: map[string]string{"note": "x"}}},
+		"template gone":    {template: nil, claim: map[string]string{sandboxv1beta1.AnnotationResumeOnConnect: "true"}},
+		"template opt-in":  {template: resumeTemplate},
+		"claim overrides":  {template: resumeTemplate, claim: map[string]string{sandboxv1beta1.AnnotationIdleTimeout: "0"}},
+		"template without": {template: &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "c-uid"},
-				Spec: extv1beta1.SandboxClaimSpec{AdditionalPodMetadata: extra}}
-			patch, err := Adoption(claim, member)
+			claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "c-uid", Annotations: tc.claim},
+				Spec: extv1beta1.SandboxClaimSpec{AdditionalPodMetadata: tc.extra}}
+			patch, err := Adoption(claim, tc.template, member)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,12 +61,24 @@ func TestAdoptedIsWhatTheAdoptionPatchMakes(t *testing.T) {
 			if err := json.Unmarshal(patched, want); err != nil {
 				t.Fatal(err)
 			}
-			got := Adopted(claim, member)
+			got := Adopted(claim, tc.template, member)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Adopted differs from the patched member (-patch +Adopted):\n%s", diff)
 			}
-			if member.Labels[sandboxv1beta1.LabelWarmPoolSandbox] == "" {
+			if member.Labels[sandboxv1beta1.LabelWarmPoolSandbox] == "" || len(member.Annotations) > 0 {
 				t.Error("Adopted changed the member it was given")
+			}
+			var tmplAnnotations map[string]string
+			if tc.template != nil {
+				tmplAnnotations = tc.template.Annotations
+			}
+			for k, v := range sandboxv1beta1.ResumeAnnotations(tmplAnnotations, tc.claim) {
+				if got.Annotations[k] != v {
+					t.Errorf("annotation %s = %q, want %q", k, got.Annotations[k], v)
+				}
+			}
+			if _, ok := got.Annotations["other"]; ok {
+				t.Error("a template annotation other than the resume ones was copied")
 			}
 		})
 	}

@@ -1,14 +1,12 @@
 package render
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
@@ -277,7 +275,8 @@ func mergeVolumeClaimTemplates(bp *sandboxv1beta1.SandboxBlueprint, extra []sand
 
 // ClaimSandbox renders the Sandbox a claim cold-starts: named after the
 // claim, owned by it, made from the template with the claim's variables,
-// volumes and Pod metadata.
+// volumes and Pod metadata, and annotated with the resume annotations of
+// the template and the claim (the claim's value wins).
 func ClaimSandbox(in ClaimInputs) (*sandboxac.SandboxApplyConfiguration, error) {
 	c, t := in.Claim, in.Template
 	if c == nil || c.Name == "" || c.Namespace == "" || c.UID == "" {
@@ -307,7 +306,8 @@ func ClaimSandbox(in ClaimInputs) (*sandboxac.SandboxApplyConfiguration, error) 
 	sb.WithLabels(map[string]string{
 		sandboxv1beta1.LabelClaimUID:   string(c.UID),
 		sandboxv1beta1.LabelLaunchType: sandboxv1beta1.LaunchTypeCold,
-	}).WithOwnerReferences(claimOwner(c))
+	}).WithOwnerReferences(claimOwner(c)).
+		WithAnnotations(sandboxv1beta1.ResumeAnnotations(t.Annotations, c.Annotations))
 	// As upstream's cold Sandbox: no template hash (that is for pool
 	// members), and created-by only as the claim's own label says.
 	delete(sb.Labels, sandboxv1beta1.LabelSandboxTemplateHash)
@@ -341,79 +341,6 @@ func claimOwner(c *extv1beta1.SandboxClaim) *metav1ac.OwnerReferenceApplyConfigu
 		WithUID(c.UID).
 		WithController(true).
 		WithBlockOwnerDeletion(true)
-}
-
-// Adoption renders the change that hands a warm member to a claim, as a JSON
-// merge patch: the member's resourceVersion as a precondition (so two claims,
-// or two controllers, can never both take it), ownership moved from the pool
-// to the claim, the pool label removed, the claim's identity labels added,
-// and the claim's additional Pod metadata added to the pod template. Nothing
-// else of the member changes.
-func Adoption(c *extv1beta1.SandboxClaim, member *sandboxv1beta1.Sandbox) ([]byte, error) {
-	if member.ResourceVersion == "" {
-		return nil, fmt.Errorf("render: adopting %s: no resourceVersion to guard the change with", member.Name)
-	}
-	owners := []metav1.OwnerReference{}
-	for _, ref := range member.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller {
-			continue
-		}
-		owners = append(owners, ref)
-	}
-	yes := true
-	owners = append(owners, metav1.OwnerReference{
-		APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxClaim", Name: c.Name, UID: c.UID,
-		Controller: &yes, BlockOwnerDeletion: &yes,
-	})
-	labels := map[string]any{}
-	for k, v := range adoptedLabels(c) {
-		if v == "" {
-			labels[k] = nil // removed
-		} else {
-			labels[k] = v
-		}
-	}
-	patch := map[string]any{
-		"metadata": map[string]any{
-			"resourceVersion": member.ResourceVersion,
-			"ownerReferences": owners,
-			"labels":          labels,
-			// As upstream, in the same patch as the ownership transfer:
-			// the Pod the adopted Sandbox keeps.
-			"annotations": map[string]any{sandboxv1beta1.AnnotationPodName: PodName(member)},
-		},
-	}
-	extra := c.Spec.AdditionalPodMetadata
-	if len(extra.Labels) > 0 || len(extra.Annotations) > 0 {
-		meta := map[string]any{}
-		if len(extra.Labels) > 0 {
-			meta["labels"] = extra.Labels
-		}
-		if len(extra.Annotations) > 0 {
-			meta["annotations"] = extra.Annotations
-		}
-		patch["spec"] = map[string]any{"podTemplate": map[string]any{"metadata": meta}}
-	}
-	return json.Marshal(patch)
-}
-
-// labelPodTemplateHash is upstream's pool member label (its hash of the pod
-// template); a Sandbox loses it, like the pool labels, when a claim takes it.
-const labelPodTemplateHash = sandboxv1beta1.GroupName + "/sandbox-pod-template-hash"
-
-// adoptedLabels are the label changes of a member a claim takes, as
-// upstream makes them: the pool's labels go (an empty value removes), the
-// claim's identity and launch type come, and created-by is the claim's or
-// none.
-func adoptedLabels(c *extv1beta1.SandboxClaim) map[string]string {
-	return map[string]string{
-		sandboxv1beta1.LabelWarmPoolSandbox:     "",
-		sandboxv1beta1.LabelSandboxTemplateHash: "",
-		labelPodTemplateHash:                    "",
-		sandboxv1beta1.LabelClaimUID:            string(c.UID),
-		sandboxv1beta1.LabelLaunchType:          sandboxv1beta1.LaunchTypeWarm,
-		sandboxv1beta1.LabelCreatedBy:           c.Labels[sandboxv1beta1.LabelCreatedBy],
-	}
 }
 
 // ClaimExpiry is when a claim expires: the earlier of its shutdownTime and

@@ -185,7 +185,7 @@ func TestClaimGolden(t *testing.T) {
 			}
 			switch {
 			case obs.Member != nil:
-				patch, err := Adoption(&claim, obs.Member)
+				patch, err := Adoption(&claim, &tmpl, obs.Member)
 				if err != nil {
 					t.Fatalf("adoption: %v", err)
 				}

@@ -33,7 +33,7 @@ func (r *ClaimReconciler) adoptWarm(ctx context.Context, claim *extv1beta1.Sandb
 	if r.Queue.Len(key) == 0 {
 		return nil, nil, nil
 	}
-	accept, err := r.acceptor(ctx, pool)
+	accept, tmpl, err := r.acceptor(ctx, pool)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -42,11 +42,11 @@ func (r *ClaimReconciler) adoptWarm(ctx context.Context, claim *extv1beta1.Sandb
 		if m == nil {
 			return nil, nil, nil
 		}
-		if rej, err := r.checkAdoption(ctx, claim, m); rej != nil || err != nil {
+		if rej, err := r.checkAdoption(ctx, claim, tmpl, m); rej != nil || err != nil {
 			r.Queue.Return(m)
 			return nil, rej, err
 		}
-		sb, err := r.adopt(ctx, claim, m)
+		sb, err := r.adopt(ctx, claim, tmpl, m)
 		switch {
 		case err == nil:
 			return sb, nil, nil
@@ -67,7 +67,7 @@ func (r *ClaimReconciler) adoptWarm(ctx context.Context, claim *extv1beta1.Sandb
 				r.Queue.Return(live)
 				continue
 			}
-			if sb, err := r.adopt(ctx, claim, live); err == nil {
+			if sb, err := r.adopt(ctx, claim, tmpl, live); err == nil {
 				return sb, nil, nil
 			}
 			r.Queue.Return(live)
@@ -94,17 +94,18 @@ func (r *ClaimReconciler) adoptWarm(ctx context.Context, claim *extv1beta1.Sandb
 // members of this pool (not of an earlier pool of the same name) that the
 // pool is not about to delete, as stale under Recreate or as excess over
 // its replicas, by the same decision the pool makes (render.WarmPoolRemovals).
-func (r *ClaimReconciler) acceptor(ctx context.Context, pool *extv1beta1.SandboxWarmPool) (func(*sandboxv1beta1.Sandbox) bool, error) {
+// It also returns the pool's template (nil when it does not exist).
+func (r *ClaimReconciler) acceptor(ctx context.Context, pool *extv1beta1.SandboxWarmPool) (func(*sandboxv1beta1.Sandbox) bool, *extv1beta1.SandboxTemplate, error) {
 	tmpl := &extv1beta1.SandboxTemplate{}
 	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: pool.Namespace, Name: pool.Spec.TemplateRef.Name}, tmpl); {
 	case apierrors.IsNotFound(err):
 		tmpl = nil
 	case err != nil:
-		return nil, fmt.Errorf("reading template: %w", err)
+		return nil, nil, fmt.Errorf("reading template: %w", err)
 	}
 	var list sandboxv1beta1.SandboxList
 	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), client.MatchingFields{IndexControllerUID: string(pool.UID)}); err != nil {
-		return nil, fmt.Errorf("listing members: %w", err)
+		return nil, nil, fmt.Errorf("listing members: %w", err)
 	}
 	members := make([]*sandboxv1beta1.Sandbox, len(list.Items))
 	for i := range list.Items {
@@ -119,18 +120,18 @@ func (r *ClaimReconciler) acceptor(ctx context.Context, pool *extv1beta1.Sandbox
 	}
 	return func(sb *sandboxv1beta1.Sandbox) bool {
 		return controlledBy(sb, pool.UID) && sb.DeletionTimestamp == nil && !doomed[sb.UID]
-	}, nil
+	}, tmpl, nil
 }
 
 // checkAdoption runs the policies on the Sandbox a member becomes once the
-// claim takes it (its pod template with the claim's additional metadata):
-// a claim cannot get past a policy by taking a warm member instead of
-// creating one.
-func (r *ClaimReconciler) checkAdoption(ctx context.Context, claim *extv1beta1.SandboxClaim, m *sandboxv1beta1.Sandbox) (*render.ClaimRejection, error) {
+// claim takes it (its pod template with the claim's additional metadata,
+// the resume annotations of tmpl and the claim): a claim cannot get past a
+// policy by taking a warm member instead of creating one.
+func (r *ClaimReconciler) checkAdoption(ctx context.Context, claim *extv1beta1.SandboxClaim, tmpl *extv1beta1.SandboxTemplate, m *sandboxv1beta1.Sandbox) (*render.ClaimRejection, error) {
 	if rej := render.MetadataConflict(m.Spec.PodTemplate.ObjectMeta, claim.Spec.AdditionalPodMetadata); rej != nil {
 		return rej, nil
 	}
-	adopted := render.Adopted(claim, m)
+	adopted := render.Adopted(claim, tmpl, m)
 	var denied *policyError
 	var terminal *terminalError
 	err := checkNewSandbox(ctx, r.Policy, adopted, render.CurrentDefaults(r.Defaults))
@@ -146,8 +147,8 @@ func (r *ClaimReconciler) checkAdoption(ctx context.Context, claim *extv1beta1.S
 
 // adopt moves a member from its pool to the claim, guarded by the member's
 // resourceVersion.
-func (r *ClaimReconciler) adopt(ctx context.Context, claim *extv1beta1.SandboxClaim, m *sandboxv1beta1.Sandbox) (*sandboxv1beta1.Sandbox, error) {
-	patch, err := render.Adoption(claim, m)
+func (r *ClaimReconciler) adopt(ctx context.Context, claim *extv1beta1.SandboxClaim, tmpl *extv1beta1.SandboxTemplate, m *sandboxv1beta1.Sandbox) (*sandboxv1beta1.Sandbox, error) {
+	patch, err := render.Adoption(claim, tmpl, m)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,84 @@
+package render
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+)
+
+// IdleDecision is what idle suspend does with one Sandbox at one moment.
+type IdleDecision struct {
+	// Timeout is the Sandbox's idle timeout; zero when idle suspend does
+	// not apply to it now (not asked for, being deleted, an unclaimed warm
+	// member, not Running, not Ready).
+	Timeout time.Duration
+	// Since is when the Sandbox was last known busy: the latest of its
+	// last-activity annotation, its Ready condition's last transition and
+	// its creation.
+	Since time.Time
+	// Suspend: the Sandbox has been idle for Timeout; suspend it now.
+	Suspend bool
+	// After, when Timeout is set and Suspend is not, is how long until
+	// the Sandbox may be idle long enough.
+	After time.Duration
+}
+
+// IdleDeadline decides whether a Sandbox has been idle for its idle
+// timeout (the agents.x-k8s.io/idle-timeout annotation) at now. Only a
+// Running, Ready Sandbox that is not being deleted and is not an unclaimed
+// warm-pool member is ever suspended. An invalid resume annotation is an
+// error, and nothing is suspended then.
+func IdleDeadline(sb *sandboxv1beta1.Sandbox, now time.Time) (IdleDecision, error) {
+	var d IdleDecision
+	p, err := sandboxv1beta1.ResumePolicyOf(sb.Annotations)
+	if err != nil {
+		return d, err
+	}
+	mode := sb.Spec.OperatingMode
+	ready := findCondition(sb.Status.Conditions, sandboxv1beta1.ConditionReady)
+	switch {
+	case p.IdleTimeout <= 0, sb.DeletionTimestamp != nil, IsUnclaimedWarmMember(sb),
+		mode != "" && mode != sandboxv1beta1.SandboxOperatingModeRunning,
+		ready == nil || ready.Status != metav1.ConditionTrue:
+		return d, nil
+	}
+	d.Timeout = p.IdleTimeout
+	d.Since = sb.CreationTimestamp.Time
+	if t := ready.LastTransitionTime.Time; t.After(d.Since) {
+		d.Since = t
+	}
+	if v, ok := sb.Annotations[sandboxv1beta1.AnnotationLastActivity]; ok {
+		// Written by the router and the SDK; a value that does not parse
+		// says nothing about activity.
+		if t, err := time.Parse(time.RFC3339, v); err == nil && t.After(d.Since) {
+			d.Since = t
+		}
+	}
+	deadline := d.Since.Add(d.Timeout)
+	if !now.Before(deadline) {
+		d.Suspend = true
+		return d, nil
+	}
+	d.After = deadline.Sub(now)
+	return d, nil
+}
+
+// IsUnclaimedWarmMember reports whether a Sandbox is a warm-pool member no
+// claim has taken yet: its controller is a SandboxWarmPool, or it still
+// carries the pool label (a claim that takes a member moves the controller
+// reference to itself and drops the label in one write).
+func IsUnclaimedWarmMember(sb metav1.Object) bool {
+	if sb.GetLabels()[sandboxv1beta1.LabelWarmPoolSandbox] != "" {
+		return true
+	}
+	ref := metav1.GetControllerOfNoCopy(sb)
+	if ref == nil || ref.Kind != "SandboxWarmPool" {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err != nil || gv.Group == extv1beta1.GroupName
+}

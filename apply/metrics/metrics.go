@@ -101,6 +101,13 @@ var ReconcileRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Reconciles retried with backoff for an expected, passing reason (conflict: another writer changed the object; already_exists: the cache was behind; unavailable: the API server was away), by controller and reason.",
 }, []string{"controller", "reason"})
 
+// IdleSuspends counts Sandboxes suspended for having had no traffic for
+// their idle timeout (the agents.x-k8s.io/idle-timeout annotation).
+var IdleSuspends = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "agent_sandbox_idle_suspends_total",
+	Help: "Sandboxes suspended by the controller after their idle timeout passed without traffic.",
+})
+
 // Latencies of the pure steps of a reconcile.
 var (
 	// RenderSeconds is how long rendering an object's desired children took.
@@ -138,7 +145,7 @@ func PolicyLoaded(names []string) {
 
 func init() {
 	crmetrics.Registry.MustRegister(CreationLatency, Applies, Saved, ClaimStartupLatency, ClaimControllerStartupLatency, ClaimCreations,
-		PolicyDecisions, AdmissionDecisions, PolicyLoadErrors, PoliciesActive, RenderSeconds, PolicySeconds, ReconcileRetries)
+		PolicyDecisions, AdmissionDecisions, PolicyLoadErrors, PoliciesActive, RenderSeconds, PolicySeconds, ReconcileRetries, IdleSuspends)
 }
 
 // ObserveClaimReady records a claim's first Ready: at is now, seen is when

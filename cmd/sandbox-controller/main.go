@@ -336,6 +336,9 @@ func run(o options) error {
 	if err := sandboxes.SetupWithManager(mgr, o.sandboxWorkers); err != nil {
 		return fmt.Errorf("setting up the Sandbox controller: %w", err)
 	}
+	if err := setupIdleSuspend(mgr); err != nil {
+		return err
+	}
 	if o.extensions {
 		if _, err := controllers.SetupExtensions(mgr, controllers.ExtensionsOptions{
 			Engine: engine, ControllerNamespace: o.controllerNamespace,

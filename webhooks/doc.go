@@ -1,8 +1,9 @@
 // Package webhooks serves admission for our kinds: it validates objects with
 // the policy engine, renders them and validates the Pods they will become
-// (failing closed when it cannot), lets only the controller's own identity
-// make a Sandbox or claim controlled by a pool or claim, and manages the
-// webhook serving certificates (rotated with old and new CA trusted, watched
-// by every replica). Admission and conversion request bodies are capped. It
-// must never mutate user objects.
+// (failing closed when it cannot), refuses resume annotations that do not
+// parse, lets only the controller's own identity make a Sandbox or claim
+// controlled by a pool or claim, and manages the webhook serving
+// certificates (rotated with old and new CA trusted, watched by every
+// replica). Admission and conversion request bodies are capped. It must
+// never mutate user objects.
 package webhooks

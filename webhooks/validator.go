@@ -31,7 +31,8 @@ const ValidatePath = "/validate-agent-sandbox"
 // read (other than not found: that may be created later, and the
 // controller checks again before it creates anything), is refused. Only the
 // controller may give a Sandbox or claim a pool or claim as its controller
-// (see checkOwnership). It never mutates.
+// (see checkOwnership), and resume annotations that do not parse are
+// refused (see refuseResumeAnnotations). It never mutates.
 type Validator struct {
 	Policy *policy.Holder
 	// Reader resolves a claim's pool and a pool's template; nil skips that.
@@ -57,6 +58,9 @@ var _ admission.Handler = (*Validator)(nil)
 func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed("")
+	}
+	if resp := v.refuseResumeAnnotations(req); resp != nil {
+		return *resp
 	}
 	if resp := refuseClaimMetadata(req); resp != nil {
 		return *resp

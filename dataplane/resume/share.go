@@ -2,6 +2,7 @@ package resume
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -21,18 +22,18 @@ type Group struct {
 // waits for that call. started reports whether this caller ran fn (false:
 // it waited for another's).
 func (g *Group) Do(ctx context.Context, key string, fn func(context.Context) error) (started bool, err error) {
-	ran := false
+	var ran atomic.Bool // set by fn's goroutine, read by this one
 	ch := g.g.DoChan(key, func() (any, error) {
-		ran = true
+		ran.Store(true)
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.timeout())
 		defer cancel()
 		return nil, fn(rctx)
 	})
 	select {
 	case res := <-ch:
-		return ran, res.Err
+		return ran.Load(), res.Err
 	case <-ctx.Done():
-		return ran, ctx.Err()
+		return ran.Load(), ctx.Err()
 	}
 }
 

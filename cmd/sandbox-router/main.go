@@ -16,12 +16,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/dataplane/resume"
 	"github.com/agentsandbox/reconciler/dataplane/router"
 )
 
@@ -41,6 +45,7 @@ type options struct {
 	namespaces                 string
 	proxyTimeout, maxTimeout   time.Duration
 	resolveWait, wsMaxLifetime time.Duration
+	resumeTimeout, activityMax time.Duration
 	maxBody                    int64
 	maxHeaderBytes             int
 	readHeaderTimeout, idle    time.Duration
@@ -71,6 +76,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.namespaces, "namespaces", "", "Only route to sandboxes in these namespaces, comma-separated (and watch only these); empty: all.")
 	fs.DurationVar(&o.maxTimeout, "max-timeout", 10*time.Minute, "Largest X-Sandbox-Timeout honoured; longer ones are cut to it.")
 	fs.DurationVar(&o.resolveWait, "resolve-wait", 2*time.Second, "How long a request waits for the router's cache to show its Sandbox routable (just created, claimed or Ready) before it is refused.")
+	fs.DurationVar(&o.resumeTimeout, "resume-timeout", 2*time.Minute, "How long a request for a Suspended Sandbox that opted in to resume on connect (annotation agents.x-k8s.io/resume-on-connect or idle-timeout) waits for the router's resume to make it routable, and a request for such a Sandbox that is starting waits for it; X-Sandbox-Timeout bounds it too.")
+	fs.DurationVar(&o.activityMax, "activity-interval", 30*time.Second, "Longest interval between two last-activity writes to a Sandbox with traffic and idle suspend (annotation agents.x-k8s.io/idle-timeout; half its idle timeout when shorter).")
 	fs.DurationVar(&o.wsMaxLifetime, "websocket-max-lifetime", 24*time.Hour, "Longest WebSocket (upgraded) session; 0: no limit.")
 	fs.IntVar(&o.maxHeaderBytes, "max-header-bytes", 64<<10, "Largest request headers.")
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "How long a client may take to send request headers.")
@@ -115,7 +122,8 @@ func (o *options) validate() error {
 		name  string
 		value time.Duration
 	}{{"--proxy-timeout", o.proxyTimeout}, {"--max-timeout", o.maxTimeout}, {"--shutdown-timeout", o.shutdownTimeout},
-		{"--read-header-timeout", o.readHeaderTimeout}, {"--idle-timeout", o.idle}} {
+		{"--read-header-timeout", o.readHeaderTimeout}, {"--idle-timeout", o.idle},
+		{"--resume-timeout", o.resumeTimeout}, {"--activity-interval", o.activityMax}} {
 		if d.value <= 0 {
 			errs = append(errs, fmt.Errorf("%s=%s: must be positive", d.name, d.value))
 		}
@@ -210,21 +218,41 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
 	var authz router.Authorizer
 	if o.auth == "tokenreview" {
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return err
-		}
 		authz = router.NewTokenReview(cs, router.TokenReviewOptions{CacheTTL: o.authCacheTTL, Audiences: splitList(o.authAudiences)})
 	}
 	transport := router.NewTransport(pf)
 	defer transport.CloseIdleConnections()
+
+	// Resume on connect and activity reports: the router's only writes to
+	// Sandboxes, each under its own field manager.
+	sandboxes, err := resume.NewREST(cfg, nil)
+	if err != nil {
+		return fmt.Errorf("sandbox client: %w", err)
+	}
+	writer := &resume.Writer{REST: sandboxes}
+	activity := router.NewActivityReporter(writer.ReportActivity, metrics, log.WithName("activity"))
+	eventScheme := apiruntime.NewScheme()
+	if err := sandboxv1beta1.AddToScheme(eventScheme); err != nil {
+		return err
+	}
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	defer broadcaster.Shutdown()
 	handler := router.NewHandler(router.Options{
 		Resolver:  &router.CacheResolver{Reader: cache, DNSFallback: o.dnsFallback, ClusterDomain: o.clusterDomain, Namespaces: cacheOpts.Namespaces},
 		Transport: transport, Authorizer: authz,
 		Limits:               router.Limits{DefaultTimeout: o.proxyTimeout, MaxTimeout: o.maxTimeout, AllowLocalAddresses: o.allowLocal},
 		ResolveWait:          o.resolveWait,
+		Resume:               writer,
+		ResumeTimeout:        o.resumeTimeout,
+		Events:               broadcaster.NewRecorder(eventScheme, "sandbox-router"),
+		Activity:             activity,
+		ActivityInterval:     o.activityMax,
 		WebSocketMaxLifetime: o.wsMaxLifetime,
 		MaxRequestBodyBytes:  o.maxBody,
 		Metrics:              metrics,
@@ -250,6 +278,13 @@ func run(ctx context.Context, o options) error {
 	}()
 	g, gctx := errgroup.WithContext(base)
 	g.Go(func() error { return cache.Start(gctx) })
+	if err := broadcaster.StartRecordingToSinkWithContext(gctx); err != nil {
+		return fmt.Errorf("recording events: %w", err)
+	}
+	g.Go(func() error {
+		activity.Run(gctx, time.Second)
+		return nil
+	})
 	if o.metricsAddr != "" && o.metricsAddr != "0" {
 		l, err := net.Listen("tcp", o.metricsAddr)
 		if err != nil {

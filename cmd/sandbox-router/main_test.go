@@ -25,7 +25,8 @@ func TestDefaultsAreValid(t *testing.T) {
 	if err := o.validate(); err != nil {
 		t.Fatal(err)
 	}
-	if o.httpAddr != ":8080" || o.proxyTimeout != 180*time.Second || o.transport != "direct" || o.auth != "none" || o.clusterDomain != "cluster.local" {
+	if o.httpAddr != ":8080" || o.proxyTimeout != 180*time.Second || o.transport != "direct" || o.auth != "none" || o.clusterDomain != "cluster.local" ||
+		o.resumeTimeout != 2*time.Minute || o.activityMax != 30*time.Second {
 		t.Errorf("defaults: %+v", o)
 	}
 }
@@ -39,12 +40,13 @@ func TestUpstreamEnvironment(t *testing.T) {
 }
 
 func TestInvalidFlags(t *testing.T) {
-	o := parse(t, "--transport=tunnel", "--auth=basic", "--namespaces=ok,Not_OK", "--max-timeout=1s", "--resolve-wait=-1s", "--max-header-bytes=10")
+	o := parse(t, "--transport=tunnel", "--auth=basic", "--namespaces=ok,Not_OK", "--max-timeout=1s", "--resolve-wait=-1s", "--max-header-bytes=10",
+		"--resume-timeout=0s", "--activity-interval=-1s")
 	err := o.validate()
 	if err == nil {
 		t.Fatal("accepted")
 	}
-	for _, want := range []string{"--transport", "--auth", `"Not_OK"`, "--max-timeout=1s is shorter", "--resolve-wait", "--max-header-bytes"} {
+	for _, want := range []string{"--transport", "--auth", `"Not_OK"`, "--max-timeout=1s is shorter", "--resolve-wait", "--max-header-bytes", "--resume-timeout", "--activity-interval"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("no complaint about %s in:\n%v", want, err)
 		}

@@ -32,8 +32,8 @@ type CacheOptions struct {
 	OnPodGone func(types.UID)
 }
 
-// NewCache returns a watch cache of what the router reads, no more: the
-// metadata of Sandboxes, and Pods with the sandbox-name-hash label, reduced
+// NewCache returns a watch cache of what the router reads, no more:
+// Sandboxes reduced to what routing and resume read (trimSandbox), and Pods with the sandbox-name-hash label, reduced
 // to their identity, owners and status. Its informers are registered, so
 // Start and WaitForCacheSync cover them; reading anything else fails.
 func NewCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (cache.Cache, error) {
@@ -41,12 +41,14 @@ func NewCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (cache.Cach
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
+	if err := sandboxv1beta1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
 	hasHash, err := labels.NewRequirement(sandboxv1beta1.LabelSandboxNameHash, selection.Exists, nil)
 	if err != nil {
 		return nil, err
 	}
-	sandbox := &metav1.PartialObjectMetadata{}
-	sandbox.SetGroupVersionKind(SandboxGVK)
+	sandbox := &sandboxv1beta1.Sandbox{}
 	opts := cache.Options{
 		Scheme:                       scheme,
 		HTTPClient:                   o.HTTPClient,
@@ -113,24 +115,33 @@ func trimPod(obj any) (any, error) {
 	return out, nil
 }
 
-// trimSandbox keeps of a Sandbox's metadata what routing reads.
+// trimSandbox keeps of a Sandbox what routing and resume on connect read:
+// its identity, owners and deletion, the pod-name annotation, the warm-pool
+// label, the two resume opt-in annotations and spec.operatingMode (never
+// the pod template, volumes or status: memory).
 func trimSandbox(obj any) (any, error) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
+	sb, ok := obj.(*sandboxv1beta1.Sandbox)
 	if !ok {
 		return obj, nil
 	}
-	out := &metav1.PartialObjectMetadata{
-		TypeMeta: m.TypeMeta,
+	out := &sandboxv1beta1.Sandbox{
+		TypeMeta: sb.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
-			Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-			OwnerReferences:   m.OwnerReferences,
-			DeletionTimestamp: m.DeletionTimestamp,
+			Name: sb.Name, Namespace: sb.Namespace, UID: sb.UID, ResourceVersion: sb.ResourceVersion,
+			OwnerReferences:   sb.OwnerReferences,
+			DeletionTimestamp: sb.DeletionTimestamp,
 		},
+		Spec: sandboxv1beta1.SandboxSpec{OperatingMode: sb.Spec.OperatingMode},
 	}
-	if v := m.Annotations[sandboxv1beta1.AnnotationPodName]; v != "" {
-		out.Annotations = map[string]string{sandboxv1beta1.AnnotationPodName: v}
+	for _, k := range []string{sandboxv1beta1.AnnotationPodName, sandboxv1beta1.AnnotationResumeOnConnect, sandboxv1beta1.AnnotationIdleTimeout} {
+		if v, ok := sb.Annotations[k]; ok {
+			if out.Annotations == nil {
+				out.Annotations = map[string]string{}
+			}
+			out.Annotations[k] = v
+		}
 	}
-	if v := m.Labels[sandboxv1beta1.LabelWarmPoolSandbox]; v != "" {
+	if v := sb.Labels[sandboxv1beta1.LabelWarmPoolSandbox]; v != "" {
 		out.Labels = map[string]string{sandboxv1beta1.LabelWarmPoolSandbox: v}
 	}
 	return out, nil

@@ -5,19 +5,33 @@
 // upstream SDKs work with it unchanged.
 //
 // A request names a Sandbox (X-Sandbox-ID, X-Sandbox-Namespace) and a port.
-// The router resolves it through a watch cache of Sandboxes (metadata only)
-// and of sandbox Pods (those with the sandbox-name-hash label): the
-// Sandbox's Pod (annotation agents.x-k8s.io/pod-name, else the Sandbox's
-// name) is reached only if the Pod is controlled by that Sandbox and Ready,
-// and the Sandbox is standalone or claimed, never an unclaimed warm-pool
-// member. Pods are dialled directly at their IP or, where pod IPs are not
+// The router resolves it through a watch cache of Sandboxes (trimmed to
+// their identity, owners, pod-name and resume annotations, warm-pool label
+// and spec.operatingMode) and of sandbox Pods (those with the
+// sandbox-name-hash label): the Sandbox's Pod (annotation
+// agents.x-k8s.io/pod-name, else the Sandbox's name) is reached only if the
+// Pod is controlled by that Sandbox and Ready, and the Sandbox is Running
+// and standalone or claimed, never an unclaimed warm-pool member. Pods are dialled directly at their IP or, where pod IPs are not
 // reachable (a kwok cluster), through the API server's pods/portforward
 // with one kept-alive connection per Pod. Callers may be authenticated with
 // a TokenReview and authorized with a SubjectAccessReview (get on the
 // Sandbox). The Authorization header never reaches the sandbox.
 //
-// The package never writes to the cluster (TokenReviews and
-// SubjectAccessReviews aside) and never imports the controller's packages
-// (apply/, webhooks/, policy/): it reads the API types and talks to the API
-// server through client-go and controller-runtime's cache only.
+// Resume on connect: a request for a Suspended Sandbox that opted in
+// (annotation agents.x-k8s.io/resume-on-connect or idle-timeout) sets it
+// Running, once for all the requests that wait for it, and is proxied once
+// the Sandbox is routable; one that did not opt in is refused 409 with how
+// to opt in. Requests to a Sandbox with idle suspend are reported as
+// activity, off the request path (dataplane/resume).
+//
+// Its writes to the cluster are exactly these: spec.operatingMode set to
+// Running on an opted-in Suspended Sandbox (field manager
+// agent-sandbox-operating-mode), the last-activity annotation of Sandboxes
+// with idle suspend (agent-sandbox-activity), both server-side apply with
+// the Sandbox's UID as a precondition; a ResumedOnConnect event
+// (events.k8s.io) per resume; and TokenReviews and SubjectAccessReviews.
+// It never writes anything else, never suspends a Sandbox (the controller
+// does), and never imports the controller's packages (apply/, webhooks/,
+// policy/): it reads the API types and talks to the API server through
+// client-go and controller-runtime's cache only.
 package router

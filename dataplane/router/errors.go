@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+
+	"github.com/agentsandbox/reconciler/dataplane/resume"
 )
 
 // Reasons label a refusal in logs and metrics (a small, fixed set).
@@ -20,6 +22,9 @@ const (
 	ReasonAddressForbidden = "address_forbidden"
 	ReasonCacheError       = "cache_error"
 	ReasonTooLarge         = "too_large"
+	ReasonSuspended        = "suspended"
+	ReasonResumeTimeout    = "resume_timeout"
+	ReasonResumeFailed     = "resume_failed"
 )
 
 // Error is a refusal the router answers itself: an HTTP status and the
@@ -35,6 +40,22 @@ type Error struct {
 	// behind: a Sandbox just made, a Pod just Ready, a claim just taken);
 	// the router looks again for a short while before answering.
 	Retry bool
+	// Resume, when set, names a Sandbox that opted in to resume on
+	// connect: the handler resumes it (Suspended) or waits for it (not
+	// ready yet) instead of answering.
+	Resume *Resumable
+}
+
+// Resumable is a Sandbox that opted in to resume on connect, as a refusal
+// found it.
+type Resumable struct {
+	// Key names the Sandbox (with its UID: a resume is never made on a
+	// namesake's behalf).
+	Key resume.Key
+	// Suspended: its spec.operatingMode is Suspended and a resume sets it
+	// Running. Otherwise it is Running but not routable yet (starting, or
+	// resumed by someone else) and a request waits for it.
+	Suspended bool
 }
 
 func (e *Error) Error() string { return e.Detail }

@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/agentsandbox/reconciler/dataplane/resume"
 )
 
 // Options configure a Handler.
@@ -39,6 +42,25 @@ type Options struct {
 	WebSocketMaxLifetime time.Duration
 	// MaxRequestBodyBytes caps request bodies (413 beyond); zero: no cap.
 	MaxRequestBodyBytes int64
+	// Resume, if set, makes resume on connect's write (resume.Writer): a
+	// request for a Suspended Sandbox that opted in sets it Running, and
+	// waits for it; nil, such requests are refused 409.
+	Resume SandboxWriter
+	// ResumeTimeout bounds a resume (the write and the wait for the
+	// Sandbox to be routable), and how long a request for an opted-in
+	// Sandbox that is starting waits for it; zero means
+	// resume.DefaultTimeout.
+	ResumeTimeout time.Duration
+	// Events, if set, records a ResumedOnConnect event on each Sandbox the
+	// router resumed.
+	Events events.EventRecorder
+	// Activity, if set, hears of every request proxied to a Sandbox with
+	// idle suspend, from its start to the end of its response (of its
+	// session for a WebSocket); it reports them off the request path.
+	Activity *resume.Reporter
+	// ActivityInterval bounds the interval of activity reports of a
+	// Sandbox (resume.Interval's max).
+	ActivityInterval time.Duration
 	// Metrics, if set, records requests.
 	Metrics *Metrics
 	// Log receives refusals (V(1)) and upstream failures.
@@ -48,14 +70,19 @@ type Options struct {
 // Handler is the router's proxy port: /healthz, and every other request
 // proxied to the sandbox its headers name.
 type Handler struct {
-	o      Options
-	active atomic.Int64
-	errLog *log.Logger
+	o       Options
+	active  atomic.Int64
+	errLog  *log.Logger
+	resumes resume.Group
 }
 
 // NewHandler returns the proxy handler.
 func NewHandler(o Options) *Handler {
+	if o.ResumeTimeout <= 0 {
+		o.ResumeTimeout = resume.DefaultTimeout
+	}
 	h := &Handler{o: o}
+	h.resumes.Timeout = o.ResumeTimeout
 	h.errLog = log.New(logWriter{o.Log.WithName("proxy")}, "", 0)
 	return h
 }
@@ -100,7 +127,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var ep Endpoint
 	if e == nil {
-		ep, e = h.resolve(r.Context(), t)
+		// The request's timeout covers any wait for its Sandbox too.
+		deadline := start.Add(t.Timeout)
+		ep, e = h.resolve(r.Context(), t, deadline)
+		t.Timeout = time.Until(deadline) // none left: the proxy answers 504
 	}
 	if e == nil && ep.IP.IsValid() && !AllowedAddress(ep.IP, h.o.Limits.AllowLocalAddresses) {
 		e = &Error{Status: http.StatusBadGateway, Reason: ReasonAddressForbidden,
@@ -119,19 +149,29 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(rec, e)
 		return
 	}
+	if h.o.Activity != nil && ep.IdleTimeout > 0 && ep.SandboxUID != "" {
+		key := resume.Key{Namespace: ep.Namespace, Name: ep.Sandbox, UID: ep.SandboxUID}
+		end := h.o.Activity.Begin(key, resume.Interval(ep.IdleTimeout, h.o.ActivityInterval))
+		defer end() // after the response, or the WebSocket session, ended
+	}
 	h.proxy(rec, r, t, ep, reqID)
 }
 
 // resolve resolves t, looking again for up to ResolveWait while the answer
-// is a state that may change in a moment.
-func (h *Handler) resolve(ctx context.Context, t Target) (Endpoint, *Error) {
-	deadline := time.Now().Add(h.o.ResolveWait)
+// is a state that may change in a moment. A Sandbox that opted in to
+// resume on connect is resumed, or waited for, until it is routable, up to
+// ResumeTimeout and the request's deadline (awaitResume).
+func (h *Handler) resolve(ctx context.Context, t Target, requestDeadline time.Time) (Endpoint, *Error) {
+	deadline := earliest(time.Now().Add(h.o.ResolveWait), requestDeadline)
 	for {
 		ep, err := h.o.Resolver.Resolve(ctx, t)
 		if err == nil {
 			return ep, nil
 		}
 		e := AsError(err)
+		if e.Resume != nil {
+			return h.awaitResume(ctx, t, e, requestDeadline)
+		}
 		if !e.Retry || time.Now().Add(resolvePoll).After(deadline) {
 			return ep, e
 		}

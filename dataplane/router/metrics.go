@@ -20,7 +20,18 @@ type Metrics struct {
 	authFailures       *prometheus.CounterVec
 	upstreamErrors     *prometheus.CounterVec
 	portForwards       prometheus.Gauge
+	resumes            *prometheus.CounterVec
+	resumeDuration     prometheus.Histogram
+	resumeWaits        prometheus.Counter
+	activityWrites     *prometheus.CounterVec
 }
+
+// Results of a resume on connect (sandbox_router_resumes_total).
+const (
+	resumeResumed = "resumed"
+	resumeTimeout = "timeout"
+	resumeError   = "error"
+)
 
 // NewMetrics makes the metrics and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -44,7 +55,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		resolutionFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandbox_router_resolution_failures_total",
-			Help: "Requests the router could not route to a sandbox, by reason (not_found, not_ready, warm_member, uid_mismatch, pod_ip_mismatch, address_forbidden, cache_error).",
+			Help: "Requests the router could not route to a sandbox, by reason (not_found, not_ready, warm_member, uid_mismatch, pod_ip_mismatch, address_forbidden, cache_error, suspended, resume_timeout, resume_failed).",
 		}, []string{"reason"}),
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandbox_router_auth_failures_total",
@@ -58,8 +69,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "sandbox_router_port_forwards",
 			Help: "Port-forward connections open to sandbox Pods (--transport=port-forward).",
 		}),
+		resumes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandbox_router_resumes_total",
+			Help: "Resumes on connect the router made (one per Sandbox however many requests waited for it), by result (resumed, timeout, error).",
+		}, []string{"result"}),
+		resumeDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sandbox_router_resume_duration_seconds",
+			Help:    "Time from a resume on connect's write (spec.operatingMode Running) to the Sandbox being routable.",
+			Buckets: []float64{.1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300},
+		}),
+		resumeWaits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sandbox_router_resume_waits_total",
+			Help: "Requests that waited for their Sandbox to resume (or, opted in to resume on connect, to start).",
+		}),
+		activityWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandbox_router_activity_writes_total",
+			Help: "Writes of the last-activity annotation of Sandboxes with idle suspend, by result (ok, error, gone).",
+		}, []string{"result"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.inflight, m.connections, m.resolutionFailures, m.authFailures, m.upstreamErrors, m.portForwards)
+	reg.MustRegister(m.requests, m.duration, m.inflight, m.connections, m.resolutionFailures, m.authFailures, m.upstreamErrors, m.portForwards,
+		m.resumes, m.resumeDuration, m.resumeWaits, m.activityWrites)
 	return m
 }
 
@@ -102,6 +131,29 @@ func (m *Metrics) refused(e *Error) {
 func (m *Metrics) upstreamError(reason string) {
 	if m != nil {
 		m.upstreamErrors.WithLabelValues(reason).Inc()
+	}
+}
+
+// resumed counts a resume's result and, when it resumed, its latency.
+func (m *Metrics) resumed(result string, seconds float64) {
+	if m == nil {
+		return
+	}
+	m.resumes.WithLabelValues(result).Inc()
+	if result == resumeResumed {
+		m.resumeDuration.Observe(seconds)
+	}
+}
+
+func (m *Metrics) resumeWaited() {
+	if m != nil {
+		m.resumeWaits.Inc()
+	}
+}
+
+func (m *Metrics) activityWrite(result string) {
+	if m != nil {
+		m.activityWrites.WithLabelValues(result).Inc()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +18,7 @@ import (
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/dataplane/resume"
 )
 
 // SandboxGVK is the kind the router resolves.
@@ -44,6 +46,12 @@ type Endpoint struct {
 	Port int
 	// Source says how the endpoint was found.
 	Source string
+	// SandboxUID is the Sandbox's UID (empty with the DNS fallback).
+	SandboxUID types.UID
+	// IdleTimeout is the Sandbox's idle timeout (annotation
+	// agents.x-k8s.io/idle-timeout): positive, requests to it are reported
+	// as activity; zero, they are not.
+	IdleTimeout time.Duration
 }
 
 // Resolver finds where a request for a Target goes. Its errors are
@@ -85,29 +93,53 @@ func PodName(sb metav1.Object) string {
 
 // Route decides where a request for t goes, given the Sandbox and its Pod
 // (nil when there is none): the Sandbox must have the UID the caller
-// expects, be standalone or claimed, and control a Ready Pod with an IP
-// (the caller's X-Sandbox-Pod-IP, if set, among them; else IPv4 first).
-func Route(sb metav1.Object, pod *corev1.Pod, t Target) (Endpoint, *Error) {
+// expects, be standalone or claimed, Running (not Suspended), and control a
+// Ready Pod with an IP (the caller's X-Sandbox-Pod-IP, if set, among them;
+// else IPv4 first). A refusal for a Sandbox that opted in to resume on
+// connect carries Resume: a resume (or the one under way) may make it
+// routable.
+func Route(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod, t Target) (Endpoint, *Error) {
 	name := t.Namespace + "/" + t.ID
-	if t.UID != "" && sb.GetUID() != t.UID {
+	if t.UID != "" && sb.UID != t.UID {
 		return Endpoint{}, &Error{Status: http.StatusConflict, Reason: ReasonUIDMismatch, Retry: true,
-			Detail: fmt.Sprintf("Sandbox %s has UID %s, not %s.", name, sb.GetUID(), t.UID)}
+			Detail: fmt.Sprintf("Sandbox %s has UID %s, not %s.", name, sb.UID, t.UID)}
 	}
 	if IsWarmMember(sb) {
 		return Endpoint{}, &Error{Status: http.StatusForbidden, Reason: ReasonWarmMember, Retry: true,
 			Detail: fmt.Sprintf("Sandbox %s is an unclaimed warm pool member; claim one with a SandboxClaim.", name)}
 	}
-	notReady := func(why string) (Endpoint, *Error) {
+	if sb.DeletionTimestamp != nil {
 		return Endpoint{}, &Error{Status: http.StatusConflict, Reason: ReasonNotReady, Retry: true,
+			Detail: fmt.Sprintf("Sandbox %s is not ready: it is being deleted.", name)}
+	}
+	// An invalid annotation leaves the policy of the valid ones (never a
+	// resume the user did not ask for); a suspended Sandbox's refusal says
+	// what is wrong with it.
+	policy, perr := sandboxv1beta1.ResumePolicyOf(sb.Annotations)
+	var resumable *Resumable
+	if policy.ResumeOnConnect {
+		resumable = &Resumable{Key: resume.Key{Namespace: sb.Namespace, Name: sb.Name, UID: sb.UID}}
+	}
+	if sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended {
+		if resumable == nil {
+			detail := fmt.Sprintf("Sandbox %s is suspended and does not resume on connect; to let requests resume it, %s.", name, sandboxv1beta1.OptInHint)
+			if perr != nil {
+				detail += " (" + perr.Error() + ")"
+			}
+			return Endpoint{}, &Error{Status: http.StatusConflict, Reason: ReasonSuspended, Detail: detail}
+		}
+		resumable.Suspended = true
+		return Endpoint{}, &Error{Status: http.StatusConflict, Reason: ReasonSuspended, Resume: resumable,
+			Detail: fmt.Sprintf("Sandbox %s is suspended (it resumes on connect).", name)}
+	}
+	notReady := func(why string) (Endpoint, *Error) {
+		return Endpoint{}, &Error{Status: http.StatusConflict, Reason: ReasonNotReady, Retry: true, Resume: resumable,
 			Detail: fmt.Sprintf("Sandbox %s is not ready: %s.", name, why)}
 	}
-	switch {
-	case sb.GetDeletionTimestamp() != nil:
-		return notReady("it is being deleted")
-	case pod == nil:
+	if pod == nil {
 		return notReady("it has no pod")
 	}
-	if ref := metav1.GetControllerOfNoCopy(pod); ref == nil || ref.UID != sb.GetUID() {
+	if ref := metav1.GetControllerOfNoCopy(pod); ref == nil || ref.UID != sb.UID {
 		return notReady("pod " + pod.Name + " is not controlled by it")
 	}
 	switch {
@@ -135,7 +167,8 @@ func Route(sb metav1.Object, pod *corev1.Pod, t Target) (Endpoint, *Error) {
 				Detail: fmt.Sprintf("Sandbox %s: %s is not an IP of its pod %s.", name, t.PodIP, pod.Name)}
 		}
 	}
-	return Endpoint{Namespace: t.Namespace, Sandbox: t.ID, Pod: pod.Name, PodUID: pod.UID, IP: ip, Port: t.Port, Source: SourceCache}, nil
+	return Endpoint{Namespace: t.Namespace, Sandbox: t.ID, Pod: pod.Name, PodUID: pod.UID, IP: ip, Port: t.Port, Source: SourceCache,
+		SandboxUID: sb.UID, IdleTimeout: policy.IdleTimeout}, nil
 }
 
 func podReady(pod *corev1.Pod) bool {
@@ -171,11 +204,10 @@ func podIPs(pod *corev1.Pod) []netip.Addr {
 	return append(v4, v6...)
 }
 
-// CacheResolver resolves through a cache (or any reader) of Sandboxes as
-// metadata and of sandbox Pods.
+// CacheResolver resolves through a cache (or any reader) of Sandboxes
+// (NewCache's, trimmed) and of sandbox Pods.
 type CacheResolver struct {
-	// Reader reads Sandboxes (as metav1.PartialObjectMetadata of SandboxGVK)
-	// and Pods.
+	// Reader reads Sandboxes (sandboxv1beta1.Sandbox) and Pods.
 	Reader client.Reader
 	// DNSFallback sends a request for a Sandbox the cache does not hold to
 	// X-Sandbox-Pod-IP, else to <id>.<ns>.svc.<ClusterDomain>, as upstream's
@@ -193,8 +225,7 @@ func (r *CacheResolver) Resolve(ctx context.Context, t Target) (Endpoint, error)
 		return Endpoint{}, &Error{Status: http.StatusNotFound, Reason: ReasonNotFound,
 			Detail: fmt.Sprintf("Sandbox %s/%s not found.", t.Namespace, t.ID)}
 	}
-	sb := &metav1.PartialObjectMetadata{}
-	sb.SetGroupVersionKind(SandboxGVK)
+	sb := &sandboxv1beta1.Sandbox{}
 	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.ID}, sb)
 	switch {
 	case apierrors.IsNotFound(err) && r.DNSFallback:

@@ -4,8 +4,11 @@ import (
 	"context"
 	"net/http"
 	"net/netip"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +20,7 @@ import (
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/dataplane/resume"
 )
 
 // testSandbox is a Sandbox named name in "team", controlled by a kind of
@@ -174,5 +178,99 @@ func TestCacheResolver(t *testing.T) {
 	}
 	if _, err := r.Resolve(ctx, target("pool-b4c9d")); AsError(err).Reason != ReasonWarmMember {
 		t.Errorf("the fallback is for unknown Sandboxes only; a warm member: %v, want refused", err)
+	}
+}
+
+// TestRouteSuspended: a Suspended Sandbox is never routed; one that did
+// not opt in to resume on connect is refused with how to opt in, one that
+// did is handed to the resume (Resume set); an opted-in Sandbox that is
+// starting is waited for; a warm member is refused as such, opted in or not.
+func TestRouteSuspended(t *testing.T) {
+	target := Target{ID: "box", Namespace: "team", Port: 8888}
+	suspended := func(annotations map[string]string) *sandboxv1beta1.Sandbox {
+		sb := testSandbox("box", "")
+		sb.Annotations = annotations
+		sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeSuspended
+		return sb
+	}
+	optIn := map[string]string{sandboxv1beta1.AnnotationResumeOnConnect: "true"}
+
+	_, err := Route(suspended(nil), nil, target)
+	if err == nil || err.Status != http.StatusConflict || err.Reason != ReasonSuspended || err.Resume != nil || err.Retry {
+		t.Fatalf("not opted in: %+v", err)
+	}
+	if !strings.Contains(err.Detail, "team/box is suspended") || !strings.Contains(err.Detail, sandboxv1beta1.OptInHint) {
+		t.Errorf("the refusal does not say how to opt in: %s", err.Detail)
+	}
+	_, err = Route(suspended(map[string]string{sandboxv1beta1.AnnotationResumeOnConnect: "yes"}), nil, target)
+	if err == nil || err.Resume != nil || !strings.Contains(err.Detail, `"yes" is not a boolean`) {
+		t.Errorf("an invalid opt-in: %+v", err)
+	}
+	if _, err := Route(suspended(map[string]string{sandboxv1beta1.AnnotationResumeOnConnect: "false"}), nil, target); err == nil || err.Resume != nil {
+		t.Errorf("opted out: %+v", err)
+	}
+
+	for name, annotations := range map[string]map[string]string{"resume-on-connect": optIn, "idle-timeout": {sandboxv1beta1.AnnotationIdleTimeout: "15m"}} {
+		_, err := Route(suspended(annotations), nil, target)
+		want := &Resumable{Key: resume.Key{Namespace: "team", Name: "box", UID: "uid-box"}, Suspended: true}
+		if err == nil || err.Status != http.StatusConflict || err.Reason != ReasonSuspended || err.Resume == nil || *err.Resume != *want {
+			t.Errorf("opted in by %s: %+v, want Resume %+v", name, err, want)
+		}
+	}
+
+	starting := testSandbox("box", "")
+	starting.Annotations = optIn
+	_, err = Route(starting, nil, target)
+	if err == nil || err.Reason != ReasonNotReady || err.Resume == nil || err.Resume.Suspended {
+		t.Errorf("opted in, Running, no pod yet: %+v, want a resumable not-ready", err)
+	}
+	if _, err := Route(testSandbox("box", ""), nil, target); err == nil || err.Resume != nil {
+		t.Errorf("not opted in, no pod yet: %+v, want a plain not-ready", err)
+	}
+	deleting := suspended(optIn)
+	deleting.DeletionTimestamp = &metav1.Time{}
+	if _, err := Route(deleting, nil, target); err == nil || err.Resume != nil {
+		t.Errorf("opted in, being deleted: %+v, want no resume", err)
+	}
+	warm := testSandbox("box", "SandboxWarmPool")
+	warm.Annotations, warm.Spec.OperatingMode = optIn, sandboxv1beta1.SandboxOperatingModeSuspended
+	if _, err := Route(warm, nil, target); err == nil || err.Status != http.StatusForbidden || err.Resume != nil {
+		t.Errorf("an opted-in unclaimed warm member: %+v, want 403 and no resume", err)
+	}
+
+	idle := testSandbox("box", "")
+	idle.Annotations = map[string]string{sandboxv1beta1.AnnotationIdleTimeout: "10m"}
+	if ep, err := Route(idle, testPod(idle, "box", "10.0.0.5"), target); err != nil || ep.IdleTimeout != 10*time.Minute || ep.SandboxUID != "uid-box" {
+		t.Errorf("a Running Sandbox with idle suspend: %+v, %v", ep, err)
+	}
+}
+
+// TestTrimSandbox: the cache keeps of a Sandbox what routing and resume
+// read, and nothing else.
+func TestTrimSandbox(t *testing.T) {
+	sb := testSandbox("box", "SandboxClaim")
+	sb.Annotations = map[string]string{
+		sandboxv1beta1.AnnotationPodName: "pool-x7k2p", sandboxv1beta1.AnnotationResumeOnConnect: "true",
+		sandboxv1beta1.AnnotationIdleTimeout: "1h", sandboxv1beta1.AnnotationLastActivity: "2026-01-01T00:00:00Z", "other": "x",
+	}
+	sb.Labels = map[string]string{sandboxv1beta1.LabelWarmPoolSandbox: "abcd", "app": "x"}
+	sb.ResourceVersion, sb.Generation = "7", 3
+	sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeSuspended
+	sb.Spec.PodTemplate.Spec.Containers = []corev1.Container{{Name: "main", Image: "python"}}
+	sb.Status.ServiceFQDN = "box.team.svc"
+	got, err := trimSandbox(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &sandboxv1beta1.Sandbox{
+		TypeMeta: sb.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: "box", Namespace: "team", UID: "uid-box", ResourceVersion: "7", OwnerReferences: sb.OwnerReferences,
+			Labels: map[string]string{sandboxv1beta1.LabelWarmPoolSandbox: "abcd"},
+			Annotations: map[string]string{sandboxv1beta1.AnnotationPodName: "pool-x7k2p", sandboxv1beta1.AnnotationResumeOnConnect: "true",
+				sandboxv1beta1.AnnotationIdleTimeout: "1h"}},
+		Spec: sandboxv1beta1.SandboxSpec{OperatingMode: sandboxv1beta1.SandboxOperatingModeSuspended},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("trimmed (-want +got):\n%s", diff)
 	}
 }

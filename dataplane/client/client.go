@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,7 +35,9 @@ type Client struct {
 
 var codecs = func() serializer.CodecFactory {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{sandboxv1beta1.AddToScheme, extv1beta1.AddToScheme} {
+	// corev1: the Pods a port-forward follows (their watch events are
+	// decoded by type).
+	for _, add := range []func(*runtime.Scheme) error{sandboxv1beta1.AddToScheme, extv1beta1.AddToScheme, corev1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}

@@ -30,9 +30,12 @@ type podGone struct{ error }
 
 func (p podGone) Unwrap() error { return p.error }
 
-// resumeGroups share one resume per Sandbox among all the handles of a
-// process.
-var resumeGroup resume.Group
+// resumeGroup shares one resume (the write) per Sandbox among all the
+// handles and Opens of a process; wakeGroup shares one wake (the resume and
+// the wait for Ready and the runtime) among the calls that found the Pod
+// gone. They are apart so that a call joining an Open's resume, which does
+// not wait, still waits before it is sent again.
+var resumeGroup, wakeGroup resume.Group
 
 // suspendedError is the error of a call to a Suspended Sandbox that did not
 // opt in to resume on connect.
@@ -72,8 +75,9 @@ func (s *Sandbox) wake(ctx context.Context) error {
 			return suspendedError(s.namespace, s.name)
 		}
 		w := resume.Writer{REST: c.sandboxes}
-		_, err := resumeGroup.Do(ctx, key.String()+"/"+string(key.UID), func(ctx context.Context) error {
-			if err := w.SetRunning(ctx, key); err != nil {
+		id := key.String() + "/" + string(key.UID)
+		_, err := wakeGroup.Do(ctx, id, func(ctx context.Context) error {
+			if _, err := resumeGroup.Do(ctx, id, func(ctx context.Context) error { return w.SetRunning(ctx, key) }); err != nil {
 				return err
 			}
 			return wait(ctx)

@@ -3,10 +3,12 @@ package resume
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -104,3 +106,23 @@ func (w *Writer) ReportActivity(ctx context.Context, k Key, at time.Time) error 
 // FormatTime is how the last-activity annotation spells a time (RFC 3339,
 // UTC, whole seconds: finer would only make more writes differ).
 func FormatTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
+
+// IsGone reports an error of a write of this package meaning the Sandbox
+// it was meant for is no more: not found, deleted (the API server answers
+// Conflict: "uid mismatch ... no existing object was found"), or replaced
+// by a namesake (Invalid: metadata.uid is immutable).
+func IsGone(err error) bool {
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
+}

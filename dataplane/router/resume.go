@@ -173,9 +173,9 @@ func writeError(t Target, err error) *Error {
 	switch {
 	case apierrors.IsNotFound(err):
 		return &Error{Status: http.StatusNotFound, Reason: ReasonNotFound, Detail: fmt.Sprintf("Sandbox %s not found.", name)}
-	case apierrors.IsConflict(err): // the UID precondition: deleted and made again
+	case resume.IsGone(err): // the UID precondition failed
 		return &Error{Status: http.StatusConflict, Reason: ReasonUIDMismatch,
-			Detail: fmt.Sprintf("Sandbox %s was replaced by another of the same name; it was not resumed.", name)}
+			Detail: fmt.Sprintf("Sandbox %s was deleted, or replaced by another of the same name; it was not resumed.", name)}
 	case apierrors.IsForbidden(err):
 		return &Error{Status: http.StatusBadGateway, Reason: ReasonResumeFailed,
 			Detail: fmt.Sprintf("Could not resume sandbox %s: the router may not patch sandboxes.", name)}
@@ -183,10 +183,6 @@ func writeError(t Target, err error) *Error {
 	return &Error{Status: http.StatusBadGateway, Reason: ReasonResumeFailed,
 		Detail: fmt.Sprintf("Could not resume sandbox %s (%s).", name, apierrors.ReasonForError(err))}
 }
-
-// IsGone reports an error of a write to a Sandbox that is no more: not
-// found, or its UID precondition failed (a namesake took its place).
-func IsGone(err error) bool { return apierrors.IsNotFound(err) || apierrors.IsConflict(err) }
 
 // NewActivityReporter returns the reporter of Options.Activity: write is
 // resume.Writer.ReportActivity; results are counted in m and failures
@@ -198,14 +194,14 @@ func NewActivityReporter(write func(context.Context, resume.Key, time.Time) erro
 			switch {
 			case err == nil:
 				m.activityWrite("ok")
-			case IsGone(err):
+			case resume.IsGone(err):
 				m.activityWrite("gone")
 			default:
 				m.activityWrite("error")
 			}
 			return err
 		},
-		Gone:    IsGone,
+		Gone:    resume.IsGone,
 		OnError: func(k resume.Key, err error) { log.Error(err, "reporting activity", "sandbox", k.String()) },
 	}
 }

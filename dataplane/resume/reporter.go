@@ -166,14 +166,15 @@ func (r *Reporter) Run(ctx context.Context, tick time.Duration) {
 }
 
 // Interval is how often traffic to a Sandbox with the given idle timeout
-// is reported: half the timeout (so a report always lands before the
-// controller's deadline), at most max, and never for a Sandbox without
-// idle suspend (zero).
+// is reported: a third of the timeout (so a report, late by up to a flush
+// tick and stamped in whole seconds, still lands before the controller's
+// deadline), at most max, and never for a Sandbox without idle suspend
+// (zero).
 func Interval(idle, maxInterval time.Duration) time.Duration {
 	if idle <= 0 {
 		return 0
 	}
-	d := idle / 2
+	d := idle / 3
 	if maxInterval > 0 && d > maxInterval {
 		d = maxInterval
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/cmd/localcluster/standin"
 	sdk "github.com/agentsandbox/reconciler/dataplane/client"
 	"github.com/agentsandbox/reconciler/tests/cluster"
 )
@@ -83,6 +86,10 @@ func resumeByRun(t *testing.T, c client.Client, ns string, opts ...sdk.Option) {
 // runtime process to be gone.
 func suspendAndWait(t *testing.T, c client.Client, key types.NamespacedName) {
 	t.Helper()
+	waitFor(t, time.Minute, "runtime started", func() error {
+		_, err := os.Stat(filepath.Join(standin.SandboxDir(standIn.Dir, standin.Key{Namespace: key.Namespace, Name: key.Name}), "state.json"))
+		return err
+	})
 	first := runtimeState(t, key.Namespace, key.Name)
 	setMode(t, c, key, sandboxv1beta1.SandboxOperatingModeSuspended)
 	waitSuspended(t, c, key, first.PID)

@@ -17,10 +17,12 @@ type Reporter struct {
 	// (Writer.ReportActivity). Required.
 	Write func(ctx context.Context, k Key, at time.Time) error
 	// OnError, if set, hears of failed writes (the entry is kept and
-	// written again at its next interval, unless the Sandbox is gone).
+	// written again at its next interval, unless the Sandbox is gone or the
+	// traffic is retryFor intervals old: a write that always fails, such
+	// as one the router may not make, is not made forever).
 	OnError func(k Key, err error)
-	// Gone reports an error meaning the Sandbox is no more (NotFound, a
-	// UID mismatch); its entry is dropped. Nil: never.
+	// Gone reports an error meaning the Sandbox is no more (IsGone: not
+	// found, deleted, replaced); its entry is dropped. Nil: never.
 	Gone func(err error) bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -109,6 +111,10 @@ func (r *Reporter) due(now time.Time) map[Key]time.Time {
 	return out
 }
 
+// retryFor is how many intervals after the traffic a failed write of it
+// is tried again.
+const retryFor = 10
+
 // Pending is how many Sandboxes the reporter remembers (for tests and
 // metrics).
 func (r *Reporter) Pending() int {
@@ -133,7 +139,7 @@ func (r *Reporter) Flush(ctx context.Context) int {
 				r.OnError(k, err)
 			}
 			r.mu.Lock()
-			if e := r.entries[k]; e != nil && e.seen.IsZero() {
+			if e := r.entries[k]; e != nil && e.seen.IsZero() && r.now().Sub(at) < retryFor*e.interval {
 				e.seen = at // say it again next interval
 			}
 			r.mu.Unlock()

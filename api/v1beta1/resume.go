@@ -37,6 +37,8 @@ const (
 const MinIdleTimeout = time.Second
 
 // ResumePolicy is what a Sandbox's annotations ask for.
+//
+// +kubebuilder:object:generate=false
 type ResumePolicy struct {
 	// ResumeOnConnect: traffic resumes the Sandbox when it is Suspended.
 	ResumeOnConnect bool

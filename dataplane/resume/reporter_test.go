@@ -151,7 +151,7 @@ func TestReporterErrors(t *testing.T) {
 	f.err = errGone
 	r := f.reporter()
 	var heard []error
-	r.Gone = func(err error) bool { return err == errGone }
+	r.Gone = func(err error) bool { return errors.Is(err, errGone) }
 	r.OnError = func(_ Key, err error) { heard = append(heard, err) }
 	ctx := context.Background()
 	end := r.Begin(key, time.Minute)

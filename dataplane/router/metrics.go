@@ -79,7 +79,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{.1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300},
 		}),
 		resumeWaits: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sandbox_router_resume_waits_total",
+			Name: "sandbox_router_requests_waited_for_resume_total",
 			Help: "Requests that waited for their Sandbox to resume (or, opted in to resume on connect, to start).",
 		}),
 		activityWrites: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -70,7 +70,7 @@ func getSandbox(t *testing.T, ns, name string) *sandboxv1beta1.Sandbox {
 // server-side apply.
 func owns(sb *sandboxv1beta1.Sandbox, manager, f string) bool {
 	for _, m := range sb.ManagedFields {
-		if m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply && m.FieldsV1 != nil && strings.Contains(string(m.FieldsV1.Raw), f) {
+		if m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply && m.FieldsV1 != nil && strings.Contains(m.FieldsV1.GetRawString(), f) {
 			return true
 		}
 	}

@@ -6,6 +6,7 @@
 // own ServiceAccount tokens and RBAC. Resume on connect and activity
 // reports make their real writes (server-side apply, UID preconditions,
 // events) with the same identity; the test plays the controller and the
-// kubelet (it makes the resumed Sandbox's Pod Ready). Port-forwarding needs a kubelet,
-// which envtest has not; the unit tests cover it against a fake one.
+// kubelet (it makes the resumed Sandbox's Pod Ready). Port-forwarding
+// needs a kubelet, which envtest has not; the unit tests cover it against
+// a fake one.
 package router

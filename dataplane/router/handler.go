@@ -213,7 +213,7 @@ func (h *Handler) proxy(w *recorder, r *http.Request, t Target, ep Endpoint, req
 			}
 			pr.SetXForwarded()
 		},
-		Transport:     h.o.Transport.RoundTripper(),
+		Transport:     h.transportFor(r, ep),
 		FlushInterval: -1, // stream: every write reaches the client at once
 		ModifyResponse: func(resp *http.Response) error {
 			if resp.StatusCode == http.StatusSwitchingProtocols {

@@ -46,6 +46,10 @@ type Endpoint struct {
 	Port int
 	// Source says how the endpoint was found.
 	Source string
+	// Resumed marks a Sandbox the request waited for (a resume on
+	// connect, or a start): its Pod is Ready, but the server in it may not
+	// listen yet, so refused connections are tried again (afterResume).
+	Resumed bool
 	// SandboxUID is the Sandbox's UID (empty with the DNS fallback).
 	SandboxUID types.UID
 	// IdleTimeout is the Sandbox's idle timeout (annotation

@@ -77,6 +77,7 @@ func (h *Handler) awaitResume(ctx context.Context, t Target, first *Error, reque
 		}
 		ep, err := h.o.Resolver.Resolve(wctx, t)
 		if err == nil {
+			ep.Resumed = true
 			return ep, nil
 		}
 		if e = AsError(err); e.Resume == nil {

@@ -116,7 +116,7 @@ func (s *Sandbox) began() func() {
 		w := resume.Writer{REST: s.client.sandboxes}
 		s.reporter = &resume.Reporter{
 			Write: w.ReportActivity,
-			Gone:  func(err error) bool { return apierrors.IsNotFound(err) || apierrors.IsConflict(err) },
+			Gone:  resume.IsGone,
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		s.stopReporting = cancel

@@ -104,8 +104,15 @@ func (w *Writer) ReportActivity(ctx context.Context, k Key, at time.Time) error 
 }
 
 // FormatTime is how the last-activity annotation spells a time (RFC 3339,
-// UTC, whole seconds: finer would only make more writes differ).
-func FormatTime(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
+// UTC, whole seconds: finer would only make more writes differ), rounded
+// up, so that an idle timeout is never cut short by the rounding.
+func FormatTime(t time.Time) string {
+	s := t.UTC().Truncate(time.Second)
+	if s.Before(t) {
+		s = s.Add(time.Second)
+	}
+	return s.Format(time.RFC3339)
+}
 
 // IsGone reports an error of a write of this package meaning the Sandbox
 // it was meant for is no more: not found, deleted (the API server answers

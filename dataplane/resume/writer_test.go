@@ -48,7 +48,7 @@ func TestWriter(t *testing.T) {
 	w := &Writer{REST: rc}
 	k := Key{Namespace: "team", Name: "box", UID: "uid-box"}
 	meta := map[string]any{"name": "box", "namespace": "team", "uid": "uid-box"}
-	at := time.Date(2026, 5, 1, 12, 30, 15, 999, time.FixedZone("x", 3600))
+	at := time.Date(2026, 5, 1, 12, 30, 15, 999, time.FixedZone("x", 3600)) // 999 ns past the second: stamped as the next one (rounded up)
 	for _, tc := range []struct {
 		name    string
 		write   func() error
@@ -59,7 +59,7 @@ func TestWriter(t *testing.T) {
 			map[string]any{"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox", "metadata": meta, "spec": map[string]any{"operatingMode": "Running"}}},
 		{"ReportActivity", func() error { return w.ReportActivity(context.Background(), k, at) }, sandboxv1beta1.FieldManagerActivity,
 			map[string]any{"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox", "metadata": map[string]any{
-				"name": "box", "namespace": "team", "uid": "uid-box", "annotations": map[string]any{sandboxv1beta1.AnnotationLastActivity: "2026-05-01T11:30:15Z"}}}},
+				"name": "box", "namespace": "team", "uid": "uid-box", "annotations": map[string]any{sandboxv1beta1.AnnotationLastActivity: "2026-05-01T11:30:16Z"}}}},
 	} {
 		if err := tc.write(); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)

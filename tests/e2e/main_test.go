@@ -47,7 +47,11 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer func() { _ = os.RemoveAll(workdir) }()
+	defer func() {
+		if os.Getenv("E2E_KEEP_WORKDIR") == "" {
+			_ = os.RemoveAll(workdir)
+		}
+	}()
 	local, err = cluster.Start(ctx, cluster.Options{
 		Name: "e2e", Workdir: workdir, Nodes: 3, InstallCRDs: true, RuntimeClasses: []string{"gvisor", "kata"},
 	})

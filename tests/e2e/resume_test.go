@@ -165,10 +165,12 @@ func idleSuspend(t *testing.T, c client.Client, ns, routerURL string) {
 		t.Fatal(err)
 	}
 	// Traffic every second for twice the timeout: never idle.
+	var last time.Time
 	for range 8 {
 		if _, err := sb.Run(ctx, "true"); err != nil {
 			t.Fatal(err)
 		}
+		last = time.Now()
 		time.Sleep(time.Second)
 	}
 	if err := c.Get(ctx, key, got); err != nil {
@@ -191,7 +193,11 @@ func idleSuspend(t *testing.T, c client.Client, ns, routerURL string) {
 		}
 		return nil
 	})
-	t.Logf("suspended %s after the last command (idle-timeout 4s)", time.Since(quiet).Round(time.Millisecond))
+	t.Logf("suspended within %s of the last command (idle-timeout 4s; looked for from %s after it)",
+		time.Since(last).Round(time.Millisecond), quiet.Sub(last).Round(time.Millisecond))
+	if time.Since(last) < 4*time.Second {
+		t.Errorf("suspended %s after the last command: before its idle-timeout of 4s", time.Since(last).Round(time.Millisecond))
+	}
 	modeOwnedBy(t, c, key, sandboxv1beta1.SandboxOperatingModeSuspended, sandboxv1beta1.FieldManagerOperatingMode)
 	waitSuspended(t, c, key, pid)
 	res, err := sb.Run(ctx, "cat idle.txt")

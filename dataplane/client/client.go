@@ -198,6 +198,9 @@ func (c *Client) openSandbox(ctx context.Context, o *options, sb *sandboxv1beta1
 		}); err != nil {
 			return nil, err
 		}
+		resumed := *o
+		resumed.starting = true
+		o = &resumed
 	}
 	ready, err := c.waitForSandbox(ctx, sb)
 	if err != nil {

@@ -27,6 +27,9 @@ type options struct {
 	attempts     int
 	backoff      time.Duration
 	maxBackoff   time.Duration
+	// starting: the sandbox was just resumed, its runtime is starting
+	// (connect polls its health quickly; not an Option).
+	starting bool
 }
 
 func defaultOptions() options {

@@ -88,9 +88,9 @@ func (s *Sandbox) wake(ctx context.Context) error {
 	return wait(ctx)
 }
 
-// health asks the runtime GET / until it answers (retried as idempotent).
+// health asks the runtime GET / until it answers (polled: it is starting).
 func (s *Sandbox) health(ctx context.Context) error {
-	resp, err := s.conn.do(ctx, request{op: "health", method: "GET", idempotent: true})
+	resp, err := s.conn.polling().do(ctx, request{op: "health", method: "GET", idempotent: true})
 	if err != nil {
 		return fmt.Errorf("runtime not answering after resume: %w", err)
 	}
@@ -124,4 +124,14 @@ func (s *Sandbox) began() func() {
 	}
 	key := resume.Key{Namespace: s.namespace, Name: s.name, UID: s.uid}
 	return s.reporter.Begin(key, resume.Interval(s.policy.IdleTimeout, activityReportMax))
+}
+
+// polling is c for a runtime that is starting (a Pod is Ready a moment
+// before the server in it listens): its idempotent calls are tried every
+// 50 to 250 ms for about two minutes, or until ctx ends, rather than with
+// the backoff meant for a server in trouble.
+func (c *conn) polling() *conn {
+	p := *c
+	p.attempts, p.backoff, p.maxBackoff = 600, 50*time.Millisecond, 250*time.Millisecond
+	return &p
 }

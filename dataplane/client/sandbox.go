@@ -109,7 +109,11 @@ func (s *Sandbox) connect(ctx context.Context, o *options) error {
 	}
 	c.http = hc
 	s.conn = c
-	resp, err := c.do(ctx, request{op: "health", method: http.MethodGet, idempotent: true})
+	health := c
+	if o.starting {
+		health = c.polling()
+	}
+	resp, err := health.do(ctx, request{op: "health", method: http.MethodGet, idempotent: true})
 	if err != nil {
 		c.close()
 		return fmt.Errorf("sandbox %s/%s: runtime not answering: %w", s.namespace, s.name, err)

@@ -27,7 +27,7 @@ func (f *flakyRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	if f.calls <= f.fails {
 		return nil, f.errFor(f.calls)
 	}
-	return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("ok"))}, nil
+	return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("ok"))}, nil
 }
 
 func TestAfterResumeRetriesRefused(t *testing.T) {

@@ -119,7 +119,7 @@ func modeOwnedBy(t *testing.T, c client.Client, key types.NamespacedName, mode s
 		t.Fatalf("operatingMode = %q; want %q", sb.Spec.OperatingMode, mode)
 	}
 	for _, mf := range sb.ManagedFields {
-		if mf.Manager == manager && mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:operatingMode"`) {
+		if mf.Manager == manager && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:operatingMode"`) {
 			return
 		}
 	}

@@ -29,8 +29,17 @@
 //     with backoff, on connection errors and 500, 502, 503 and 504; Run and
 //     Write are sent exactly once, since running a command twice is not the
 //     same as running it once.
+//   - Resume on connect: a Sandbox that opted in (the annotations
+//     agents.x-k8s.io/resume-on-connect or idle-timeout) and is Suspended is
+//     set Running by Open, or by a call that finds its Pod gone (the call
+//     never reached the runtime and is sent again once it answers); one
+//     that did not opt in fails with ErrSuspended. Through a router, the
+//     router does this. Without one, the SDK reports the Sandbox's traffic
+//     (the last-activity annotation, at most once per interval) for idle
+//     suspend. Both writes are server-side apply with the caller's rights.
 //   - Every call takes a context; errors can be tested with errors.Is
-//     (ErrNotFound, ErrAccessDenied, ErrTooLarge, ErrTimeout, ErrDeleted)
+//     (ErrNotFound, ErrAccessDenied, ErrTooLarge, ErrTimeout, ErrDeleted,
+//     ErrSuspended)
 //     and errors.As (*HTTPError, with the status code and the server's
 //     detail).
 //

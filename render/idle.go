@@ -4,7 +4,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -41,7 +40,7 @@ func IdleDeadline(sb *sandboxv1beta1.Sandbox, now time.Time) (IdleDecision, erro
 	mode := sb.Spec.OperatingMode
 	ready := findCondition(sb.Status.Conditions, sandboxv1beta1.ConditionReady)
 	switch {
-	case p.IdleTimeout <= 0, sb.DeletionTimestamp != nil, IsUnclaimedWarmMember(sb),
+	case p.IdleTimeout <= 0, sb.DeletionTimestamp != nil, extv1beta1.IsUnclaimedWarmMember(sb),
 		mode != "" && mode != sandboxv1beta1.SandboxOperatingModeRunning,
 		ready == nil || ready.Status != metav1.ConditionTrue:
 		return d, nil
@@ -65,20 +64,4 @@ func IdleDeadline(sb *sandboxv1beta1.Sandbox, now time.Time) (IdleDecision, erro
 	}
 	d.After = deadline.Sub(now)
 	return d, nil
-}
-
-// IsUnclaimedWarmMember reports whether a Sandbox is a warm-pool member no
-// claim has taken yet: its controller is a SandboxWarmPool, or it still
-// carries the pool label (a claim that takes a member moves the controller
-// reference to itself and drops the label in one write).
-func IsUnclaimedWarmMember(sb metav1.Object) bool {
-	if sb.GetLabels()[sandboxv1beta1.LabelWarmPoolSandbox] != "" {
-		return true
-	}
-	ref := metav1.GetControllerOfNoCopy(sb)
-	if ref == nil || ref.Kind != "SandboxWarmPool" {
-		return false
-	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	return err != nil || gv.Group == extv1beta1.GroupName
 }

@@ -303,8 +303,9 @@ func TestActivityReport(t *testing.T) {
 			}
 			at, _ := p.annotations()[sandboxv1beta1.AnnotationLastActivity].(string)
 			ts, err := time.Parse(time.RFC3339, at)
-			if err != nil || ts.Before(start.Add(-time.Second).Truncate(time.Second)) || ts.After(time.Now()) {
-				t.Errorf("activity PATCH last-activity %q (%v); want a time of the Runs", at, err)
+			// Stamped in whole seconds, rounded up.
+			if err != nil || ts.Before(start.Truncate(time.Second)) || ts.After(time.Now().Add(time.Second)) {
+				t.Errorf("activity PATCH last-activity %q (%v); want a time of the Runs, rounded up to the second", at, err)
 			}
 			if len(p.annotations()) != 1 || p.spec() != nil || p.meta()["uid"] != string(f.uid) {
 				t.Errorf("activity PATCH %v; want the last-activity annotation alone, with the uid", p.body)

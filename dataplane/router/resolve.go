@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -70,22 +69,6 @@ type ResolverFunc func(ctx context.Context, t Target) (Endpoint, error)
 // Resolve calls f.
 func (f ResolverFunc) Resolve(ctx context.Context, t Target) (Endpoint, error) { return f(ctx, t) }
 
-// IsWarmMember reports whether a Sandbox is an unclaimed warm-pool member:
-// its controller is a SandboxWarmPool (a claim that takes a member moves
-// the controller reference to itself and drops the pool label in one
-// write, as upstream does), or it still carries the pool label.
-func IsWarmMember(sb metav1.Object) bool {
-	if sb.GetLabels()[sandboxv1beta1.LabelWarmPoolSandbox] != "" {
-		return true
-	}
-	ref := metav1.GetControllerOfNoCopy(sb)
-	if ref == nil || ref.Kind != "SandboxWarmPool" {
-		return false
-	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	return err != nil || gv.Group == extv1beta1.GroupName
-}
-
 // PodName is the name of a Sandbox's Pod: its agents.x-k8s.io/pod-name
 // annotation, else the Sandbox's own name.
 func PodName(sb metav1.Object) string {
@@ -108,7 +91,7 @@ func Route(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod, t Target) (Endpoint, *Er
 		return Endpoint{}, &Error{Status: http.StatusConflict, Reason: ReasonUIDMismatch, Retry: true,
 			Detail: fmt.Sprintf("Sandbox %s has UID %s, not %s.", name, sb.UID, t.UID)}
 	}
-	if IsWarmMember(sb) {
+	if extv1beta1.IsUnclaimedWarmMember(sb) {
 		return Endpoint{}, &Error{Status: http.StatusForbidden, Reason: ReasonWarmMember, Retry: true,
 			Detail: fmt.Sprintf("Sandbox %s is an unclaimed warm pool member; claim one with a SandboxClaim.", name)}
 	}

@@ -2,9 +2,7 @@ package bench
 
 import (
 	"context"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,8 +17,6 @@ import (
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	sdk "github.com/agentsandbox/reconciler/dataplane/client"
-	"github.com/agentsandbox/reconciler/tests"
-	"github.com/agentsandbox/reconciler/tests/cluster"
 	"github.com/agentsandbox/reconciler/tests/envtest"
 )
 
@@ -107,44 +103,8 @@ func TestBenchDataplane(t *testing.T) {
 		ClaimReady: map[string]Latency{}, FirstCommand: map[string]Latency{}, Commands: map[string]Commands{}}
 
 	ctx := context.Background()
-	workdir, err := os.MkdirTemp("", "agent-sandbox-bench-dp-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = os.RemoveAll(workdir) }()
-	local, err := cluster.Start(ctx, cluster.Options{
-		Name: "bench-dp", Workdir: workdir, Nodes: res.Nodes, InstallCRDs: true, RuntimeClasses: []string{"gvisor"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := local.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
-	clusterDirOf = filepath.Join(local.Workdir, "clusters", local.Name)
-	runtimeBin, err := tests.BuildRuntime(workdir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	standInLog, err := os.Create(filepath.Join(workdir, "standin.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	standIn, err := cluster.StartStandIn(local, runtimeBin, slog.New(slog.NewTextHandler(standInLog, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := standIn.Stop(); err != nil {
-			t.Error(err)
-		}
-	}()
-	ctrl := startController(t, local.Kubeconfig)
-	defer ctrl.stop(t)
-	routerURL, stopRouter := startRouter(t, local.Kubeconfig)
-	defer stopRouter()
+	dc := startDataplaneCluster(t, "bench-dp", res.Nodes)
+	local, runtimeBin, routerURL := dc.local, dc.runtimeBin, dc.routerURL
 
 	c, err := client.New(local.Config, client.Options{Scheme: envtest.Scheme()})
 	if err != nil {

@@ -3,9 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -18,8 +16,6 @@ import (
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	sdk "github.com/agentsandbox/reconciler/dataplane/client"
-	"github.com/agentsandbox/reconciler/tests"
-	"github.com/agentsandbox/reconciler/tests/cluster"
 	"github.com/agentsandbox/reconciler/tests/envtest"
 )
 
@@ -55,43 +51,8 @@ func TestBenchResume(t *testing.T) {
 	res := Resume{Sandboxes: n, Paced: paced, Nodes: 3*n/100 + 2, FirstRequest: map[string]Latency{}}
 
 	ctx := context.Background()
-	workdir, err := os.MkdirTemp("", "agent-sandbox-bench-resume-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = os.RemoveAll(workdir) }()
-	local, err := cluster.Start(ctx, cluster.Options{
-		Name: "bench-resume", Workdir: workdir, Nodes: res.Nodes, InstallCRDs: true, RuntimeClasses: []string{"gvisor"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := local.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
-	runtimeBin, err := tests.BuildRuntime(workdir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	standInLog, err := os.Create(filepath.Join(workdir, "standin.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	standIn, err := cluster.StartStandIn(local, runtimeBin, slog.New(slog.NewTextHandler(standInLog, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := standIn.Stop(); err != nil {
-			t.Error(err)
-		}
-	}()
-	ctrl := startController(t, local.Kubeconfig)
-	defer ctrl.stop(t)
-	routerURL, stopRouter := startRouter(t, local.Kubeconfig)
-	defer stopRouter()
+	dc := startDataplaneCluster(t, "bench-resume", res.Nodes)
+	local, routerURL := dc.local, dc.routerURL
 
 	c, err := client.New(local.Config, client.Options{Scheme: envtest.Scheme()})
 	if err != nil {
@@ -127,7 +88,7 @@ func TestBenchResume(t *testing.T) {
 		}
 	}
 
-	direct, err := sdk.New(local.Config)
+	sc, err := sdk.New(local.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,12 +109,16 @@ func TestBenchResume(t *testing.T) {
 		at, err := w.waitReady(ctx, name(i), began)
 		return at.Sub(began), err
 	}
-	first := func(sc *sdk.Client) func(i int) (time.Duration, error) {
+	// The first request: the SDK's Open (which resumes by the API server)
+	// and Run by port-forward, or through the router, where the request
+	// itself resumes (Dial asks nothing of the API server; its health
+	// check is the first request).
+	first := func(open func(ctx context.Context, name string) (*sdk.Sandbox, error)) func(i int) (time.Duration, error) {
 		return func(i int) (time.Duration, error) {
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 			defer cancel()
 			began := time.Now()
-			sb, err := sc.Open(rctx, ns, name(i))
+			sb, err := open(rctx, name(i))
 			if err != nil {
 				return 0, err
 			}
@@ -166,24 +131,10 @@ func TestBenchResume(t *testing.T) {
 			return d, err
 		}
 	}
-	// Through the router, the request itself resumes: Dial asks nothing of
-	// the API server, its health check is the first request.
-	routed := func(i int) (time.Duration, error) {
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		defer cancel()
-		began := time.Now()
-		sb, err := sdk.Dial(rctx, ns, name(i), sdk.WithRouter(routerURL))
-		if err != nil {
-			return 0, err
-		}
-		defer func() { _ = sb.Close(ctx) }()
-		out, err := sb.Run(rctx, "echo hi")
-		d := time.Since(began)
-		if err == nil && (out.ExitCode != 0 || out.Stdout != "hi\n") {
-			err = fmt.Errorf("echo hi: exit %d, stdout %q", out.ExitCode, out.Stdout)
-		}
-		return d, err
-	}
+	direct := first(func(ctx context.Context, name string) (*sdk.Sandbox, error) { return sc.Open(ctx, ns, name) })
+	routed := first(func(ctx context.Context, name string) (*sdk.Sandbox, error) {
+		return sdk.Dial(ctx, ns, name, sdk.WithRouter(routerURL))
+	})
 	for _, p := range []struct {
 		pacing string
 		count  int
@@ -192,7 +143,7 @@ func TestBenchResume(t *testing.T) {
 		for _, way := range []struct {
 			name string
 			f    func(int) (time.Duration, error)
-		}{{"floor", floor}, {"router", routed}, {"direct", first(direct)}} {
+		}{{"floor", floor}, {"router", routed}, {"direct", direct}} {
 			suspend(p.count)
 			var l Latency
 			if p.pacing == "paced" {

@@ -38,14 +38,9 @@ func TestResumeOnConnect(t *testing.T) {
 	}
 	c := newClient(t)
 	ns := namespace(t, c)
-	tpl := e2eTemplate(ns, "tpl")
-	tpl.Annotations = map[string]string{sandboxv1beta1.AnnotationResumeOnConnect: "true"}
-	for _, o := range []client.Object{tpl, e2ePool(ns, "pool", "tpl", 2)} {
-		if err := c.Create(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, time.Minute, "pool full", poolReady(c, ns, "pool", 2))
+	sdkPool(t, c, ns, 2, func(tpl *extv1beta1.SandboxTemplate) {
+		tpl.Annotations = map[string]string{sandboxv1beta1.AnnotationResumeOnConnect: "true"}
+	})
 	r := startRouter(t)
 
 	t.Run("port-forward", func(t *testing.T) { resumeByRun(t, c, ns) })

@@ -167,11 +167,15 @@ func readFile(ctx context.Context, sb *sdk.Sandbox, name, want string) error {
 	return nil
 }
 
-// sdkPool makes the template "tpl" and the warm pool "pool" in ns and waits
-// until the pool is full.
-func sdkPool(t *testing.T, c client.Client, ns string, replicas int32) {
+// sdkPool makes the template "tpl" (changed by mutate) and the warm pool
+// "pool" in ns and waits until the pool is full.
+func sdkPool(t *testing.T, c client.Client, ns string, replicas int32, mutate ...func(*extv1beta1.SandboxTemplate)) {
 	t.Helper()
-	for _, o := range []client.Object{e2eTemplate(ns, "tpl"), e2ePool(ns, "pool", "tpl", replicas)} {
+	tpl := e2eTemplate(ns, "tpl")
+	for _, m := range mutate {
+		m(tpl)
+	}
+	for _, o := range []client.Object{tpl, e2ePool(ns, "pool", "tpl", replicas)} {
 		if err := c.Create(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}

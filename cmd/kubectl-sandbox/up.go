@@ -239,6 +239,15 @@ func standInOptions(f upFlags, stdout io.Writer) (localcluster.StandInOptions, e
 		}
 		runtime = p
 	}
+	// The stand-in runs detached, from another directory: a relative
+	// path given on the command line would not be found there.
+	runtime, err := filepath.Abs(runtime)
+	if err != nil {
+		return localcluster.StandInOptions{}, err
+	}
+	if _, err := os.Stat(runtime); err != nil {
+		return localcluster.StandInOptions{}, fmt.Errorf("--runtime: %w", err)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return localcluster.StandInOptions{}, err

@@ -93,6 +93,7 @@ func FuzzSandbox(f *testing.F) {
 		bounded(t, "Sandbox", func() {
 			_, _ = Sandbox(SandboxInputs{Sandbox: sb, ServiceExists: serviceExists, PodName: podName})
 			_ = SandboxStatus(SandboxStatusInputs{Sandbox: sb, Service: serviceExists, Now: fuzzNow})
+			_, _ = PlanSandbox(SandboxPlanInputs{Sandbox: sb, Now: fuzzNow})
 		})
 	})
 }

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -10,26 +11,42 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
 	"github.com/agentsandbox/reconciler/tests/golden"
 )
 
 // sandboxObserved is a golden case's observed.yaml: what the reconciler
 // would pass in from the cluster.
 type sandboxObserved struct {
-	Now              *metav1.Time `json:"now,omitempty"`
-	ServiceExists    bool         `json:"serviceExists,omitempty"`
-	Expired          bool         `json:"expired,omitempty"`
-	ForeignPod       *corev1.Pod  `json:"foreignPod,omitempty"`
-	Pods             int          `json:"pods,omitempty"`
-	PodTemplateDrift string       `json:"podTemplateDrift,omitempty"`
-	Error            string       `json:"error,omitempty"`
-	PolicyDenied     string       `json:"policyDenied,omitempty"`
-	ClusterDomain    string       `json:"clusterDomain,omitempty"`
-	Pod              *corev1.Pod  `json:"pod,omitempty"`
+	Now *metav1.Time `json:"now,omitempty"`
+	// ServiceExists is an owned Service named after the Sandbox; Service
+	// gives one (owned or adoptable) explicitly, ForeignService one that
+	// may not be taken.
+	ServiceExists  bool            `json:"serviceExists,omitempty"`
+	Service        *corev1.Service `json:"service,omitempty"`
+	ForeignService *corev1.Service `json:"foreignService,omitempty"`
+	Expired        bool            `json:"expired,omitempty"`
+	ForeignPod     *corev1.Pod     `json:"foreignPod,omitempty"`
+	// Pods is the number of Pods the Sandbox controls, when more than one.
+	Pods          int    `json:"pods,omitempty"`
+	Error         string `json:"error,omitempty"`
+	PolicyDenied  string `json:"policyDenied,omitempty"`
+	ClusterDomain string `json:"clusterDomain,omitempty"`
+	// Pod is the Pod to keep: controlled by the Sandbox, or (Adopt) an
+	// unowned one it may adopt.
+	Pod   *corev1.Pod `json:"pod,omitempty"`
+	Adopt bool        `json:"adopt,omitempty"`
+	// PodOwned is what our field manager owns of Pod; absent, the Pod as
+	// rendered now (created from this very template), or nothing when it
+	// is adopted.
+	PodOwned *corev1ac.PodApplyConfiguration `json:"podOwned,omitempty"`
+	// PVCs are the existing PVCs of the volume claim templates.
+	PVCs []*corev1.PersistentVolumeClaim `json:"pvcs,omitempty"`
 	// DefaultRuntimeClass is the controller's default runtime class (the
 	// cluster's isolating RuntimeClass); empty: the cluster has none.
 	DefaultRuntimeClass string `json:"defaultRuntimeClass,omitempty"`
@@ -108,18 +125,94 @@ func TestSandboxGolden(t *testing.T) {
 			}
 			golden.AssertYAML(t, c.Path("desired.yaml"), out)
 
-			now := metav1.NewTime(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
-			if obs.Now != nil {
-				now = *obs.Now
+			in := planInputs(t, sb, obs)
+			before := mustYAML(t, in)
+			plan, err := PlanSandbox(in)
+			if err != nil {
+				t.Fatalf("plan: %v", err)
 			}
-			status := SandboxStatus(SandboxStatusInputs{
-				Sandbox: sb, Pod: obs.Pod, ForeignPod: obs.ForeignPod, Pods: obs.Pods,
-				Service: obs.ServiceExists, Expired: obs.Expired, Error: obs.Error, PolicyDenied: obs.PolicyDenied,
-				ClusterDomain: obs.ClusterDomain, Now: now,
-			})
+			golden.AssertYAML(t, c.Path("plan.yaml"), plan)
+			again, _ := PlanSandbox(in)
+			if a, b, after := mustYAML(t, plan), mustYAML(t, again), mustYAML(t, in); a != b || before != after {
+				t.Errorf("PlanSandbox is not pure (outputs equal %v; inputs unchanged %v)", a == b, before == after)
+			}
+
+			// The status the reconciler reports: the plan's, or the one for
+			// the error or denial the case observes.
+			status := SandboxStatus(in.statusInputs())
+			for _, s := range plan.Steps {
+				if s.Action == ActionStatus {
+					status = s.Object.(*sandboxac.SandboxApplyConfiguration)
+				}
+			}
+			if obs.Error != "" || obs.PolicyDenied != "" {
+				status = SandboxStatusOnFailure(in, obs.Error, obs.PolicyDenied)
+			}
 			golden.AssertYAML(t, c.Path("status.yaml"), status.Status)
 		})
 	}
+}
+
+func mustYAML(t *testing.T, v any) string {
+	t.Helper()
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// planInputs are a case's plan inputs, as the reconciler would observe
+// them.
+func planInputs(t *testing.T, sb *sandboxv1beta1.Sandbox, obs sandboxObserved) SandboxPlanInputs {
+	t.Helper()
+	now := metav1.NewTime(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	if obs.Now != nil {
+		now = *obs.Now
+	}
+	in := SandboxPlanInputs{
+		Sandbox: sb, Pod: obs.Pod, Adopt: obs.Adopt, PodOwned: obs.PodOwned, ForeignPod: obs.ForeignPod,
+		Service: obs.Service, ForeignService: obs.ForeignService, PVCs: map[string]*corev1.PersistentVolumeClaim{},
+		Expired: obs.Expired, Defaults: Defaults{RuntimeClassName: obs.DefaultRuntimeClass},
+		ClusterDomain: obs.ClusterDomain, Now: now,
+	}
+	if obs.ServiceExists && in.Service == nil {
+		yes := true
+		in.Service = &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: sb.Name, Namespace: sb.Namespace, UID: "5f0d7c2e-0000-4000-8000-00000000005e",
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: sandboxv1beta1.GroupVersion.String(), Kind: "Sandbox", Name: sb.Name, UID: sb.UID, Controller: &yes}}},
+			Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone},
+		}
+	}
+	for _, p := range obs.PVCs {
+		in.PVCs[p.Name] = p
+	}
+	switch {
+	case obs.Pods > 1:
+		in.Pod = nil // none is chosen
+		for i := range obs.Pods {
+			p := &corev1.Pod{}
+			if obs.Pod != nil {
+				p = obs.Pod.DeepCopy()
+			}
+			p.Name = fmt.Sprintf("%s-%d", sb.Name, i)
+			in.Pods = append(in.Pods, p)
+		}
+	case obs.Pod != nil && !obs.Adopt:
+		in.Pods = []*corev1.Pod{obs.Pod}
+	}
+	if in.Pod != nil && !in.Adopt && in.PodOwned == nil {
+		// Created by us from this template: we own its rendered spec.
+		d, err := Sandbox(SandboxInputs{Sandbox: sb, ServiceExists: in.Service != nil, PodName: in.Pod.Name,
+			Defaults: Defaults{RuntimeClassName: ptr.Deref(in.Pod.Spec.RuntimeClassName, "")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Pod != nil {
+			in.PodOwned = &corev1ac.PodApplyConfiguration{Spec: d.Pod.Spec}
+		}
+	}
+	return in
 }
 
 // TestSandboxPure renders the same inputs twice and checks the outputs are

@@ -51,6 +51,7 @@ const (
 // Event reasons emitted for Sandboxes and claims.
 const (
 	EventSandboxAdopted         = "SandboxAdopted"
+	EventPodTemplateDrift       = "PodTemplateDrift"
 	EventSandboxProvisioned     = "SandboxProvisioned"
 	EventClaimExpired           = "ClaimExpired"
 	EventWarmPoolNotProgressing = "WarmPoolNotProgressing"

@@ -1,6 +1,14 @@
 // Package controllers holds the reconcilers: each reads its inputs from the
 // manager's cache, renders the desired objects with package render, and
-// writes only through the ssa engine. Reconcilers never delete a
+// writes only through the ssa engine. The Sandbox reconciler is
+// observe -> render.PlanSandbox -> policy -> execute: it classifies what it
+// observes (which Pod and Service are the Sandbox's, adoptable or in the
+// way, what our field manager owns of the Pod), leaves every decision about
+// the cluster to the plan, checks the plan's objects against the policies,
+// and carries out its steps in order (execute, one small executor over the
+// engine). What depends on carrying them out stays with it: API errors and
+// conflicts, policy denials, its memory of what it last wrote, and the
+// status write coalescing window. Reconcilers never delete a
 // PersistentVolumeClaim (garbage collection does, with its Sandbox) and never
 // change a field another field manager owns, with one exception the user
 // asks for: idle suspend (IdleReconciler, on Sandboxes annotated

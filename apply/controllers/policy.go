@@ -2,11 +2,11 @@ package controllers
 
 import (
 	"context"
-	"maps"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -30,6 +30,11 @@ var (
 	gvkNetworkPolicy = networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy")
 )
 
+// checkedKinds are the kinds a plan's checks name.
+var checkedKinds = map[string]schema.GroupVersionKind{
+	"Sandbox": gvkSandbox, "Pod": gvkPod, "Service": gvkService, "PersistentVolumeClaim": gvkPVC,
+}
+
 // policyError is a denial by policy: terminal until the object or the
 // policy changes.
 type policyError struct {
@@ -47,15 +52,13 @@ func (e *policyError) Error() string {
 }
 
 // creating says which of a Sandbox's objects are about to be created (the
-// ones policies judge; what exists was admitted before).
+// ones policies judge; what exists was admitted before): see
+// render.NewChildren.
 type creating struct {
 	pod, service bool
 	pvcs         map[string]bool // by PVC name
-	// adopt is an existing Pod the Sandbox is about to take over. It was
-	// admitted as somebody else's Pod, so it is judged as if it were
-	// created now as the Sandbox's: its own spec with the labels and
-	// owner reference adoption gives it (bindings select sandbox Pods by
-	// label).
+	// adopt is an existing Pod the Sandbox is about to take over, judged as
+	// adoption will leave it (bindings select sandbox Pods by label).
 	adopt *corev1.Pod
 }
 
@@ -63,75 +66,37 @@ type creating struct {
 // returns a *policyError on a denial; Warn and Audit decisions are returned
 // for the caller to report.
 func checkSandbox(ctx context.Context, set *policy.Set, sb *sandboxv1beta1.Sandbox, desired render.SandboxDesired, c creating) ([]policy.Decision, error) {
+	return checkPlanned(ctx, set, render.SandboxChecks(sb, desired, render.NewChildren{Pod: c.pod, Service: c.service, PVCs: c.pvcs, Adopt: c.adopt}))
+}
+
+// checkPlanned checks, in order, the objects a plan has the policies judge.
+// It returns a *policyError on a denial; Warn and Audit decisions are
+// returned for the caller to report.
+func checkPlanned(ctx context.Context, set *policy.Set, checks []render.Check) ([]policy.Decision, error) {
 	if set == nil {
 		return nil, nil
 	}
 	var all []policy.Decision
-	add := func(ds []policy.Decision, err error) error {
-		all = append(all, ds...)
-		return err
-	}
-	if err := add(set.CheckAs(ctx, gvkSandbox, sb)); err != nil {
-		return nil, err
-	}
-	if c.pod && desired.Pod != nil {
-		if err := add(set.CheckAs(ctx, gvkPod, desired.Pod)); err != nil {
-			return nil, err
-		}
-	}
-	if c.service && desired.Service != nil {
-		if err := add(set.CheckAs(ctx, gvkService, desired.Service)); err != nil {
-			return nil, err
-		}
-	}
-	for _, p := range desired.PVCs {
-		if c.pvcs[*p.Name] {
-			if err := add(set.CheckAs(ctx, gvkPVC, p)); err != nil {
-				return nil, err
-			}
-		}
-	}
 	adopting := false
-	if c.adopt != nil {
-		before := len(all)
-		if err := add(set.CheckAs(ctx, gvkPod, adoptedPod(c.adopt, desired))); err != nil {
+	for _, c := range checks {
+		gvk, ok := checkedKinds[c.Kind]
+		if !ok {
+			return nil, fmt.Errorf("policy: no kind %q to check %s as", c.Kind, c.Name)
+		}
+		ds, err := set.CheckAs(ctx, gvk, c.Object)
+		all = append(all, ds...)
+		if err != nil {
 			return nil, err
 		}
-		adopting = len(policy.Denied(all[before:])) > 0
+		if c.Adopt {
+			adopting = len(policy.Denied(ds)) > 0
+		}
 	}
 	metrics.ObserveDecisions(all)
 	if denied := policy.Denied(all); len(denied) > 0 {
 		return all, &policyError{decisions: denied, adopting: adopting}
 	}
 	return all, nil
-}
-
-// adoptedPod is live as it will be once the Sandbox adopts it: its spec
-// unchanged, with the rendered Pod's labels, annotations and owner
-// references added.
-func adoptedPod(live *corev1.Pod, desired render.SandboxDesired) *corev1.Pod {
-	p := live.DeepCopy()
-	if desired.Pod == nil || desired.Pod.ObjectMetaApplyConfiguration == nil {
-		return p
-	}
-	if desired.Pod.Labels != nil && p.Labels == nil {
-		p.Labels = map[string]string{}
-	}
-	maps.Copy(p.Labels, desired.Pod.Labels)
-	if desired.Pod.Annotations != nil && p.Annotations == nil {
-		p.Annotations = map[string]string{}
-	}
-	maps.Copy(p.Annotations, desired.Pod.Annotations)
-	for _, ref := range desired.Pod.OwnerReferences {
-		if ref.APIVersion == nil || ref.Kind == nil || ref.Name == nil || ref.UID == nil {
-			continue
-		}
-		p.OwnerReferences = append(p.OwnerReferences, metav1.OwnerReference{
-			APIVersion: *ref.APIVersion, Kind: *ref.Kind, Name: *ref.Name, UID: *ref.UID,
-			Controller: ref.Controller, BlockOwnerDeletion: ref.BlockOwnerDeletion,
-		})
-	}
-	return p
 }
 
 // checkNewSandbox checks a Sandbox the controller is about to create (a

@@ -3,10 +3,8 @@ package controllers
 import (
 	"context"
 
-	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -30,17 +28,6 @@ func watchRuntimeClasses(b *builder.Builder, d render.DefaultsSource, m handler.
 		return b
 	}
 	return b.Watches(&nodev1.RuntimeClass{}, handler.EnqueueRequestsFromMapFunc(m))
-}
-
-// podDefaults are the defaults a Sandbox's Pod is rendered with. A Pod that
-// exists keeps the runtime class it was created with (the field is
-// immutable), whatever the default is now: a template that names none is
-// no drift, and nothing is recreated.
-func (r *SandboxReconciler) podDefaults(pod *corev1.Pod) render.Defaults {
-	if pod != nil {
-		return render.Defaults{RuntimeClassName: ptr.Deref(pod.Spec.RuntimeClassName, "")}
-	}
-	return render.CurrentDefaults(r.Defaults)
 }
 
 // awaitingPod maps a RuntimeClass change to the Sandboxes a new default

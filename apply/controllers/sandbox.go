@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -17,10 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/apply/metrics"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
@@ -28,7 +27,7 @@ import (
 
 // Event reasons we add for conditions users must act on.
 const (
-	EventPodTemplateDrift = "PodTemplateDrift"
+	EventPodTemplateDrift = sandboxv1beta1.EventPodTemplateDrift
 	EventFieldConflict    = "FieldConflict"
 	EventMultiplePods     = sandboxv1beta1.ReasonMultiplePods
 )
@@ -47,7 +46,8 @@ const (
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SandboxReconciler makes each Sandbox's Pod, Service and PVCs match its spec
-// by render -> diff -> apply, and reports what it sees in status.
+// by observe -> plan (render.PlanSandbox) -> policy -> execute, and reports
+// what it sees in status.
 type SandboxReconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
@@ -143,113 +143,19 @@ func (r *SandboxReconciler) reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{}, err
 	}
 	now := r.Clock.Now()
-	expired := sb.Spec.ShutdownTime != nil && !now.Before(sb.Spec.ShutdownTime.Time)
-
-	wantService := sb.Spec.Service != nil && *sb.Spec.Service
 	reported := r.reportedStatus(sb)
-	statusIn := render.SandboxStatusInputs{
-		Sandbox: sb, Pod: obs.pod, ForeignPod: obs.foreignPod, Pods: len(obs.pods),
-		// An unowned Service is taken only when spec.service asks for one.
-		Service: obs.service != nil && (ownedBy(obs.service, sb) || wantService),
-		Expired: expired, ClusterDomain: r.ClusterDomain, Now: metav1.NewTime(now.Truncate(time.Second)),
-		Previous: reported.Conditions, Reported: reported,
+	in := render.SandboxPlanInputs{
+		Sandbox: sb, Pods: obs.pods, Pod: obs.pod, Adopt: obs.adopt, PodOwned: obs.podOwned, ForeignPod: obs.foreignPod,
+		Service: obs.service, ForeignService: obs.foreignSvc, PVCs: obs.pvcs,
+		Expired:  sb.Spec.ShutdownTime != nil && !now.Before(sb.Spec.ShutdownTime.Time),
+		Defaults: render.CurrentDefaults(r.Defaults), ClusterDomain: r.ClusterDomain,
+		Now: metav1.NewTime(now.Truncate(time.Second)), Previous: reported.Conditions, Reported: reported,
 	}
-	if obs.adopt {
-		// Not ours until the apply below takes it over; while suspended it
-		// is not taken at all.
-		statusIn.Pod = nil
-		if sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended {
-			statusIn.ForeignPod = obs.pod
-		}
-	}
-
-	if len(obs.pods) > 1 {
-		// Fail closed: two Pods behind one identity is exactly what a Sandbox
-		// must never have, and we cannot tell which one is right.
-		if readyReason(sb) != sandboxv1beta1.ReasonMultiplePods {
-			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventMultiplePods, "Reconciling", "%s", render.MultiplePodsMessage(len(obs.pods)))
-		}
-		return reconcile.Result{}, r.applyStatus(ctx, sb, statusIn)
-	}
-
-	changes, drift, err := r.applyChildren(ctx, sb, obs, expired)
+	began := time.Now()
+	plan, err := render.PlanSandbox(in)
+	metrics.RenderSeconds.WithLabelValues("Sandbox").Observe(time.Since(began).Seconds())
 	if err != nil {
-		// Nothing (or not everything) was applied: an unowned Service was
-		// not taken.
-		statusIn.Service = obs.service != nil && ownedBy(obs.service, sb)
-	}
-	var denied *policyError
-	if errors.As(err, &denied) {
-		// Nothing was applied. Only a change to the Sandbox or to the
-		// policies (which re-checks everything) can fix this.
-		if readyReason(sb) != sandboxv1beta1.ReasonPolicyDenied {
-			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventPolicyDenied, "Check", "%s", denied.Error())
-		}
-		statusIn.PolicyDenied = denied.Error()
-		return reconcile.Result{}, r.applyStatus(ctx, sb, statusIn)
-	}
-	if err != nil {
-		var terminal *terminalError
-		var conflict *ssa.ConflictError
-		if errors.As(err, &terminal) || errors.As(err, &conflict) || apierrors.IsInvalid(err) {
-			// Only a change to the Sandbox, to the object in the way or to
-			// another manager's fields (all watched) can fix this: the same
-			// request would be refused again. Report it; do not fight over
-			// fields and do not retry with backoff.
-			if conflict != nil && readyReason(sb) != sandboxv1beta1.ReasonReconcilerError {
-				r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventFieldConflict, "Apply", "%s", conflict.Error())
-			}
-			statusIn.Error = err.Error()
-			return reconcile.Result{}, r.applyStatus(ctx, sb, statusIn)
-		}
-		if namespaceTerminating(err) {
-			// Everything here is about to go: nothing to report.
-			return reconcile.Result{}, err
-		}
-		statusIn.Error = err.Error()
-		if serr := r.applyStatus(ctx, sb, statusIn); serr != nil {
-			log.FromContext(ctx).V(1).Info("status not updated", "error", serr)
-		}
 		return reconcile.Result{}, err
 	}
-	if expired && sb.Spec.ShutdownPolicy != nil && *sb.Spec.ShutdownPolicy == sandboxv1beta1.ShutdownPolicyDelete {
-		_, err := r.Engine.Delete(ctx, "Sandbox", sb, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		return reconcile.Result{}, err
-	}
-	if !expired {
-		if err := r.trackPodName(ctx, sb, obs); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	// Drift is reported by an event only: upstream's status has no place
-	// for it, and clients compare the whole status.
-	if r.driftReported(sb, drift) {
-		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventPodTemplateDrift, "Reconcile", "%s", drift)
-	}
-
-	var result reconcile.Result
-	if sb.Spec.ShutdownTime != nil && !expired {
-		result.RequeueAfter = sb.Spec.ShutdownTime.Sub(now)
-	}
-	if changes.Pending() && (result.RequeueAfter == 0 || result.RequeueAfter > ssa.CreateExpectation) {
-		// Something we created is not in the cache yet: if it never shows
-		// up (deleted at once), look again when the expectation expires.
-		result.RequeueAfter = ssa.CreateExpectation
-	}
-	if changes.Changed() {
-		// Every object we just changed is watched; its event brings us back
-		// with fresh observations, and status is written then. This saves a
-		// status write per change.
-		r.remember(sb, now, "", nil)
-		log.FromContext(ctx).V(1).Info("applied", "changes", changes.String())
-		return result, nil
-	}
-	desired := render.SandboxStatus(statusIn)
-	if wait := r.deferStatus(sb, desired, now); wait > 0 {
-		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
-			result.RequeueAfter = wait
-		}
-		return result, nil
-	}
-	return result, r.writeStatus(ctx, sb, desired)
+	return r.run(ctx, in, plan, now)
 }

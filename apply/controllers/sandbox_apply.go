@@ -2,175 +2,175 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/metrics"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
 )
 
-// applyChildren renders the Sandbox and applies the difference. It returns
-// what changed and, for a running Pod that no longer matches the template, a
-// description of the drift.
-func (r *SandboxReconciler) applyChildren(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed, expired bool) (ssa.ChangeSet, string, error) {
-	// A new Pod is named after the Sandbox, as upstream: the pod-name
-	// annotation only tracks an existing (adopted) Pod.
-	podName := sb.Name
-	if obs.pod != nil {
-		podName = obs.pod.Name
-	}
-	began := time.Now()
-	desired, err := render.Sandbox(render.SandboxInputs{
-		Sandbox: sb, ServiceExists: obs.service != nil && ownedBy(obs.service, sb), PodName: podName, Expired: expired,
-		Defaults: r.podDefaults(obs.pod),
-	})
-	metrics.RenderSeconds.WithLabelValues("Sandbox").Observe(time.Since(began).Seconds())
-	if err != nil {
-		// The spec cannot be rendered: retrying will not help until it changes.
-		return nil, "", &terminalError{err.Error()}
-	}
-	if set := r.Policy.Get(); set != nil {
-		c := creating{pod: obs.pod == nil && obs.foreignPod == nil, service: obs.service == nil, pvcs: map[string]bool{}}
-		if obs.adopt && desired.Pod != nil {
-			// The Pod was admitted as someone else's: a Sandbox takes it
-			// over only if it would have been allowed to create it.
-			c.adopt = obs.pod
-		}
-		for _, want := range desired.PVCs {
-			if obs.pvcs[*want.Name] == nil {
-				c.pvcs[*want.Name] = true
-			}
-		}
-		began := time.Now()
-		inNS, _ := r.Policy.In(ctx, sb.Namespace)
-		ds, err := checkSandbox(inNS, set, sb, desired, c)
-		metrics.PolicySeconds.WithLabelValues("Sandbox").Observe(time.Since(began).Seconds())
-		if err != nil {
-			return nil, "", err
-		}
-		if warned := policy.Warned(ds); len(warned) > 0 && r.Recorder != nil {
-			// The namespace's mode lets it through with a warning (the
-			// webhook showed the same at kubectl apply time).
-			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventPolicyWarning, "Check", "%s", policy.Summary(warned))
-		}
+// run carries out a Sandbox's plan: the policy checks, then the steps in
+// order until one fails. What depends on carrying it out stays here: API
+// errors and conflicts, a policy denial, the memory of what this process
+// last wrote (the pod-name patch, the drift reported, status), and the
+// status write coalescing window.
+func (r *SandboxReconciler) run(ctx context.Context, in render.SandboxPlanInputs, plan render.Plan, now time.Time) (reconcile.Result, error) {
+	sb := in.Sandbox
+	if err := r.admit(ctx, sb, plan.Checks); err != nil {
+		return r.failed(ctx, in, err)
 	}
 	var changes ssa.ChangeSet
-	record := func(c ssa.Change, err error) error {
-		changes = append(changes, c)
-		return err
-	}
-
-	for _, want := range desired.PVCs {
-		live := obs.pvcs[*want.Name]
-		if live != nil && !ownedBy(live, sb) && !adoptable(live, sb) {
-			return changes, "", &terminalError{notTaken("PVC", live, sb)}
-		}
-		adopt := live != nil && !ownedBy(live, sb)
-		if err := record(ssa.Apply(ctx, r.Engine, "PersistentVolumeClaim", want, live, corev1ac.ExtractPersistentVolumeClaim, ssa.Options{Force: adopt})); err != nil {
-			return changes, "", err
-		}
-	}
-
-	switch {
-	case desired.Service != nil && obs.foreignSvc != nil:
-		return changes, "", &terminalError{notTaken("service", obs.foreignSvc, sb)}
-	case desired.Service != nil && obs.service != nil && !ownedBy(obs.service, sb) &&
-		obs.service.Spec.ClusterIP != corev1.ClusterIPNone && obs.service.Spec.ClusterIP != "":
-		return changes, "", &terminalError{fmt.Sprintf("cannot adopt service %q: ClusterIP is %q (expected %q, field is immutable)",
-			obs.service.Name, obs.service.Spec.ClusterIP, corev1.ClusterIPNone)}
-	case desired.Service != nil:
-		var svc *corev1.Service
-		adopt := false
-		if obs.service != nil {
-			svc, adopt = obs.service, !ownedBy(obs.service, sb)
-		}
-		if err := record(ssa.Apply(ctx, r.Engine, "Service", desired.Service, svc, corev1ac.ExtractService, ssa.Options{Force: adopt})); err != nil {
-			return changes, "", err
-		}
-	case desired.DeleteService && obs.service != nil && ownedBy(obs.service, sb):
-		if err := record(r.Engine.Delete(ctx, "Service", obs.service)); err != nil {
-			return changes, "", err
-		}
-	}
-
-	drift := ""
-	switch {
-	case desired.Pod == nil && obs.pod != nil && !obs.adopt:
-		if err := record(r.Engine.Delete(ctx, "Pod", obs.pod)); err != nil {
-			return changes, "", err
-		}
-	case desired.Pod != nil && obs.foreignPod != nil:
-		// Reported in status; creating would fail on the name.
-	case desired.Pod != nil && obs.pod != nil:
-		// Pods are mostly immutable: keep the spec we applied at creation and
-		// update only metadata. A template change waits for the next Pod.
-		owned, err := corev1ac.ExtractPod(obs.pod, r.Engine.FieldManager())
-		if err != nil {
-			return changes, "", fmt.Errorf("extracting pod fields: %w", err)
-		}
-		if owned.Spec != nil && !apiequality.Semantic.DeepEqual(owned.Spec, desired.Pod.Spec) {
-			drift = "spec.podTemplate.spec changed after the Pod was created; the running Pod keeps its spec and the change takes effect when the Pod is next created (suspend and resume the Sandbox to apply it now)"
-		}
-		desired.Pod.Spec = owned.Spec
-		if err := record(ssa.Apply(ctx, r.Engine, "Pod", desired.Pod, obs.pod, corev1ac.ExtractPod, ssa.Options{Force: obs.adopt})); err != nil {
-			return changes, "", err
-		}
-		if obs.adopt {
-			r.Recorder.Eventf(sb, obs.pod, corev1.EventTypeNormal, sandboxv1beta1.EventSandboxAdopted, "Adopt", "adopted Pod %s", obs.pod.Name)
-		}
-	case desired.Pod != nil:
-		if err := record(ssa.Apply(ctx, r.Engine, "Pod", desired.Pod, (*corev1.Pod)(nil), corev1ac.ExtractPod, ssa.Options{})); err != nil {
-			return changes, "", err
+	once := false // a drift event is in the plan
+	for _, s := range plan.Steps {
+		switch {
+		case s.Action == render.ActionEvent:
+			if s.Event.Once {
+				once = true
+				if !r.driftReported(sb, s.Event.Message) {
+					continue
+				}
+			}
+			r.Recorder.Eventf(sb, s.Event.RelatedObject, s.Event.Type, s.Event.Reason, s.Event.Action, "%s", s.Event.Message)
+		case s.Action == render.ActionStatus:
+			desired, ok := s.Object.(*sandboxac.SandboxApplyConfiguration)
+			if !ok {
+				return reconcile.Result{}, fmt.Errorf("plan status step holds %T", s.Object)
+			}
+			if s.Immediate {
+				return reconcile.Result{}, r.writeStatus(ctx, sb, desired)
+			}
+			if !once {
+				r.driftReported(sb, "")
+			}
+			return r.settle(ctx, sb, plan, desired, changes, now)
+		case s.Kind == "Sandbox" && s.Action == render.ActionAnnotate:
+			if err := r.trackPodName(ctx, sb, s); err != nil {
+				return reconcile.Result{}, err
+			}
+		case s.Kind == "Sandbox":
+			// The Sandbox's own deletion: its status is moot.
+			if _, err := execute(ctx, r.Engine, s); err != nil {
+				return reconcile.Result{}, err
+			}
+		default:
+			c, err := execute(ctx, r.Engine, s)
+			changes = append(changes, c)
+			if err != nil {
+				return r.failed(ctx, in, err)
+			}
 		}
 	}
-	return changes, drift, nil
+	return reconcile.Result{}, nil
 }
 
-// trackPodName keeps the agents.x-k8s.io/pod-name annotation as upstream
-// writes it: the name of the Pod the Sandbox created or adopted; removed
-// while suspended, and when the name is held by a Pod another controller
-// owns. It runs after the children were applied without error.
-func (r *SandboxReconciler) trackPodName(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed) error {
-	want := ""
-	switch {
-	case sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended:
-	case obs.foreignPod != nil && metav1.GetControllerOf(obs.foreignPod) == nil:
-		return nil // upstream leaves it while an unowned Pod is in the way
-	case obs.foreignPod != nil:
-	case obs.pod != nil:
-		want = obs.pod.Name
-	default:
-		want = sb.Name // the Pod just created
-	}
-	have, ok := sb.Annotations[sandboxv1beta1.AnnotationPodName]
-	if (want == "" && !ok) || (want != "" && have == want) {
+// admit checks what the plan would create or adopt against the policies,
+// in the policy modes of the Sandbox's namespace.
+func (r *SandboxReconciler) admit(ctx context.Context, sb *sandboxv1beta1.Sandbox, checks []render.Check) error {
+	set := r.Policy.Get()
+	if set == nil || len(checks) == 0 {
 		return nil
 	}
+	began := time.Now()
+	inNS, _ := r.Policy.In(ctx, sb.Namespace)
+	ds, err := checkPlanned(inNS, set, checks)
+	metrics.PolicySeconds.WithLabelValues("Sandbox").Observe(time.Since(began).Seconds())
+	if err != nil {
+		return err
+	}
+	if warned := policy.Warned(ds); len(warned) > 0 && r.Recorder != nil {
+		// The namespace's mode lets it through with a warning (the
+		// webhook showed the same at kubectl apply time).
+		r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventPolicyWarning, "Check", "%s", policy.Summary(warned))
+	}
+	return nil
+}
+
+// failed reports a plan that was not carried out: a policy denial (nothing
+// was applied), or an error applying a child (not everything was).
+func (r *SandboxReconciler) failed(ctx context.Context, in render.SandboxPlanInputs, err error) (reconcile.Result, error) {
+	sb := in.Sandbox
+	var denied *policyError
+	if errors.As(err, &denied) {
+		// Only a change to the Sandbox or to the policies (which re-checks
+		// everything) can fix this.
+		if readyReason(sb) != sandboxv1beta1.ReasonPolicyDenied {
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventPolicyDenied, "Check", "%s", denied.Error())
+		}
+		return reconcile.Result{}, r.writeStatus(ctx, sb, render.SandboxStatusOnFailure(in, "", denied.Error()))
+	}
+	var conflict *ssa.ConflictError
+	if errors.As(err, &conflict) || apierrors.IsInvalid(err) {
+		// Only a change to the Sandbox or to another manager's fields (both
+		// watched) can fix this: the same request would be refused again.
+		// Report it; do not fight over fields and do not retry with backoff.
+		if conflict != nil && readyReason(sb) != sandboxv1beta1.ReasonReconcilerError {
+			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventFieldConflict, "Apply", "%s", conflict.Error())
+		}
+		return reconcile.Result{}, r.writeStatus(ctx, sb, render.SandboxStatusOnFailure(in, err.Error(), ""))
+	}
+	if namespaceTerminating(err) {
+		// Everything here is about to go: nothing to report.
+		return reconcile.Result{}, err
+	}
+	if serr := r.writeStatus(ctx, sb, render.SandboxStatusOnFailure(in, err.Error(), "")); serr != nil {
+		log.FromContext(ctx).V(1).Info("status not updated", "error", serr)
+	}
+	return reconcile.Result{}, err
+}
+
+// settle ends a plan whose steps all ran: the status is written only when
+// they changed nothing, and a transitional one may wait (deferStatus).
+func (r *SandboxReconciler) settle(ctx context.Context, sb *sandboxv1beta1.Sandbox, plan render.Plan,
+	desired *sandboxac.SandboxApplyConfiguration, changes ssa.ChangeSet, now time.Time) (reconcile.Result, error) {
+	var result reconcile.Result
+	if plan.RecheckAt != nil {
+		result.RequeueAfter = plan.RecheckAt.Sub(now)
+	}
+	if changes.Pending() && (result.RequeueAfter == 0 || result.RequeueAfter > ssa.CreateExpectation) {
+		// Something we created is not in the cache yet: if it never shows
+		// up (deleted at once), look again when the expectation expires.
+		result.RequeueAfter = ssa.CreateExpectation
+	}
+	if changes.Changed() {
+		// Every object we just changed is watched; its event brings us back
+		// with fresh observations, and status is written then. This saves a
+		// status write per change.
+		r.remember(sb, now, "", nil)
+		log.FromContext(ctx).V(1).Info("applied", "changes", changes.String())
+		return result, nil
+	}
+	if wait := r.deferStatus(sb, desired, now); wait > 0 {
+		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
+			result.RequeueAfter = wait
+		}
+		return result, nil
+	}
+	return result, r.writeStatus(ctx, sb, desired)
+}
+
+// trackPodName carries out the plan's pod-name annotation patch, unless
+// this process sent the same one moments ago and the cache has not shown
+// it yet.
+func (r *SandboxReconciler) trackPodName(ctx context.Context, sb *sandboxv1beta1.Sandbox, s render.Step) error {
+	want := ptr.Deref(s.Annotations[sandboxv1beta1.AnnotationPodName], "")
 	m := r.recall(sb)
 	now := r.Clock.Now()
 	if m != nil && m.podName == want && now.Sub(m.podNameAt) < ssa.CreateExpectation {
 		return nil // patched moments ago; the cache has not shown it yet
 	}
-	var value any
-	if want != "" {
-		value = want
-	}
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{sandboxv1beta1.AnnotationPodName: value}}})
-	if err != nil {
-		return err
-	}
-	if _, err := r.Engine.Patch(ctx, "Sandbox", sb, client.RawPatch(types.MergePatchType, body), r.Engine.FieldManager()); err != nil {
+	if _, err := execute(ctx, r.Engine, s); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	next := memo{uid: sb.UID}

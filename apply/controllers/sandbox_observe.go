@@ -6,8 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -16,12 +16,13 @@ import (
 
 // observed is what a reconcile reads from the cache.
 type observed struct {
-	pods       []*corev1.Pod   // Pods this Sandbox controls
-	pod        *corev1.Pod     // the Pod to keep: owned, or about to be adopted
-	adopt      bool            // pod is unowned and may be adopted
-	foreignPod *corev1.Pod     // a Pod with our pod name that we may not take
-	foreignSvc *corev1.Service // a Service with our name that we may not take
-	service    *corev1.Service // our Service
+	pods       []*corev1.Pod                   // Pods this Sandbox controls
+	pod        *corev1.Pod                     // the Pod to keep: owned, or about to be adopted
+	adopt      bool                            // pod is unowned and may be adopted
+	podOwned   *corev1ac.PodApplyConfiguration // what our field manager owns of pod
+	foreignPod *corev1.Pod                     // a Pod with our pod name that we may not take
+	foreignSvc *corev1.Service                 // a Service with our name that we may not take
+	service    *corev1.Service                 // our Service
 	pvcs       map[string]*corev1.PersistentVolumeClaim
 }
 
@@ -61,6 +62,15 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 			break
 		}
 	}
+	if obs.pod != nil {
+		// A kept Pod keeps the spec it was created with: the plan needs
+		// what we own of it.
+		owned, err := corev1ac.ExtractPod(obs.pod, r.Engine.FieldManager())
+		if err != nil {
+			return nil, fmt.Errorf("extracting pod fields: %w", err)
+		}
+		obs.podOwned = owned
+	}
 
 	svc := &corev1.Service{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}, svc)
@@ -89,16 +99,6 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 	return obs, nil
 }
 
-// notTaken is upstream's error for a child object in the way: owned by
-// another controller, or unowned without a label that allows adoption.
-func notTaken(kind string, o client.Object, sb *sandboxv1beta1.Sandbox) string {
-	if ref := metav1.GetControllerOf(o); ref != nil {
-		return fmt.Sprintf("%s %q is owned by %s/%s (UID: %s), not by sandbox %q", kind, o.GetName(), ref.Kind, ref.Name, ref.UID, sb.Name)
-	}
-	return fmt.Sprintf("cannot adopt unowned %s %q: missing required pool authorization label (%q) or sandbox tracking label (%q)",
-		kind, o.GetName(), sandboxv1beta1.LabelAdoptable, sandboxv1beta1.LabelSandboxNameHash)
-}
-
 // terminalError is a problem only a user can fix (an invalid spec, an
 // object in the way): reported in status, not retried.
 type terminalError struct{ msg string }
@@ -106,14 +106,7 @@ type terminalError struct{ msg string }
 func (e *terminalError) Error() string { return e.msg }
 
 // adoptable reports whether an object without a controller may be taken over
-// by sb: it is labeled adoptable, or carries sb's name-hash label.
-func adoptable(o client.Object, sb *sandboxv1beta1.Sandbox) bool {
-	if metav1.GetControllerOf(o) != nil {
-		return false
-	}
-	l := o.GetLabels()
-	return l[sandboxv1beta1.LabelAdoptable] == sandboxv1beta1.AdoptableValue ||
-		l[sandboxv1beta1.LabelSandboxNameHash] == render.NameHash(sb.Name)
-}
+// by sb (see render.Adoptable).
+func adoptable(o client.Object, sb *sandboxv1beta1.Sandbox) bool { return render.Adoptable(o, sb) }
 
 func ownedBy(o client.Object, sb *sandboxv1beta1.Sandbox) bool { return controlledBy(o, sb.UID) }

@@ -12,7 +12,6 @@ import (
 	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/metrics"
 	"github.com/agentsandbox/reconciler/apply/ssa"
-	"github.com/agentsandbox/reconciler/render"
 )
 
 // deferStatus says how long to wait before writing desired, or zero to write
@@ -61,10 +60,6 @@ func transitional(desired *sandboxac.SandboxApplyConfiguration) bool {
 		return suspended != nil && *suspended.Status != metav1.ConditionTrue
 	}
 	return false
-}
-
-func (r *SandboxReconciler) applyStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, in render.SandboxStatusInputs) error {
-	return r.writeStatus(ctx, sb, render.SandboxStatus(in))
 }
 
 func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, desired *sandboxac.SandboxApplyConfiguration) error {

@@ -1,0 +1,68 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/render"
+)
+
+// execute carries out one object step of a plan through the engine:
+// apply, apply-force, delete and annotate. It decides nothing: the step
+// says what to write and to which object; whether a request is needed is
+// the engine's diff. Status and event steps are the reconciler's (they go
+// through its memory of what it last wrote and reported).
+func execute(ctx context.Context, e *ssa.Engine, s render.Step) (ssa.Change, error) {
+	switch s.Action {
+	case render.ActionApply, render.ActionApplyForce:
+		opts := ssa.Options{Force: s.Action == render.ActionApplyForce}
+		switch ac := s.Object.(type) {
+		case *corev1ac.PodApplyConfiguration:
+			return ssa.Apply(ctx, e, s.Kind, ac, liveAs[*corev1.Pod](s.Live), corev1ac.ExtractPod, opts)
+		case *corev1ac.ServiceApplyConfiguration:
+			return ssa.Apply(ctx, e, s.Kind, ac, liveAs[*corev1.Service](s.Live), corev1ac.ExtractService, opts)
+		case *corev1ac.PersistentVolumeClaimApplyConfiguration:
+			return ssa.Apply(ctx, e, s.Kind, ac, liveAs[*corev1.PersistentVolumeClaim](s.Live), corev1ac.ExtractPersistentVolumeClaim, opts)
+		}
+	case render.ActionDelete:
+		obj, ok := s.Live.(client.Object)
+		if !ok || s.Preconditions == nil || obj.GetUID() != s.Preconditions.UID {
+			break // the engine guards every delete by the UID of the object it is given
+		}
+		var opts []client.DeleteOption
+		if s.Propagation != nil {
+			opts = append(opts, client.PropagationPolicy(*s.Propagation))
+		}
+		if rv := s.Preconditions.ResourceVersion; rv != "" {
+			opts = append(opts, client.Preconditions{ResourceVersion: &rv})
+		}
+		return e.Delete(ctx, s.Kind, obj, opts...)
+	case render.ActionAnnotate:
+		obj, ok := s.Live.(client.Object)
+		if !ok {
+			break
+		}
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": s.Annotations}})
+		if err != nil {
+			return ssa.Change{}, err
+		}
+		return e.Patch(ctx, s.Kind, obj, client.RawPatch(types.MergePatchType, body), e.FieldManager())
+	}
+	return ssa.Change{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name},
+		fmt.Errorf("plan step %s %s %s cannot be executed", s.Action, s.Kind, s.Name)
+}
+
+// liveAs is the observed object of a step as its type, a nil one when there
+// is none.
+func liveAs[O runtime.Object](o runtime.Object) O {
+	v, _ := o.(O)
+	return v
+}

@@ -19,6 +19,7 @@ import (
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
 	"github.com/agentsandbox/reconciler/tests/envtest"
 )
@@ -72,6 +73,17 @@ type Phase struct {
 	Requests           int64            `json:"controller_requests"`
 	RequestsPerSandbox float64          `json:"controller_requests_per_sandbox"`
 	ByVerb             map[string]int64 `json:"controller_requests_by_verb,omitempty"`
+	// ControllerCPUSeconds is the controller process's CPU time (user +
+	// system, /proc/<pid>/stat) over the same span as Requests.
+	ControllerCPUSeconds float64 `json:"controller_cpu_seconds"`
+	// ControllerRSSMB is its resident memory at the end of the phase
+	// (VmRSS), ControllerPeakRSSMB its peak since it started (VmHWM), MiB.
+	ControllerRSSMB     float64 `json:"controller_rss_mb"`
+	ControllerPeakRSSMB float64 `json:"controller_peak_rss_mb"`
+	// Profile is the controller's CPU profile over the same span as
+	// Requests (consecutive 5 s profiles merged, see profileChunk: the last
+	// runs up to 5 s past it), relative to the repository root.
+	Profile string `json:"cpu_profile,omitempty"`
 	// CPUSeconds is the CPU time each process used until the phase was
 	// done (without settle): the cluster's processes by binary, the
 	// controller and "bench" (this process: the load generator and its
@@ -81,7 +93,8 @@ type Phase struct {
 
 // TestBench measures the controller on a local cluster. It runs only with
 // AGENT_SANDBOX_BENCH=1 (make bench); BENCH_N sets the number of Sandboxes
-// (default 500) and BENCH_OUT a file for the JSON.
+// (default 500) and BENCH_OUT a file for the JSON. Each phase's CPU profile
+// of the controller is saved as .work/bench-profiles/<phase>.pprof.
 func TestBench(t *testing.T) {
 	if os.Getenv("AGENT_SANDBOX_BENCH") != "1" {
 		t.Skip("benchmarks run with `make bench` (AGENT_SANDBOX_BENCH=1)")
@@ -102,6 +115,9 @@ func TestBench(t *testing.T) {
 	}
 	nodes := max(10, n/100+1)
 	res := Result{N: n, Nodes: nodes}
+	if err := os.RemoveAll(filepath.Join(tests.RepoRoot(), profileDir)); err != nil {
+		t.Fatal(err)
+	}
 
 	ctx := context.Background()
 	workdir, err := os.MkdirTemp("", "agent-sandbox-bench-")
@@ -156,7 +172,7 @@ func TestBench(t *testing.T) {
 
 	ns := mkNamespace(t, c, "sandboxes")
 	measure := func(name string, p *Phase, do func(), done func() bool) {
-		before := ctrl.requestsByVerb(t)
+		pr := ctrl.begin(t, name)
 		cpu := cpuByProcess(clusterDirOf)
 		start := time.Now()
 		do()
@@ -170,11 +186,7 @@ func TestBench(t *testing.T) {
 		}
 		p.CPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
 		settle()
-		p.ByVerb = diff(ctrl.requestsByVerb(t), before)
-		for _, v := range p.ByVerb {
-			p.Requests += v
-		}
-		p.RequestsPerSandbox = float64(p.Requests) / float64(n)
+		pr.end(t, p, n)
 		// Each phase is printed as it ends, so a run cut short keeps them.
 		if b, err := json.Marshal(p); err == nil {
 			t.Logf("%s done: %s", name, b)
@@ -223,7 +235,7 @@ func TestBench(t *testing.T) {
 
 	res.ControllerRequestsByVerb = ctrl.requestsByVerb(t)
 	res.Applies = ctrl.series(t, "agent_sandbox_apply_total")
-	res.ControllerPeakRSSMB = ctrl.peakRSSMB()
+	_, res.ControllerPeakRSSMB = ctrl.rssMB()
 	report(t, res, "BENCH_OUT")
 }
 

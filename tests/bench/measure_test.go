@@ -19,6 +19,44 @@ import (
 	"github.com/agentsandbox/reconciler/tests/cluster"
 )
 
+// probe measures the controller over one phase: the requests it sent, its
+// CPU time and a CPU profile.
+type probe struct {
+	ctrl     *controller
+	name     string
+	requests map[string]int64
+	cpu      float64
+	prof     *profiler
+}
+
+// begin starts measuring a phase named name (the name of its profile file).
+func (c *controller) begin(t *testing.T, name string) *probe {
+	t.Helper()
+	return &probe{
+		ctrl: c, name: name, requests: c.requestsByVerb(t),
+		cpu: procCPU(c.cmd.Process.Pid), prof: startProfile(c.pprof),
+	}
+}
+
+// end fills in what the controller did since begin, for n Sandboxes (or
+// claims): it is called after the phase's settle(), so that its tail counts.
+func (pr *probe) end(t *testing.T, p *Phase, n int) {
+	t.Helper()
+	p.ControllerCPUSeconds = round2(procCPU(pr.ctrl.cmd.Process.Pid) - pr.cpu)
+	p.ByVerb = diff(pr.ctrl.requestsByVerb(t), pr.requests)
+	p.Requests = 0
+	for _, v := range p.ByVerb {
+		p.Requests += v
+	}
+	p.RequestsPerSandbox = float64(p.Requests) / float64(n)
+	p.ControllerRSSMB, p.ControllerPeakRSSMB = pr.ctrl.rssMB()
+	path, err := pr.prof.finish(pr.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Profile = path
+}
+
 // mkNamespace creates a namespace and waits for its default ServiceAccount
 // (Pods are refused until the controller-manager has made it).
 func mkNamespace(t *testing.T, c client.Client, prefix string) string {

@@ -7,13 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -22,6 +19,7 @@ import (
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
 	"github.com/agentsandbox/reconciler/tests/envtest"
 )
@@ -30,20 +28,29 @@ import (
 type Result struct {
 	N     int `json:"n"`
 	Nodes int `json:"nodes"`
-	// Raw is the lower bound: one client creating N Pods + N headless
-	// Services directly, measured until every Pod is Running and Ready.
-	Raw Phase `json:"raw_pods_and_services"`
+	// Floor is the least work any controller of this API causes, done by
+	// one client before the controller starts: N Sandboxes created, each
+	// one's Service and Pod applied as the controller renders them, and one
+	// status write when its Pod is Ready (see measureFloor). Every phase's
+	// ratio_to_floor is to its seconds.
+	Floor Baseline `json:"floor"`
+	// Raw is one client creating N Pods + N headless Services directly (no
+	// Sandbox, no status), until every Pod is Ready.
+	Raw Baseline `json:"raw_pods_and_services"`
 	// Cold is N Sandboxes (with a Service) created at once, until all Ready.
 	Cold Phase `json:"cold_create"`
 	// Touch is a metadata-only change to every Sandbox.
-	Touch   Phase `json:"metadata_touch"`
+	Touch Phase `json:"metadata_touch"`
+	// Suspend and Resume are every Sandbox suspended (until its Pod is
+	// gone), then resumed (until Ready again); both report ratio_to_cold.
 	Suspend Phase `json:"suspend_all"`
 	Resume  Phase `json:"resume_all"`
 	Delete  Phase `json:"delete_all"`
 	// ControllerRequestsByVerb is every request the controller sent during
 	// the run, from its rest_client_requests_total.
 	ControllerRequestsByVerb map[string]int64 `json:"controller_requests_by_verb"`
-	// ControllerPeakRSSMB is the controller process's peak resident memory.
+	// ControllerPeakRSSMB is the controller process's peak resident memory
+	// over the whole run (VmHWM), in MiB.
 	ControllerPeakRSSMB float64 `json:"controller_peak_rss_mb"`
 	// Applies are the controller's agent_sandbox_apply_total by kind/action.
 	Applies map[string]int64 `json:"controller_apply_total"`
@@ -51,24 +58,43 @@ type Result struct {
 	WarmClaims Claims `json:"warm_claims"`
 }
 
-// Phase is one measured step.
+// Phase is one measured step of the controller.
 type Phase struct {
+	// Seconds is from the phase's first request until the bench's watch
+	// sees it done.
 	Seconds float64 `json:"seconds"`
-	// RatioToRaw compares with the raw lower bound (cold create, suspend, resume).
-	RatioToRaw float64 `json:"ratio_to_raw,omitempty"`
-	// Requests is what the controller sent during the phase.
+	// RatioToFloor is Seconds over the floor's (the Sandbox phases; not the
+	// claim phase, whose count differs from N).
+	RatioToFloor float64 `json:"ratio_to_floor,omitempty"`
+	// RatioToCold is Seconds over cold create's (suspend and resume).
+	RatioToCold float64 `json:"ratio_to_cold,omitempty"`
+	// Requests is what the controller sent from the phase's start to 3 s
+	// after it was done (settle, so that its tail counts).
 	Requests           int64            `json:"controller_requests"`
 	RequestsPerSandbox float64          `json:"controller_requests_per_sandbox"`
 	ByVerb             map[string]int64 `json:"controller_requests_by_verb,omitempty"`
-	// CPUSeconds is the CPU time each process used during the phase: the
-	// profile that says where the time went ("bench" is this process, which
-	// hosts the controller and the load generator).
+	// ControllerCPUSeconds is the controller process's CPU time (user +
+	// system, /proc/<pid>/stat) over the same span as Requests.
+	ControllerCPUSeconds float64 `json:"controller_cpu_seconds"`
+	// ControllerRSSMB is its resident memory at the end of the phase
+	// (VmRSS), ControllerPeakRSSMB its peak since it started (VmHWM), MiB.
+	ControllerRSSMB     float64 `json:"controller_rss_mb"`
+	ControllerPeakRSSMB float64 `json:"controller_peak_rss_mb"`
+	// Profile is the controller's CPU profile over the same span as
+	// Requests (consecutive 5 s profiles merged, see profileChunk: the last
+	// runs up to 5 s past it), relative to the repository root.
+	Profile string `json:"cpu_profile,omitempty"`
+	// CPUSeconds is the CPU time each process used until the phase was
+	// done (without settle): the cluster's processes by binary, the
+	// controller and "bench" (this process: the load generator and its
+	// watches).
 	CPUSeconds map[string]float64 `json:"cpu_seconds,omitempty"`
 }
 
 // TestBench measures the controller on a local cluster. It runs only with
 // AGENT_SANDBOX_BENCH=1 (make bench); BENCH_N sets the number of Sandboxes
-// (default 500) and BENCH_OUT a file for the JSON.
+// (default 500) and BENCH_OUT a file for the JSON. Each phase's CPU profile
+// of the controller is saved as .work/bench-profiles/<phase>.pprof.
 func TestBench(t *testing.T) {
 	if os.Getenv("AGENT_SANDBOX_BENCH") != "1" {
 		t.Skip("benchmarks run with `make bench` (AGENT_SANDBOX_BENCH=1)")
@@ -89,6 +115,9 @@ func TestBench(t *testing.T) {
 	}
 	nodes := max(10, n/100+1)
 	res := Result{N: n, Nodes: nodes}
+	if err := os.RemoveAll(filepath.Join(tests.RepoRoot(), profileDir)); err != nil {
+		t.Fatal(err)
+	}
 
 	ctx := context.Background()
 	workdir, err := os.MkdirTemp("", "agent-sandbox-bench-")
@@ -128,97 +157,67 @@ func TestBench(t *testing.T) {
 	if !watched.WaitForCacheSync(ctx) {
 		t.Fatal("bench informers did not sync")
 	}
+	clusterDirOf = filepath.Join(local.Workdir, "clusters", local.Name)
 
-	clusterDir := filepath.Join(local.Workdir, "clusters", local.Name)
-	clusterDirOf = clusterDir
-	cpuBefore := cpuByProcess(clusterDir)
-
-	// The lower bound, in its own namespace.
-	rawNS := mkNamespace(t, c, "raw")
-	start := time.Now()
-	parallel(n, func(i int) error {
-		name := fmt.Sprintf("raw-%d", i)
-		labels := map[string]string{"bench": name}
-		if err := c.Create(ctx, rawPod(rawNS, name, labels)); err != nil {
-			return err
-		}
-		return c.Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: rawNS, Name: name},
-			Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels,
-				Ports: []corev1.ServicePort{{Name: "http", Port: 8888}}},
-		})
-	}, t)
-	waitPods(t, watched, rawNS, n)
-	res.Raw.Seconds = time.Since(start).Seconds()
-	res.Raw.CPUSeconds = cpuDiff(cpuByProcess(clusterDir), cpuBefore)
-	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rawNS}}); err != nil {
-		t.Fatal(err)
-	}
-	// Wait until the namespace is gone: deleting its Pods and Services
-	// would otherwise load the cluster during the controller's first phase
-	// (at N=5000 it more than doubled that phase).
-	for {
-		err := c.Get(ctx, client.ObjectKey{Name: rawNS}, &corev1.Namespace{})
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		time.Sleep(time.Second)
-	}
+	// The baselines, each in its own namespace, gone before the controller
+	// starts: raw first (it also warms the cluster up), then the floor.
+	res.Raw = measureRaw(t, local.Config, watched, n)
+	t.Logf("raw done: %.2fs", res.Raw.Seconds)
+	res.Floor = measureFloor(t, local.Config, watched, n)
+	t.Logf("floor done: %.2fs", res.Floor.Seconds)
+	res.Raw.RatioToFloor = res.Raw.Seconds / res.Floor.Seconds
 
 	ctrl := startController(t, local.Kubeconfig)
 	defer ctrl.stop(t)
 
 	ns := mkNamespace(t, c, "sandboxes")
-	measure := func(p *Phase, do func(), done func() bool) {
-		before := ctrl.requestsByVerb(t)
-		cpu := cpuByProcess(clusterDir)
+	measure := func(name string, p *Phase, do func(), done func() bool) {
+		pr := ctrl.begin(t, name)
+		cpu := cpuByProcess(clusterDirOf)
 		start := time.Now()
 		do()
 		for !done() {
 			time.Sleep(50 * time.Millisecond)
 		}
 		p.Seconds = time.Since(start).Seconds()
-		p.CPUSeconds = cpuDiff(cpuByProcess(clusterDir), cpu)
-		settle()
-		p.ByVerb = diff(ctrl.requestsByVerb(t), before)
-		for _, v := range p.ByVerb {
-			p.Requests += v
+		p.RatioToFloor = p.Seconds / res.Floor.Seconds
+		if name == "suspend_all" || name == "resume_all" {
+			p.RatioToCold = p.Seconds / res.Cold.Seconds
 		}
-		p.RequestsPerSandbox = float64(p.Requests) / float64(n)
+		p.CPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
+		settle()
+		pr.end(t, p, n)
 		// Each phase is printed as it ends, so a run cut short keeps them.
 		if b, err := json.Marshal(p); err == nil {
-			t.Logf("phase done: %s", b)
+			t.Logf("%s done: %s", name, b)
 		}
 	}
 
-	measure(&res.Cold, func() {
+	measure("cold_create", &res.Cold, func() {
 		parallel(n, func(i int) error { return c.Create(ctx, benchSandbox(ns, i)) }, t)
 	}, func() bool {
 		return countReady(t, watched, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) == n
 	})
-	res.Cold.RatioToRaw = res.Cold.Seconds / res.Raw.Seconds
 
-	measure(&res.Touch, func() {
+	measure("metadata_touch", &res.Touch, func() {
 		parallel(n, func(i int) error {
 			return patch(ctx, c, ns, i, `{"metadata":{"labels":{"touched":"yes"}}}`)
 		}, t)
 	}, func() bool { return true })
 
-	measure(&res.Suspend, func() {
+	measure("suspend_all", &res.Suspend, func() {
 		parallel(n, func(i int) error { return patch(ctx, c, ns, i, `{"spec":{"operatingMode":"Suspended"}}`) }, t)
 	}, func() bool {
 		return countCondition(t, watched, ns, sandboxv1beta1.ConditionSuspended, metav1.ConditionTrue, sandboxv1beta1.ReasonPodTerminated) == n
 	})
-	res.Suspend.RatioToRaw = res.Suspend.Seconds / res.Raw.Seconds
 
-	measure(&res.Resume, func() {
+	measure("resume_all", &res.Resume, func() {
 		parallel(n, func(i int) error { return patch(ctx, c, ns, i, `{"spec":{"operatingMode":"Running"}}`) }, t)
 	}, func() bool {
 		return countReady(t, watched, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) == n
 	})
-	res.Resume.RatioToRaw = res.Resume.Seconds / res.Raw.Seconds
 
-	measure(&res.Delete, func() {
+	measure("delete_all", &res.Delete, func() {
 		// One request per Sandbox, as users delete them: a single
 		// deletecollection of thousands of Sandboxes outlasts the API
 		// server's request timeout.
@@ -236,7 +235,7 @@ func TestBench(t *testing.T) {
 
 	res.ControllerRequestsByVerb = ctrl.requestsByVerb(t)
 	res.Applies = ctrl.series(t, "agent_sandbox_apply_total")
-	res.ControllerPeakRSSMB = ctrl.peakRSSMB()
+	_, res.ControllerPeakRSSMB = ctrl.rssMB()
 	report(t, res, "BENCH_OUT")
 }
 
@@ -252,16 +251,6 @@ func report(t *testing.T, res any, outEnv string) {
 		if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-func rawPod(ns, name string, labels map[string]string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		Spec: corev1.PodSpec{
-			RuntimeClassName: ptr.To("gvisor"),
-			Containers:       []corev1.Container{{Name: "agent", Image: "python:3.13-slim", Ports: []corev1.ContainerPort{{ContainerPort: 8888}}}},
-		},
 	}
 }
 
@@ -281,153 +270,4 @@ func benchSandbox(ns string, i int) *sandboxv1beta1.Sandbox {
 func patch(ctx context.Context, c client.Client, ns string, i int, body string) error {
 	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("sb-%d", i)}}
 	return c.Patch(ctx, sb, client.RawPatch(types.MergePatchType, []byte(body)))
-}
-
-// mkNamespace creates a namespace and waits for its default ServiceAccount
-// (Pods are refused until the controller-manager has made it).
-func mkNamespace(t *testing.T, c client.Client, prefix string) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	if err := c.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(time.Minute)
-	for c.Get(context.Background(), types.NamespacedName{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{}) != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("namespace %s has no default ServiceAccount after a minute", ns.Name)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return ns.Name
-}
-
-// parallel runs f for 0..n-1 on 50 goroutines.
-func parallel(n int, f func(int) error, t *testing.T) {
-	var wg sync.WaitGroup
-	work := make(chan int)
-	var mu sync.Mutex
-	var first error
-	for range 50 {
-		wg.Go(func() {
-			for i := range work {
-				if err := f(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	if first != nil {
-		t.Fatal(first)
-	}
-}
-
-func waitPods(t *testing.T, c client.Reader, ns string, n int) {
-	for {
-		var pods corev1.PodList
-		if err := c.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-		ready := 0
-		for _, p := range pods.Items {
-			for _, cond := range p.Status.Conditions {
-				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue && p.Status.PodIP != "" {
-					ready++
-				}
-			}
-		}
-		if ready == n {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func countReady(t *testing.T, c client.Reader, ns string, status metav1.ConditionStatus, reason string) int {
-	return countCondition(t, c, ns, sandboxv1beta1.ConditionReady, status, reason)
-}
-
-func countCondition(t *testing.T, c client.Reader, ns, typ string, status metav1.ConditionStatus, reason string) int {
-	var l sandboxv1beta1.SandboxList
-	if err := c.List(context.Background(), &l, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, sb := range l.Items {
-		for _, cond := range sb.Status.Conditions {
-			if cond.Type == typ && cond.Status == status && cond.Reason == reason {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-// clusterDirOf is the running cluster's directory, for CPU accounting.
-var clusterDirOf string
-
-// settle waits for the controller to finish reacting to the last events, so
-// that a phase's request count includes its tail.
-func settle() { time.Sleep(3 * time.Second) }
-
-func diff(after, before map[string]int64) map[string]int64 {
-	out := map[string]int64{}
-	for k, v := range after {
-		if d := v - before[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
-}
-
-// cpuByProcess returns the CPU seconds (user+system) used so far by the
-// cluster's processes (named by their binary), the controller and this
-// process (the load generator).
-func cpuByProcess(clusterDir string) map[string]float64 {
-	out := map[string]float64{"bench": procCPU(os.Getpid())}
-	if controllerPID > 0 {
-		out["sandbox-controller"] = procCPU(controllerPID)
-	}
-	for _, pid := range cluster.Processes(clusterDir) {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-		if err != nil {
-			continue
-		}
-		name := filepath.Base(strings.SplitN(string(cmdline), "\x00", 2)[0])
-		out[name] += procCPU(pid)
-	}
-	return out
-}
-
-// procCPU reads utime+stime of a process from /proc/<pid>/stat.
-func procCPU(pid int) float64 {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(fields) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100 // USER_HZ
-}
-
-func cpuDiff(after, before map[string]float64) map[string]float64 {
-	out := map[string]float64{}
-	for k, v := range after {
-		if d := v - before[k]; d > 0.005 {
-			out[k] = float64(int(d*100)) / 100
-		}
-	}
-	return out
 }

@@ -146,7 +146,7 @@ func benchClaims(t *testing.T, c client.Client, watched cache.Cache, ctrl *contr
 	defer func() { _ = informer.RemoveEventHandler(reg) }()
 
 	appliesBefore := ctrl.series(t, "agent_sandbox_apply_total")
-	before := ctrl.requestsByVerb(t)
+	pr := ctrl.begin(t, "claim_phase")
 	cpu := cpuByProcess(clusterDirOf)
 	start = time.Now()
 	// Every claim's request is ready to go before the first is sent, so
@@ -192,11 +192,7 @@ func benchClaims(t *testing.T, c client.Client, watched cache.Cache, ctrl *contr
 	res.ClaimPhase.Seconds = res.RefillSeconds
 	res.ClaimPhase.CPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
 	settle()
-	res.ClaimPhase.ByVerb = diff(ctrl.requestsByVerb(t), before)
-	for _, v := range res.ClaimPhase.ByVerb {
-		res.ClaimPhase.Requests += v
-	}
-	res.ClaimPhase.RequestsPerSandbox = float64(res.ClaimPhase.Requests) / float64(m)
+	pr.end(t, &res.ClaimPhase, m)
 	applies := diff(ctrl.series(t, "agent_sandbox_apply_total"), appliesBefore)
 	var claimPath int64
 	for labels, v := range applies {

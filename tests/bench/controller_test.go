@@ -23,11 +23,14 @@ var controllerPID int
 type controller struct {
 	cmd     *exec.Cmd
 	metrics string
-	exited  chan error
+	// pprof is the address of its pprof server (--enable-pprof).
+	pprof  string
+	exited chan error
 }
 
 // startController builds and starts the controller against the cluster with
-// the production defaults (100 Sandbox workers) and waits for /readyz.
+// the production defaults (100 Sandbox workers), its pprof server on, and
+// waits for /readyz.
 func startController(t *testing.T, kubeconfig string) *controller {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "sandbox-controller")
@@ -36,14 +39,15 @@ func startController(t *testing.T, kubeconfig string) *controller {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the controller: %v\n%s", err, out)
 	}
-	probe, metrics := freeAddr(t), freeAddr(t)
+	probe, metrics, pprof := freeAddr(t), freeAddr(t), freeAddr(t)
 	logFile, err := os.Create(filepath.Join(t.TempDir(), "controller.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &controller{metrics: metrics, exited: make(chan error, 1)}
+	c := &controller{metrics: metrics, pprof: pprof, exited: make(chan error, 1)}
 	c.cmd = exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=false", "--extensions", "--enable-webhook=false",
-		"--metrics-bind-address", metrics, "--health-probe-bind-address", probe)
+		"--metrics-bind-address", metrics, "--health-probe-bind-address", probe,
+		"--enable-pprof", "--pprof-bind-address", pprof)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -95,19 +99,27 @@ func (c *controller) requestsByVerb(t *testing.T) map[string]int64 {
 	return out
 }
 
-// peakRSSMB reads the controller's peak resident set size (VmHWM).
-func (c *controller) peakRSSMB() float64 {
+// rssMB reads the controller's resident set size now (VmRSS) and its peak
+// so far (VmHWM), in MiB.
+func (c *controller) rssMB() (now, peak float64) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(c.cmd.Process.Pid) + "/status")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024
+		key, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+		switch key {
+		case "VmRSS":
+			now = kb / 1024
+		case "VmHWM":
+			peak = kb / 1024
 		}
 	}
-	return 0
+	return now, peak
 }
 
 func (c *controller) stop(t *testing.T) {

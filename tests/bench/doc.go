@@ -1,7 +1,10 @@
 // Package bench measures the controller on a local cluster and prints one
-// JSON document: a raw lower bound (Pods and Services created directly), cold
-// create, a metadata-only touch, suspend, resume and delete of N Sandboxes,
-// with the controller's API requests by verb. TestBenchDataplane measures the
+// JSON document: the floor (N Sandboxes, their Pods, Services and one status
+// write each, made by one client before the controller starts), a raw lower
+// bound (Pods and Services created directly), cold create, a metadata-only
+// touch, suspend, resume and delete of N Sandboxes, each as a ratio to the
+// floor with the controller's API requests by verb, CPU-seconds, RSS and a
+// CPU profile (.work/bench-profiles/). TestBenchDataplane measures the
 // data plane on a local cluster with the stand-in kubelet: claim -> first
 // command (SDK Create then Run, paced and at once, by port-forward and
 // through bin/sandbox-router) as a ratio to claim Ready, and commands per

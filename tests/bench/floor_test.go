@@ -1,0 +1,292 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/render"
+	"github.com/agentsandbox/reconciler/tests/envtest"
+)
+
+// The controller's field managers (its --field-manager default and
+// <field-manager>-status), so that the floor's objects are the controller's
+// to the byte.
+const (
+	fieldManager  = "agent-sandbox-controller"
+	statusManager = fieldManager + "-status"
+)
+
+// Baseline is a lower bound measured by one client with no controller
+// running.
+type Baseline struct {
+	// Seconds is from the first request until the bench's watch sees the
+	// last object done (Pods Ready for raw, Sandboxes Ready for the floor).
+	Seconds float64 `json:"seconds"`
+	// RatioToFloor is Seconds over the floor's (for raw only).
+	RatioToFloor float64 `json:"ratio_to_floor,omitempty"`
+	// Requests is every request the baseline's client sent, by HTTP method
+	// (as the controller's rest_client_requests_total counts them).
+	Requests           int64            `json:"requests"`
+	RequestsPerSandbox float64          `json:"requests_per_sandbox"`
+	ByVerb             map[string]int64 `json:"requests_by_verb,omitempty"`
+	// CPUSeconds is the CPU time each process used meanwhile ("bench" is
+	// the client).
+	CPUSeconds map[string]float64 `json:"cpu_seconds,omitempty"`
+}
+
+// countingClient is a client whose requests are counted by HTTP method,
+// with the REST mappings of Pods, Services and Sandboxes already resolved
+// (their discovery is not counted).
+func countingClient(t *testing.T, cfg *rest.Config) (client.Client, *requestCounter) {
+	t.Helper()
+	counts := &requestCounter{byVerb: map[string]int64{}}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return counts.wrap(rt) })
+	c, err := client.New(cfg, client.Options{Scheme: envtest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gk := range []schema.GroupKind{{Kind: "Pod"}, {Kind: "Service"}, {Group: sandboxv1beta1.GroupVersion.Group, Kind: "Sandbox"}} {
+		if _, err := c.RESTMapper().RESTMapping(gk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts.reset()
+	return c, counts
+}
+
+type requestCounter struct {
+	mu     sync.Mutex
+	byVerb map[string]int64
+}
+
+type countingTransport struct {
+	next   http.RoundTripper
+	counts *requestCounter
+}
+
+func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return countingTransport{next: rt, counts: c}
+}
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.counts.mu.Lock()
+	t.counts.byVerb[r.Method]++
+	t.counts.mu.Unlock()
+	return t.next.RoundTrip(r)
+}
+
+func (c *requestCounter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.byVerb = map[string]int64{}
+}
+
+// fill sets b's request counts for n Sandboxes.
+func (c *requestCounter) fill(b *Baseline, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b.ByVerb = map[string]int64{}
+	for k, v := range c.byVerb {
+		b.ByVerb[k] = v
+		b.Requests += v
+	}
+	b.RequestsPerSandbox = float64(b.Requests) / float64(n)
+}
+
+// measureRaw creates n Pods and n headless Services directly (no Sandbox,
+// no status) and waits until every Pod is Ready: the cost of the objects
+// alone. The namespace is gone when it returns.
+func measureRaw(t *testing.T, cfg *rest.Config, watched cache.Cache, n int) Baseline {
+	ctx := context.Background()
+	c, counts := countingClient(t, cfg)
+	ns := mkNamespace(t, c, "raw")
+	cpu := cpuByProcess(clusterDirOf)
+	counts.reset()
+	start := time.Now()
+	parallel(n, func(i int) error {
+		name := fmt.Sprintf("raw-%d", i)
+		labels := map[string]string{"bench": name}
+		if err := c.Create(ctx, rawPod(ns, name, labels)); err != nil {
+			return err
+		}
+		return c.Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels,
+				Ports: []corev1.ServicePort{{Name: "http", Port: 8888}}},
+		})
+	}, t)
+	waitPods(t, watched, ns, n)
+	res := Baseline{Seconds: time.Since(start).Seconds(), CPUSeconds: cpuDiff(cpuByProcess(clusterDirOf), cpu)}
+	counts.fill(&res, n)
+	dropNamespace(t, c, ns)
+	return res
+}
+
+// floorWorkers is the controller's default --sandbox-concurrent-workers:
+// the floor applies with the concurrency the controller has.
+const floorWorkers = 100
+
+// measureFloor is the least work any controller of this API causes, done
+// by one client with no controller: for each of n Sandboxes (benchSandbox,
+// as the cold phase creates them) create it, apply its headless Service and
+// Pod as render.Sandbox renders them for the controller, and once the Pod is
+// Ready apply the status render.SandboxStatus gives then (one status write).
+// The concurrency is the cold phase's: 50 goroutines create the Sandboxes
+// (as the bench does) and floorWorkers apply the rest from one queue (as
+// the controller's workers do). It ends when the bench's watch sees every
+// Sandbox Ready, as the cold phase does. The namespace is gone when it
+// returns.
+func measureFloor(t *testing.T, cfg *rest.Config, watched cache.Cache, n int) Baseline {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, counts := countingClient(t, cfg)
+	ns := mkNamespace(t, c, "floor")
+
+	// The workers' queue: a Sandbox's Service and Pod once it is created,
+	// its status once the bench's watch sees its Pod Ready; 2n jobs in all.
+	jobs := make(chan func() error, 2*n)
+	var mu sync.Mutex
+	queued := map[string]bool{}
+	sandboxes := map[string]*sandboxv1beta1.Sandbox{}
+	writeStatus := func(pod *corev1.Pod) func() error {
+		return func() error {
+			mu.Lock()
+			sb := sandboxes[pod.Name]
+			mu.Unlock()
+			status := render.SandboxStatus(render.SandboxStatusInputs{
+				Sandbox: sb, Pod: pod, Pods: 1, Service: true, ClusterDomain: "cluster.local",
+				Now: metav1.NewTime(time.Now().Truncate(time.Second)),
+			})
+			return c.Status().Apply(ctx, status, client.FieldOwner(statusManager), client.ForceOwnership)
+		}
+	}
+	informer, err := watched.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := func(obj any) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok || pod.Namespace != ns || !podReady(pod) {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !queued[pod.Name] {
+			queued[pod.Name] = true
+			jobs <- writeStatus(pod)
+		}
+	}
+	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: seen, UpdateFunc: func(_, o any) { seen(o) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = informer.RemoveEventHandler(reg) }()
+
+	applyChildren := func(sb *sandboxv1beta1.Sandbox) func() error {
+		return func() error {
+			desired, err := render.Sandbox(render.SandboxInputs{Sandbox: sb, PodName: sb.Name})
+			if err != nil {
+				return err
+			}
+			// In the controller's order: Service, then Pod.
+			if err := c.Apply(ctx, desired.Service, client.FieldOwner(fieldManager)); err != nil {
+				return err
+			}
+			return c.Apply(ctx, desired.Pod, client.FieldOwner(fieldManager))
+		}
+	}
+	create := func(i int) error {
+		sb := benchSandbox(ns, i)
+		if err := c.Create(ctx, sb); err != nil {
+			return err
+		}
+		mu.Lock()
+		sandboxes[sb.Name] = sb
+		mu.Unlock()
+		jobs <- applyChildren(sb)
+		return nil
+	}
+	work := func(int) error {
+		select {
+		case job := <-jobs:
+			return job()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+
+	cpu := cpuByProcess(clusterDirOf)
+	counts.reset()
+	start := time.Now()
+	errs := make(chan error, 2)
+	for _, run := range []func() error{
+		func() error { return runParallel(n, 50, create) },
+		func() error { return runParallel(2*n, floorWorkers, work) },
+	} {
+		go func() {
+			err := run()
+			if err != nil {
+				cancel()
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("floor: %v", err)
+		}
+	}
+	for countReady(t, watched, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) != n {
+		time.Sleep(50 * time.Millisecond)
+	}
+	res := Baseline{Seconds: time.Since(start).Seconds(), CPUSeconds: cpuDiff(cpuByProcess(clusterDirOf), cpu)}
+	counts.fill(&res, n)
+	dropNamespace(t, c, ns)
+	return res
+}
+
+// dropNamespace deletes a namespace and waits until it is gone: deleting its
+// objects would otherwise load the cluster during the next phase (at
+// N=5000 it more than doubled the controller's first phase).
+func dropNamespace(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func rawPod(ns, name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: corev1.PodSpec{
+			RuntimeClassName: ptr.To("gvisor"),
+			Containers:       []corev1.Container{{Name: "agent", Image: "python:3.13-slim", Ports: []corev1.ContainerPort{{ContainerPort: 8888}}}},
+		},
+	}
+}

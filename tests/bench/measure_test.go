@@ -1,0 +1,225 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/tests/cluster"
+)
+
+// probe measures the controller over one phase: the requests it sent, its
+// CPU time and a CPU profile.
+type probe struct {
+	ctrl     *controller
+	name     string
+	requests map[string]int64
+	cpu      float64
+	prof     *profiler
+}
+
+// begin starts measuring a phase named name (the name of its profile file).
+func (c *controller) begin(t *testing.T, name string) *probe {
+	t.Helper()
+	return &probe{
+		ctrl: c, name: name, requests: c.requestsByVerb(t),
+		cpu: procCPU(c.cmd.Process.Pid), prof: startProfile(c.pprof),
+	}
+}
+
+// end fills in what the controller did since begin, for n Sandboxes (or
+// claims): it is called after the phase's settle(), so that its tail counts.
+func (pr *probe) end(t *testing.T, p *Phase, n int) {
+	t.Helper()
+	p.ControllerCPUSeconds = round2(procCPU(pr.ctrl.cmd.Process.Pid) - pr.cpu)
+	p.ByVerb = diff(pr.ctrl.requestsByVerb(t), pr.requests)
+	p.Requests = 0
+	for _, v := range p.ByVerb {
+		p.Requests += v
+	}
+	p.RequestsPerSandbox = float64(p.Requests) / float64(n)
+	p.ControllerRSSMB, p.ControllerPeakRSSMB = pr.ctrl.rssMB()
+	path, err := pr.prof.finish(pr.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Profile = path
+}
+
+// mkNamespace creates a namespace and waits for its default ServiceAccount
+// (Pods are refused until the controller-manager has made it).
+func mkNamespace(t *testing.T, c client.Client, prefix string) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for c.Get(context.Background(), types.NamespacedName{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{}) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("namespace %s has no default ServiceAccount after a minute", ns.Name)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return ns.Name
+}
+
+// parallel runs f for 0..n-1 on 50 goroutines and fails the test on the
+// first error.
+func parallel(n int, f func(int) error, t *testing.T) {
+	if err := runParallel(n, 50, f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runParallel runs f for 0..n-1 on the given number of goroutines and
+// returns the first error (it may be called off the test's goroutine).
+func runParallel(n, goroutines int, f func(int) error) error {
+	var wg sync.WaitGroup
+	work := make(chan int)
+	var mu sync.Mutex
+	var first error
+	for range goroutines {
+		wg.Go(func() {
+			for i := range work {
+				if err := f(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return first
+}
+
+func waitPods(t *testing.T, c client.Reader, ns string, n int) {
+	for {
+		var pods corev1.PodList
+		if err := c.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		ready := 0
+		for i := range pods.Items {
+			if podReady(&pods.Items[i]) {
+				ready++
+			}
+		}
+		if ready == n {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// podReady reports a Pod Ready with an IP.
+func podReady(p *corev1.Pod) bool {
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue && p.Status.PodIP != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func countReady(t *testing.T, c client.Reader, ns string, status metav1.ConditionStatus, reason string) int {
+	return countCondition(t, c, ns, sandboxv1beta1.ConditionReady, status, reason)
+}
+
+func countCondition(t *testing.T, c client.Reader, ns, typ string, status metav1.ConditionStatus, reason string) int {
+	var l sandboxv1beta1.SandboxList
+	if err := c.List(context.Background(), &l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, sb := range l.Items {
+		for _, cond := range sb.Status.Conditions {
+			if cond.Type == typ && cond.Status == status && cond.Reason == reason {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// clusterDirOf is the running cluster's directory, for CPU accounting.
+var clusterDirOf string
+
+// settle waits for the controller to finish reacting to the last events, so
+// that a phase's request count includes its tail.
+func settle() { time.Sleep(3 * time.Second) }
+
+func diff(after, before map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// cpuByProcess returns the CPU seconds (user+system) used so far by the
+// cluster's processes (named by their binary), the controller and this
+// process (the load generator).
+func cpuByProcess(clusterDir string) map[string]float64 {
+	out := map[string]float64{"bench": procCPU(os.Getpid())}
+	if controllerPID > 0 {
+		out["sandbox-controller"] = procCPU(controllerPID)
+	}
+	for _, pid := range cluster.Processes(clusterDir) {
+		if pid == controllerPID {
+			continue // its --kubeconfig is in the cluster's directory
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		if err != nil {
+			continue
+		}
+		name := filepath.Base(strings.SplitN(string(cmdline), "\x00", 2)[0])
+		out[name] += procCPU(pid)
+	}
+	return out
+}
+
+// procCPU reads utime+stime of a process from /proc/<pid>/stat.
+func procCPU(pid int) float64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100 // USER_HZ
+}
+
+func cpuDiff(after, before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0.005 {
+			out[k] = float64(int(d*100)) / 100
+		}
+	}
+	return out
+}

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -45,6 +47,19 @@ func readObject(t *testing.T, c golden.Case, file string, obj metav1.Object, opt
 	return true
 }
 
+// templateObserved is a template case's observed.yaml.
+type templateObserved struct {
+	// NetworkPolicy is the NetworkPolicy of the template's policy name;
+	// Owned makes the template its controller.
+	NetworkPolicy *networkingv1.NetworkPolicy `json:"networkPolicy,omitempty"`
+	Owned         bool                        `json:"owned,omitempty"`
+	// MembersDenied and NetworkPolicyDenied are the policies' denials of
+	// the first plan's checks: the case shows the plan made again.
+	MembersDenied       string `json:"membersDenied,omitempty"`
+	NetworkPolicyDenied string `json:"networkPolicyDenied,omitempty"`
+	Reported            string `json:"reported,omitempty"`
+}
+
 func TestTemplateGolden(t *testing.T) {
 	cases := golden.Cases(t, "template")
 	if len(cases) < 4 {
@@ -63,6 +78,27 @@ func TestTemplateGolden(t *testing.T) {
 				"deleteNetworkPolicy": d.DeleteNetworkPolicy,
 				"templateLabels":      d.Labels,
 			})
+
+			var obs templateObserved
+			if data, err := os.ReadFile(c.Path("observed.yaml")); err == nil {
+				if err := yaml.UnmarshalStrict(data, &obs); err != nil {
+					t.Fatalf("observed.yaml: %v", err)
+				}
+			}
+			if np := obs.NetworkPolicy; np != nil {
+				np.Namespace = tmpl.Namespace
+				if obs.Owned {
+					np.OwnerReferences = []metav1.OwnerReference{{APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxTemplate",
+						Name: tmpl.Name, UID: tmpl.UID, Controller: ptr.To(true)}}
+				}
+			}
+			in := TemplatePlanInputs{
+				TemplateInputs: TemplateInputs{Template: &tmpl, ControllerNamespace: "agent-sandbox-system"},
+				NetworkPolicy:  obs.NetworkPolicy, Policies: true,
+				MembersDenied: obs.MembersDenied, NetworkPolicyDenied: obs.NetworkPolicyDenied, Reported: obs.Reported,
+			}
+			plan, refused := PlanTemplate(in)
+			golden.AssertYAML(t, c.Path("plan.yaml"), map[string]any{"plan": plan, "refused": refused})
 		})
 	}
 }

@@ -4,15 +4,21 @@
 // NetworkPolicy; SandboxClaim and SandboxWarmPool -> Sandboxes; and the status
 // of each kind from what was observed.
 //
-// For the Sandbox kind, PlanSandbox goes further and decides the whole
-// reconcile as a Plan value (plan.go): the objects the policies judge, then
-// ordered steps (apply, apply with force to adopt, delete with
-// preconditions, the pod-name annotation patch, events, status), and any
-// terminal problem. Adoption, a running Pod's frozen spec and its drift,
-// objects in the way, fail-closed on several Pods and an expired Sandbox's
-// deletion are decided there from the observed children, so the golden
-// plan.yaml of each case shows what a change does to the cluster. The
-// reconciler only executes plans; the other kinds will follow.
+// Reconciles are decided here as Plan values (plan.go): the objects the
+// policies judge, then ordered steps (apply, apply with force to adopt,
+// create, delete with preconditions, annotate, events, status), any
+// terminal problem and when to look again. PlanSandbox decides a
+// Sandbox's: adoption, a running Pod's frozen spec and its drift, objects
+// in the way, fail-closed on several Pods and an expired Sandbox's
+// deletion. PlanWarmPool decides a pool's: which members to delete and why
+// (stale under Recreate, the excess, not Ready and newest first; each
+// guarded by UID and resourceVersion; never a Sandbox a claim took), which
+// to create, the status and progress events (WarmPoolReport). PlanTemplate
+// decides a template's: the refusal event for the Sandboxes it makes, its
+// label, and its NetworkPolicy. A policy denial comes back as an input and
+// the plan is made again. The golden plan.yaml of each case shows what a
+// change does to the cluster; the reconcilers only execute plans (claims
+// are not planned yet).
 //
 // Everything observed from the cluster comes in through an inputs struct.
 // Render must never use a client, the clock, randomness or global state, so

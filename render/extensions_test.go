@@ -3,14 +3,15 @@ package render
 import (
 	"encoding/json"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -46,6 +47,19 @@ func readObject(t *testing.T, c golden.Case, file string, obj metav1.Object, opt
 	return true
 }
 
+// templateObserved is a template case's observed.yaml.
+type templateObserved struct {
+	// NetworkPolicy is the NetworkPolicy of the template's policy name;
+	// Owned makes the template its controller.
+	NetworkPolicy *networkingv1.NetworkPolicy `json:"networkPolicy,omitempty"`
+	Owned         bool                        `json:"owned,omitempty"`
+	// MembersDenied and NetworkPolicyDenied are the policies' denials of
+	// the first plan's checks: the case shows the plan made again.
+	MembersDenied       string `json:"membersDenied,omitempty"`
+	NetworkPolicyDenied string `json:"networkPolicyDenied,omitempty"`
+	Reported            string `json:"reported,omitempty"`
+}
+
 func TestTemplateGolden(t *testing.T) {
 	cases := golden.Cases(t, "template")
 	if len(cases) < 4 {
@@ -64,85 +78,27 @@ func TestTemplateGolden(t *testing.T) {
 				"deleteNetworkPolicy": d.DeleteNetworkPolicy,
 				"templateLabels":      d.Labels,
 			})
-		})
-	}
-}
 
-// warmPoolObserved is a warm pool case's observed.yaml.
-type warmPoolObserved struct {
-	Members []*sandboxv1beta1.Sandbox `json:"members,omitempty"`
-	Pending []string                  `json:"pending,omitempty"`
-	Taken   []string                  `json:"taken,omitempty"`
-	// NoTemplate renders as if the template did not exist.
-	NoTemplate bool         `json:"noTemplate,omitempty"`
-	MaxBatch   int          `json:"maxBatch,omitempty"`
-	Now        *metav1.Time `json:"now,omitempty"`
-}
-
-func TestWarmPoolGolden(t *testing.T) {
-	cases := golden.Cases(t, "warmpool")
-	if len(cases) < 6 {
-		t.Errorf("golden/warmpool has %d cases, want at least 6", len(cases))
-	}
-	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			var pool extv1beta1.SandboxWarmPool
-			readObject(t, c, "pool.yaml", &pool, false)
-			tmpl := &extv1beta1.SandboxTemplate{}
-			readObject(t, c, "template.yaml", tmpl, false)
-			var obs warmPoolObserved
+			var obs templateObserved
 			if data, err := os.ReadFile(c.Path("observed.yaml")); err == nil {
 				if err := yaml.UnmarshalStrict(data, &obs); err != nil {
 					t.Fatalf("observed.yaml: %v", err)
 				}
 			}
-			if obs.NoTemplate {
-				tmpl = nil
-			}
-			taken := map[string]bool{}
-			for _, n := range obs.Taken {
-				taken[n] = true
-			}
-			for _, m := range obs.Members {
-				taken[m.Name] = true
-			}
-			plan, err := PlanWarmPool(WarmPoolPlanInputs{
-				WarmPoolInputs: WarmPoolInputs{Pool: &pool, Template: tmpl},
-				Members:        obs.Members, Pending: obs.Pending,
-				Taken: func(n string) bool { return taken[n] }, MaxBatch: obs.MaxBatch,
-			})
-			if err != nil {
-				t.Fatalf("plan: %v", err)
-			}
-			var deleted []string
-			for _, m := range plan.Delete {
-				deleted = append(deleted, m.Name)
-			}
-			// Claims refuse exactly the members the pool deletes: the
-			// removals a claim computes (it knows nothing pending, so
-			// only where nothing is pending) are the plan's deletes.
-			if len(obs.Pending) == 0 {
-				var refused []string
-				for _, m := range WarmPoolRemovals(WarmPoolPlanInputs{
-					WarmPoolInputs: WarmPoolInputs{Pool: &pool, Template: tmpl}, Members: obs.Members,
-				}) {
-					refused = append(refused, m.Name)
-				}
-				if !slices.Equal(refused, deleted) {
-					t.Errorf("claims refuse %v, the pool deletes %v", refused, deleted)
+			if np := obs.NetworkPolicy; np != nil {
+				np.Namespace = tmpl.Namespace
+				if obs.Owned {
+					np.OwnerReferences = []metav1.OwnerReference{{APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxTemplate",
+						Name: tmpl.Name, UID: tmpl.UID, Controller: ptr.To(true)}}
 				}
 			}
-			golden.AssertYAML(t, c.Path("desired.yaml"), map[string]any{
-				"create": plan.Create, "delete": deleted, "stale": plan.Stale, "hash": plan.Hash,
-			})
-			now := goldenNow
-			if obs.Now != nil {
-				now = *obs.Now
+			in := TemplatePlanInputs{
+				TemplateInputs: TemplateInputs{Template: &tmpl, ControllerNamespace: "agent-sandbox-system"},
+				NetworkPolicy:  obs.NetworkPolicy, Policies: true,
+				MembersDenied: obs.MembersDenied, NetworkPolicyDenied: obs.NetworkPolicyDenied, Reported: obs.Reported,
 			}
-			status := WarmPoolStatus(WarmPoolStatusInputs{
-				Pool: &pool, Members: obs.Members, TemplateMissing: obs.NoTemplate, Grace: 5 * time.Minute, Now: now,
-			})
-			golden.AssertYAML(t, c.Path("status.yaml"), status.Status)
+			plan, refused := PlanTemplate(in)
+			golden.AssertYAML(t, c.Path("plan.yaml"), map[string]any{"plan": plan, "refused": refused})
 		})
 	}
 }

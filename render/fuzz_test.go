@@ -109,6 +109,7 @@ func FuzzTemplate(f *testing.F) {
 		}
 		bounded(t, "Template", func() {
 			_, _ = Template(TemplateInputs{Template: tmpl, ControllerNamespace: "agent-sandbox-system"})
+			_, _ = PlanTemplate(TemplatePlanInputs{TemplateInputs: TemplateInputs{Template: tmpl, ControllerNamespace: "agent-sandbox-system"}, Policies: true})
 		})
 	})
 }

@@ -8,8 +8,9 @@ import (
 
 // Plan is everything one reconcile of an object will do to the cluster, as
 // a value: the objects the policies judge first, then the steps in the
-// order they run. A reconciler executes the steps one by one and stops at
-// the first that fails; whether a step sends a request at all is the apply
+// order they run. A reconciler executes the steps one by one (a run of
+// create steps, independent of each other, may go concurrently) and stops
+// at the first that fails; whether a step sends a request at all is the apply
 // engine's diff (an apply of what is already there, or a delete of an
 // object already going, sends nothing). A plan marshals to YAML with stable
 // output, so golden files show what a change does to the cluster.
@@ -21,8 +22,10 @@ type Plan struct {
 	// Steps run in order.
 	Steps []Step `json:"steps"`
 	// Problem, when not empty, is a terminal problem only a user can fix
-	// (an object in the way, a spec that cannot be rendered): the steps
-	// stop where it was met, and it is reported (by the status step).
+	// (an object in the way, a spec that cannot be rendered): the plan
+	// holds none of the steps it rules out (a Sandbox's stop where it was
+	// met; a pool creates no member), and it is reported (by the status
+	// step; a kind without status logs it).
 	Problem string `json:"problem,omitempty"`
 	// RecheckAt is when to look again even if nothing changes (the
 	// shutdown time); nil when no time is due.

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -82,6 +83,27 @@ func SandboxChecks(sb *sandboxv1beta1.Sandbox, desired SandboxDesired, c NewChil
 			Object: AdoptedPod(c.Adopt, desired.Pod)})
 	}
 	return checks
+}
+
+// NewSandboxChecks lists what the policies judge before the controller
+// creates sb (a pool member, a claim's Sandbox): sb, then every child it
+// will create, rendered with the defaults in force. A Sandbox that cannot
+// be rendered is an error: nothing is to be created from it, and only a
+// change to what it is made from helps.
+func NewSandboxChecks(sb *sandboxv1beta1.Sandbox, d Defaults) ([]Check, error) {
+	probe := sb.DeepCopy()
+	if probe.UID == "" {
+		probe.UID = types.UID("not-created-yet")
+	}
+	desired, err := Sandbox(SandboxInputs{Sandbox: probe, Defaults: d})
+	if err != nil {
+		return nil, fmt.Errorf("rendering for the policy check: %w", err)
+	}
+	c := NewChildren{Pod: true, Service: true, PVCs: map[string]bool{}}
+	for _, p := range desired.PVCs {
+		c.PVCs[*p.Name] = true
+	}
+	return SandboxChecks(sb, desired, c), nil
 }
 
 // AdoptedPod is live as it will be once the Sandbox adopts it: its spec

@@ -149,78 +149,6 @@ func templateSandbox(name, namespace, template string, spec *sandboxv1beta1.Sand
 		WithSpec(specAC), nil
 }
 
-// WarmPoolPlanInputs is what a pool's next step is planned from.
-type WarmPoolPlanInputs struct {
-	WarmPoolInputs
-	// Members are the Sandboxes the pool controls, as observed (including
-	// ones being deleted).
-	Members []*sandboxv1beta1.Sandbox
-	// Pending are names of members created moments ago that the observation
-	// does not show yet. They count as members and are never picked for
-	// deletion.
-	Pending []string
-	// Taken reports whether a Sandbox name is in use in the namespace (by
-	// any Sandbox, claimed members included).
-	Taken func(name string) bool
-	// MaxBatch caps the members created in one step; zero means no cap.
-	MaxBatch int
-}
-
-// WarmPoolPlan is one step towards a pool's desired state.
-type WarmPoolPlan struct {
-	// Create are the members to create, lowest free ordinals first.
-	Create []*sandboxac.SandboxApplyConfiguration
-	// Delete are the members to delete: stale ones under Recreate, then the
-	// excess, not-ready first and then newest.
-	Delete []*sandboxv1beta1.Sandbox
-	// Stale counts members whose template hash differs from the template's.
-	Stale int
-	// Hash is the template hash members should carry ("" without a template).
-	Hash string
-}
-
-// PlanWarmPool decides which members a pool creates and deletes next. With
-// no template it creates nothing and touches no member except to remove
-// excess.
-func PlanWarmPool(in WarmPoolPlanInputs) (WarmPoolPlan, error) {
-	var plan WarmPoolPlan
-	p := in.Pool
-	if p == nil || p.Name == "" || p.Namespace == "" || p.UID == "" {
-		return plan, fmt.Errorf("render: warm pool needs a name, namespace and uid")
-	}
-	want := 1
-	if p.Spec.Replicas != nil {
-		want = int(*p.Spec.Replicas)
-	}
-	r := removals(in)
-	plan.Hash, plan.Stale, plan.Delete = r.hash, r.stale, r.remove
-
-	count := r.live + len(in.Pending)
-	if count < want && in.Template != nil {
-		n := want - count
-		if in.MaxBatch > 0 && n > in.MaxBatch {
-			n = in.MaxBatch
-		}
-		pending := map[string]bool{}
-		for _, name := range in.Pending {
-			pending[name] = true
-		}
-		for ordinal := 0; len(plan.Create) < n; ordinal++ {
-			name := MemberName(p, ordinal)
-			if pending[name] || (in.Taken != nil && in.Taken(name)) {
-				continue
-			}
-			pending[name] = true
-			m, err := WarmPoolMember(in.WarmPoolInputs, name)
-			if err != nil {
-				return WarmPoolPlan{}, err
-			}
-			plan.Create = append(plan.Create, m)
-		}
-	}
-	return plan, nil
-}
-
 // WarmPoolRemovals returns the members the pool is about to delete, as
 // PlanWarmPool decides it: stale members under Recreate, then the excess
 // over replicas (not Ready first, then newest). A claim never takes one of
@@ -233,33 +161,36 @@ func WarmPoolRemovals(in WarmPoolPlanInputs) []*sandboxv1beta1.Sandbox {
 }
 
 type removalPlan struct {
-	hash   string
-	stale  int
-	live   int
+	hash  string
+	stale int
+	live  int
+	// remove are the members to delete, why says why (by index).
 	remove []*sandboxv1beta1.Sandbox
+	why    []string
 }
 
 func removals(in WarmPoolPlanInputs) removalPlan {
 	var out removalPlan
 	p := in.Pool
-	want := 1
-	if p.Spec.Replicas != nil {
-		want = int(*p.Spec.Replicas)
-	}
+	want := replicas(p)
 	recreate := p.Spec.UpdateStrategy != nil && p.Spec.UpdateStrategy.Type == extv1beta1.UpdateStrategyRecreate
 	if in.Template != nil {
 		spec := TemplateSpec(in.Template)
 		out.hash = TemplateHash(&spec)
 	}
 	var live []*sandboxv1beta1.Sandbox
-	for _, m := range in.Members {
+	for _, m := range in.members() {
 		if m.DeletionTimestamp != nil {
 			continue
 		}
-		if out.hash != "" && m.Labels[sandboxv1beta1.LabelSandboxTemplateHash] != out.hash {
+		if have := m.Labels[sandboxv1beta1.LabelSandboxTemplateHash]; out.hash != "" && have != out.hash {
 			out.stale++
 			if recreate {
 				out.remove = append(out.remove, m)
+				if have == "" {
+					have = "(none)"
+				}
+				out.why = append(out.why, fmt.Sprintf("stale under Recreate: template hash %s, the template's is %s", have, out.hash))
 				continue
 			}
 		}
@@ -270,10 +201,25 @@ func removals(in WarmPoolPlanInputs) removalPlan {
 		excess := min(count-want, len(live))
 		live = slices.Clone(live)
 		sortForRemoval(live)
-		out.remove = append(out.remove, live[:excess]...)
+		for _, m := range live[:excess] {
+			why := "Ready, newest first"
+			if !IsSandboxReady(m) {
+				why = "not Ready, before any Ready one"
+			}
+			out.remove = append(out.remove, m)
+			out.why = append(out.why, fmt.Sprintf("excess over %d replicas: %s", want, why))
+		}
 		out.live -= excess
 	}
 	return out
+}
+
+// replicas is the number of members a pool wants (1 when unset).
+func replicas(p *extv1beta1.SandboxWarmPool) int {
+	if p.Spec.Replicas != nil {
+		return int(*p.Spec.Replicas)
+	}
+	return 1
 }
 
 // sortForRemoval orders members so the first ones are the best to remove:

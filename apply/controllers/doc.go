@@ -1,16 +1,19 @@
 // Package controllers holds the reconcilers: each reads its inputs from the
 // manager's cache, renders the desired objects with package render, and
-// writes only through the ssa engine. The Sandbox reconciler is
-// observe -> render.PlanSandbox -> policy -> execute: it classifies what it
-// observes (which Pod and Service are the Sandbox's, adoptable or in the
-// way, what our field manager owns of the Pod), leaves every decision about
-// the cluster to the plan, checks the plan's objects against the policies,
-// and carries out its steps in order (execute, one small executor over the
-// engine). What depends on carrying them out stays with it: API errors and
-// conflicts, policy denials, its memory of what it last wrote, and the
-// status write coalescing window. Reconcilers never delete a
-// PersistentVolumeClaim (garbage collection does, with its Sandbox) and never
-// change a field another field manager owns, with one exception the user
+// writes only through the ssa engine. The Sandbox, SandboxWarmPool and
+// SandboxTemplate reconcilers are observe -> plan (render.PlanSandbox,
+// render.PlanWarmPool, render.PlanTemplate) -> policy -> execute: they
+// classify what they observe, leave every decision about the cluster to
+// the plan (a policy denial goes back into it, and it is made again),
+// check the plan's objects against the policies, and carry out its steps
+// in order (execute, one small executor over the engine). What depends on
+// carrying them out stays with them: API errors and conflicts, their
+// memory of what they last wrote and reported, the status write
+// coalescing window, and for a pool the expectations of members created
+// and deleted moments ago, concurrent creates, putting off refills while
+// claims take members, and the claim queue guarding each delete.
+// Reconcilers never delete a PersistentVolumeClaim (garbage collection
+// does, with its Sandbox) and never change a field another field manager owns, with one exception the user
 // asks for: idle suspend (IdleReconciler, on Sandboxes annotated
 // agents.x-k8s.io/idle-timeout) takes spec.operatingMode, and nothing else,
 // under its own field manager, guarded by UID and resourceVersion. A warm

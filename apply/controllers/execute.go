@@ -6,17 +6,23 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/render"
 )
 
 // execute carries out one object step of a plan through the engine:
-// apply, apply-force, delete and annotate. It decides nothing: the step
+// apply, apply-force, create, delete and annotate. It decides nothing: the step
 // says what to write and to which object; whether a request is needed is
 // the engine's diff. Status and event steps are the reconciler's (they go
 // through its memory of what it last wrote and reported).
@@ -31,6 +37,21 @@ func execute(ctx context.Context, e *ssa.Engine, s render.Step) (ssa.Change, err
 			return ssa.Apply(ctx, e, s.Kind, ac, liveAs[*corev1.Service](s.Live), corev1ac.ExtractService, opts)
 		case *corev1ac.PersistentVolumeClaimApplyConfiguration:
 			return ssa.Apply(ctx, e, s.Kind, ac, liveAs[*corev1.PersistentVolumeClaim](s.Live), corev1ac.ExtractPersistentVolumeClaim, opts)
+		case *networkingv1ac.NetworkPolicyApplyConfiguration:
+			return ssa.Apply(ctx, e, s.Kind, ac, liveAs[*networkingv1.NetworkPolicy](s.Live), networkingv1ac.ExtractNetworkPolicy, opts)
+		case *extac.SandboxTemplateApplyConfiguration:
+			return ssa.Apply(ctx, e, s.Kind, ac, liveAs[*extv1beta1.SandboxTemplate](s.Live), extac.ExtractSandboxTemplate, opts)
+		}
+	case render.ActionCreate:
+		// Only an object that does not exist is created: one that does
+		// is unchanged (Engine.Create), never overwritten.
+		if ac, ok := s.Object.(*sandboxac.SandboxApplyConfiguration); ok {
+			sb := &sandboxv1beta1.Sandbox{}
+			if err := convert(ac, sb); err != nil {
+				return ssa.Change{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}, fmt.Errorf("converting %s %s: %w", s.Kind, s.Name, err)
+			}
+			c, _, err := e.Create(ctx, s.Kind, sb)
+			return c, err
 		}
 	case render.ActionDelete:
 		obj, ok := s.Live.(client.Object)

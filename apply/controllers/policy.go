@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/metrics"
@@ -109,20 +108,12 @@ func checkNewSandbox(ctx context.Context, h *policy.Holder, sb *sandboxv1beta1.S
 		return nil
 	}
 	ctx, _ = h.In(ctx, sb.Namespace)
-	probe := sb.DeepCopy()
-	if probe.UID == "" {
-		probe.UID = types.UID("not-created-yet")
-	}
-	desired, err := render.Sandbox(render.SandboxInputs{Sandbox: probe, Defaults: d})
+	checks, err := render.NewSandboxChecks(sb, d)
 	if err != nil {
 		// Nothing is created from what cannot be rendered, and only a
 		// change to it helps.
-		return &terminalError{"rendering for the policy check: " + err.Error()}
+		return &terminalError{err.Error()}
 	}
-	c := creating{pod: true, service: true, pvcs: map[string]bool{}}
-	for _, p := range desired.PVCs {
-		c.pvcs[*p.Name] = true
-	}
-	_, err = checkSandbox(ctx, set, sb, desired, c)
+	_, err = checkPlanned(ctx, set, checks)
 	return err
 }

@@ -162,7 +162,13 @@ func TestTemplateDenialIsReportedOnce(t *testing.T) {
 	privileged(&tmpl.Spec.PodTemplate.Spec)
 	check := func() {
 		t.Helper()
-		if err := r.checkMembers(ctx, tmpl); err != nil {
+		// The template has no UID: its plan stops after the refusal
+		// event, before anything is written.
+		plan, err := r.decide(ctx, tmpl, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.run(ctx, tmpl, plan); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
-	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
@@ -86,93 +83,106 @@ func (r *TemplateReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	if t.DeletionTimestamp != nil || namespaceDeleting(ctx, r.Client, t.Namespace) {
 		return reconcile.Result{}, nil
 	}
-	if err := r.checkMembers(ctx, t); err != nil {
-		return reconcile.Result{}, err
-	}
-	desired, err := render.Template(render.TemplateInputs{Template: t, ControllerNamespace: r.ControllerNamespace})
-	if err != nil {
-		log.FromContext(ctx).Info("template cannot be rendered", "error", err.Error())
-		return reconcile.Result{}, nil
-	}
-	var changes ssa.ChangeSet
-	c, err := ssa.Apply(ctx, r.Engine, "SandboxTemplate", desired.Labels, t, extac.ExtractSandboxTemplate, ssa.Options{})
-	changes = append(changes, c)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-
 	np := &networkingv1.NetworkPolicy{}
-	key := types.NamespacedName{Namespace: t.Namespace, Name: render.NetworkPolicyName(t.Name)}
-	switch err := r.Client.Get(ctx, key, np); {
+	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: render.NetworkPolicyName(t.Name)}, np); {
 	case apierrors.IsNotFound(err):
 		np = nil
 	case err != nil:
 		return reconcile.Result{}, fmt.Errorf("reading network policy: %w", err)
 	}
-	switch {
-	case desired.NetworkPolicy != nil:
-		if np != nil && !controlledBy(np, t.UID) {
-			// Someone else's policy has the name: leave it alone, and say so.
-			log.FromContext(ctx).Info("a NetworkPolicy with the template's policy name exists that the template does not own; leaving it", "networkPolicy", key.Name)
-			break
-		}
-		if np == nil {
-			inNS, _ := r.Policy.In(ctx, t.Namespace)
-			ds, err := r.Policy.Get().CheckAs(inNS, gvkNetworkPolicy, desired.NetworkPolicy)
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-			if denied := policy.Denied(ds); len(denied) > 0 {
-				if r.Recorder != nil {
-					r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, EventPolicyDenied, "Check", "NetworkPolicy not created: %s", policy.Summary(denied))
-				}
-				break
-			}
-		}
-		c, err := ssa.Apply(ctx, r.Engine, "NetworkPolicy", desired.NetworkPolicy, np, networkingv1ac.ExtractNetworkPolicy, ssa.Options{})
-		changes = append(changes, c)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-	case desired.DeleteNetworkPolicy && np != nil && controlledBy(np, t.UID):
-		c, err := r.Engine.Delete(ctx, "NetworkPolicy", np)
-		changes = append(changes, c)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
+	plan, err := r.decide(ctx, t, np)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	if changes.Changed() {
-		log.FromContext(ctx).V(1).Info("applied", "changes", changes.String())
-	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{}, r.run(ctx, t, plan)
 }
 
-// checkMembers checks the Sandbox the template makes (what a pool member or
-// a cold claim would be) and reports a denial on the template with one
-// Warning event: templates have no status, and the pools and claims that
-// use it say so in theirs (they create nothing from it).
-func (r *TemplateReconciler) checkMembers(ctx context.Context, t *extv1beta1.SandboxTemplate) error {
+// decide plans a template's reconcile, checks the plan against the
+// policies and, on a denial, plans again knowing it. It remembers the
+// refusal of the template's Sandboxes the plan reports.
+func (r *TemplateReconciler) decide(ctx context.Context, t *extv1beta1.SandboxTemplate, np *networkingv1.NetworkPolicy) (render.Plan, error) {
 	key := client.ObjectKeyFromObject(t)
+	in := render.TemplatePlanInputs{
+		TemplateInputs: render.TemplateInputs{Template: t, ControllerNamespace: r.ControllerNamespace},
+		NetworkPolicy:  np, Policies: r.Policy.Get() != nil, Defaults: render.CurrentDefaults(r.Defaults),
+	}
+	if last, ok := r.denied.Load(key); ok {
+		in.Reported = last.(string)
+	}
+	plan, _ := render.PlanTemplate(in)
+	if len(plan.Checks) > 0 {
+		var err error
+		if in.MembersDenied, in.NetworkPolicyDenied, err = r.judge(ctx, t, plan.Checks); err != nil {
+			return render.Plan{}, err
+		}
+	}
+	plan, refused := render.PlanTemplate(in)
+	if refused != "" {
+		r.denied.Store(key, refused)
+	} else {
+		r.denied.Delete(key)
+	}
+	return plan, nil
+}
+
+// judge checks a template's plan: the Sandbox it makes, with what that
+// makes, and the NetworkPolicy it is about to create, in the policy modes
+// of its namespace. It returns the denial of each ("" when allowed).
+func (r *TemplateReconciler) judge(ctx context.Context, t *extv1beta1.SandboxTemplate, checks []render.Check) (members, networkPolicy string, err error) {
+	set := r.Policy.Get()
+	if set == nil {
+		return "", "", nil
+	}
+	inNS, _ := r.Policy.In(ctx, t.Namespace)
+	var sandbox []render.Check
+	for _, c := range checks {
+		if c.Kind != "NetworkPolicy" {
+			sandbox = append(sandbox, c)
+			continue
+		}
+		ds, err := set.CheckAs(inNS, gvkNetworkPolicy, c.Object)
+		if err != nil {
+			return "", "", err
+		}
+		if denied := policy.Denied(ds); len(denied) > 0 {
+			networkPolicy = policy.Summary(denied)
+		}
+	}
 	var denied *policyError
-	var terminal *terminalError
-	err := checkNewSandbox(ctx, r.Policy, render.TemplateProbe(t), render.CurrentDefaults(r.Defaults))
-	switch {
-	case errors.As(err, &denied), errors.As(err, &terminal):
-		msg := "Sandboxes made from this template are refused; no pool member or claim Sandbox is created from it: " + err.Error()
-		reason := EventPolicyDenied
-		if denied == nil {
-			reason = extv1beta1.ReasonReconcilerError
-		}
-		if last, ok := r.denied.Load(key); (!ok || last != msg) && r.Recorder != nil {
-			r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, reason, "Check", "%s", msg)
-		}
-		r.denied.Store(key, msg)
+	switch _, err := checkPlanned(inNS, set, sandbox); {
+	case errors.As(err, &denied):
+		members = denied.Error()
 	case err != nil:
 		// The pools and claims that use the template fail closed on
 		// their own; this is retried.
-		return fmt.Errorf("checking the template's Sandbox: %w", err)
-	default:
-		r.denied.Delete(key)
+		return "", "", fmt.Errorf("checking the template's Sandbox: %w", err)
+	}
+	return members, networkPolicy, nil
+}
+
+// run carries out a template's plan, step by step in order, stopping at
+// the first that fails; a problem the plan met (the template cannot be
+// rendered, another owner's NetworkPolicy holds the name) is logged.
+func (r *TemplateReconciler) run(ctx context.Context, t *extv1beta1.SandboxTemplate, plan render.Plan) error {
+	var changes ssa.ChangeSet
+	for _, s := range plan.Steps {
+		if s.Action == render.ActionEvent {
+			if r.Recorder != nil {
+				r.Recorder.Eventf(t, nil, s.Event.Type, s.Event.Reason, s.Event.Action, "%s", s.Event.Message)
+			}
+			continue
+		}
+		c, err := execute(ctx, r.Engine, s)
+		changes = append(changes, c)
+		if err != nil {
+			return err
+		}
+	}
+	if plan.Problem != "" {
+		log.FromContext(ctx).Info(plan.Problem, "networkPolicy", render.NetworkPolicyName(t.Name))
+	}
+	if changes.Changed() {
+		log.FromContext(ctx).V(1).Info("applied", "changes", changes.String())
 	}
 	return nil
 }

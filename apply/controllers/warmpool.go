@@ -7,9 +7,7 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -17,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -204,126 +201,67 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	exp := r.expectationsFor(pool.UID)
 	members, pending := r.settle(ctx, pool.Namespace, exp, list.Items, now)
 
-	plan, err := render.PlanWarmPool(render.WarmPoolPlanInputs{
+	_, reported := r.notProgressing.Load(req.NamespacedName)
+	in := render.WarmPoolPlanInputs{
 		WarmPoolInputs: render.WarmPoolInputs{Pool: pool, Template: tmpl},
 		Members:        members, Pending: pending, MaxBatch: r.MaxBatch,
-		Taken: func(name string) bool { return exp.cooling(name, now) || r.taken(ctx, pool.Namespace, name) },
-	})
-	statusIn := render.WarmPoolStatusInputs{
-		Pool: pool, Previous: r.status.previous(pool), Members: members, TemplateMissing: tmpl == nil,
-		Grace: r.Grace, Now: metav1.NewTime(now.Truncate(time.Second)),
+		Taken:    func(name string) bool { return exp.cooling(name, now) || r.taken(ctx, pool.Namespace, name) },
+		Policies: r.Policy.Get() != nil, Defaults: render.CurrentDefaults(r.Defaults),
+		Previous: r.status.previous(pool), NotProgressingReported: reported, Grace: r.Grace, Now: now,
 	}
+	plan, err := render.PlanWarmPool(in)
 	if err != nil {
-		statusIn.BlockedReason, statusIn.BlockedMessage = extv1beta1.ReasonReconcilerError, err.Error()
-		return reconcile.Result{}, r.writeStatus(ctx, pool, statusIn)
+		return reconcile.Result{}, err
 	}
-
-	if len(plan.Create) > 0 {
-		// Every member renders alike: checking the first judges them all.
-		probe := &sandboxv1beta1.Sandbox{}
-		if err := convert(plan.Create[0], probe); err != nil {
-			return reconcile.Result{}, err
-		}
+	if len(plan.Checks) > 0 {
 		var denied *policyError
-		var terminal *terminalError
-		switch err := checkNewSandbox(ctx, r.Policy, probe, render.CurrentDefaults(r.Defaults)); {
-		case errors.As(err, &terminal):
-			// Members that cannot be rendered: only a template change
-			// helps (the template is watched). Report; do not retry.
-			plan.Create = nil
-			statusIn.BlockedReason, statusIn.BlockedMessage = extv1beta1.ReasonReconcilerError,
-				"no members are created: "+terminal.Error()
+		switch err := r.admit(ctx, pool, plan.Checks); {
 		case errors.As(err, &denied):
-			plan.Create = nil
-			statusIn.BlockedReason, statusIn.BlockedMessage = sandboxv1beta1.ReasonPolicyDenied,
-				"no members are created: "+denied.Error()
-			if c := findCondition(r.previousOrOwn(pool), extv1beta1.ConditionReady); c == nil || c.Reason != sandboxv1beta1.ReasonPolicyDenied {
-				r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, EventPolicyDenied, "Check", "%s", statusIn.BlockedMessage)
+			// Plan again knowing the denial: no members are created,
+			// and status (and an event) say why.
+			in.PolicyDenied = denied.Error()
+			if plan, err = render.PlanWarmPool(in); err != nil {
+				return reconcile.Result{}, err
 			}
 		case err != nil:
 			return reconcile.Result{}, err
 		}
 	}
-	if len(plan.Create) > 0 && len(plan.Delete) == 0 {
+	if count(plan, render.ActionCreate) > 0 && count(plan, render.ActionDelete) == 0 {
 		if wait := r.refillWait(pool, now); wait > 0 {
 			// Claims are taking members: serve them first. Nothing is
 			// written now, not even status; the pool looks again shortly.
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
-
-	changes, deleted, err := r.deleteMembers(ctx, exp, plan.Delete, now)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	created, err := r.create(ctx, exp, plan.Create, now)
-	changes = append(changes, created...)
-	if err != nil {
-		var invalid *invalidMember
-		if errors.As(err, &invalid) {
-			// The template renders members the API server refuses: only a
-			// template change helps. Report it; do not retry.
-			statusIn.BlockedReason, statusIn.BlockedMessage = extv1beta1.ReasonReconcilerError, err.Error()
-			if serr := r.writeStatus(ctx, pool, statusIn); serr != nil {
-				return reconcile.Result{}, serr
-			}
-			return reconcile.Result{}, nil
-		}
-		return reconcile.Result{}, err
-	}
-	if changes.Changed() {
-		log.FromContext(ctx).V(1).Info("applied", "changes", changes.String())
-	}
-
-	// Status counts what exists: members deleted just now are gone.
-	var remaining []*sandboxv1beta1.Sandbox
-	for _, m := range members {
-		if !deleted[m.UID] {
-			remaining = append(remaining, m)
-		}
-	}
-	statusIn.Members = remaining
-	if err := r.writeStatus(ctx, pool, statusIn); err != nil {
-		return reconcile.Result{}, err
-	}
-	r.progressEvents(pool, remaining, now)
-
-	var result reconcile.Result
-	if len(pending) > 0 || len(plan.Create) > 0 {
-		// If a created member never shows up, look again once the
-		// expectation runs out.
-		result.RequeueAfter = expectationTTL
-	}
-	if wait := r.nextGraceCheck(remaining, now); wait > 0 && (result.RequeueAfter == 0 || wait < result.RequeueAfter) {
-		result.RequeueAfter = wait
-	}
-	if len(deleted) < len(plan.Delete) && (result.RequeueAfter == 0 || result.RequeueAfter > heldRecheck) {
-		// A claim held a member the plan gives up: it either adopts it
-		// (the member leaves the pool) or hands it back, which sends no
-		// event the pool would see. Decide again shortly.
-		result.RequeueAfter = heldRecheck
-	}
-	return result, nil
+	return r.run(ctx, in, plan, exp, len(pending) > 0, now)
 }
 
-// nextGraceCheck returns when the first not-Ready member passes the grace
-// period, zero if none will.
-func (r *WarmPoolReconciler) nextGraceCheck(members []*sandboxv1beta1.Sandbox, now time.Time) time.Duration {
-	var next time.Duration
-	for _, m := range members {
-		if render.IsSandboxReady(m) || m.DeletionTimestamp != nil {
-			continue
-		}
-		wait := m.CreationTimestamp.Add(r.Grace).Sub(now) + time.Second
-		if wait > 0 && (next == 0 || wait < next) {
-			next = wait
-		}
+// admit checks a new member, and what it makes, against the policies in
+// the policy modes of the pool's namespace. It returns a *policyError on
+// a denial.
+func (r *WarmPoolReconciler) admit(ctx context.Context, pool *extv1beta1.SandboxWarmPool, checks []render.Check) error {
+	set := r.Policy.Get()
+	if set == nil {
+		return nil
 	}
-	return next
+	inNS, _ := r.Policy.In(ctx, pool.Namespace)
+	_, err := checkPlanned(inNS, set, checks)
+	return err
 }
 
-func (r *WarmPoolReconciler) writeStatus(ctx context.Context, pool *extv1beta1.SandboxWarmPool, in render.WarmPoolStatusInputs) error {
-	desired := render.WarmPoolStatus(in)
+// count counts a plan's steps of one action.
+func count(plan render.Plan, a render.Action) int {
+	n := 0
+	for _, s := range plan.Steps {
+		if s.Action == a {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *WarmPoolReconciler) writeStatus(ctx context.Context, pool *extv1beta1.SandboxWarmPool, desired *extac.SandboxWarmPoolApplyConfiguration) error {
 	fp := ssa.Fingerprint(desired)
 	if r.status.written(pool, fp) {
 		r.Engine.Saved("SandboxWarmPoolStatus", pool.Namespace, pool.Name)
@@ -341,35 +279,4 @@ func (r *WarmPoolReconciler) writeStatus(ctx context.Context, pool *extv1beta1.S
 		r.status.remember(pool, fp, conditions, r.Clock.Now())
 	}
 	return nil
-}
-
-// progressEvents emits upstream's transition events: a Warning
-// WarmPoolNotProgressing when members stay unschedulable past the grace
-// period (the pool holds them instead of replacing them), a Normal
-// WarmPoolProgressing once none is. Repeated passes in the same state emit
-// nothing. (Our Progressing condition reports more, such as members not
-// Ready past the grace period, without events.)
-func (r *WarmPoolReconciler) progressEvents(pool *extv1beta1.SandboxWarmPool, members []*sandboxv1beta1.Sandbox, now time.Time) {
-	n := render.WarmPoolUnschedulable(members, r.Grace, now)
-	_, was := r.notProgressing.Load(client.ObjectKeyFromObject(pool))
-	switch {
-	case n > 0 && !was:
-		r.notProgressing.Store(client.ObjectKeyFromObject(pool), true)
-		desired := int32(1)
-		if pool.Spec.Replicas != nil {
-			desired = *pool.Spec.Replicas
-		}
-		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, sandboxv1beta1.EventWarmPoolNotProgressing, "Reconciling", "%s",
-			render.WarmPoolNotProgressingMessage(n, desired, r.Grace))
-	case n == 0 && was:
-		r.notProgressing.Delete(client.ObjectKeyFromObject(pool))
-		r.Recorder.Eventf(pool, nil, corev1.EventTypeNormal, sandboxv1beta1.EventWarmPoolProgressing, "Reconciling", "Warm pool is progressing again")
-	}
-}
-
-func (r *WarmPoolReconciler) previousOrOwn(pool *extv1beta1.SandboxWarmPool) []metav1.Condition {
-	if p := r.status.previous(pool); p != nil {
-		return p
-	}
-	return pool.Status.Conditions
 }

@@ -14,51 +14,155 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
-	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/render"
 )
 
 // heldRecheck is how soon a pool looks again at members it could not
 // delete because a claim held them.
 const heldRecheck = time.Second
 
-// deleteMembers deletes the members the plan gives up, each only after
-// taking it out of the claim queue (a member a claim holds is skipped: the
-// claim's adoption is in flight and the member is about to leave the pool)
-// and only if it is still exactly the member the plan saw (UID and
-// resourceVersion preconditions: a member adopted meanwhile, by this or
-// any other controller, is never deleted). It returns what it deleted.
-func (r *WarmPoolReconciler) deleteMembers(ctx context.Context, exp *expectations, members []*sandboxv1beta1.Sandbox, now time.Time) (ssa.ChangeSet, map[types.UID]bool, error) {
+// run carries out a pool's plan, step by step in order, stopping at the
+// first that fails. What depends on carrying it out stays here: the claim
+// queue guarding each delete, the expectations of what was created and
+// deleted moments ago, creating a run of members concurrently, API errors,
+// and the memory of the status and progress events last reported.
+func (r *WarmPoolReconciler) run(ctx context.Context, in render.WarmPoolPlanInputs, plan render.Plan, exp *expectations,
+	pending bool, now time.Time) (reconcile.Result, error) {
+	pool := in.Pool
 	var changes ssa.ChangeSet
 	deleted := map[types.UID]bool{}
-	for _, m := range members {
-		if r.Queue != nil && !r.Queue.Withdraw(m) {
-			log.FromContext(ctx).V(1).Info("not deleting a member a claim is taking", "sandbox", m.Name)
-			continue
-		}
-		exp.mu.Lock()
-		exp.deleted[m.UID] = now
-		exp.freed[m.Name] = now
-		exp.mu.Unlock()
-		c, err := r.Engine.DeleteIfUnchanged(ctx, "Sandbox", m)
-		changes = append(changes, c)
-		if err != nil {
-			exp.mu.Lock()
-			delete(exp.deleted, m.UID)
-			exp.mu.Unlock()
-			if r.Queue != nil {
-				r.Queue.Restore(m)
+	planned, created := 0, 0
+	steps, recheck := plan.Steps, plan.RecheckAt
+	for i := 0; i < len(steps); i++ {
+		s := steps[i]
+		switch s.Action {
+		case render.ActionDelete:
+			planned++
+			c, done, err := r.deleteMember(ctx, exp, s, now)
+			if c != nil {
+				changes = append(changes, *c)
 			}
-			// A Conflict means the member changed since the cache saw it
-			// (taken by a claim, or its status moved on): plan again from
-			// a fresh view.
-			return changes, deleted, err
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			if done {
+				deleted[s.Preconditions.UID] = true
+			}
+		case render.ActionCreate:
+			j := i + 1
+			for j < len(steps) && steps[j].Action == render.ActionCreate {
+				j++
+			}
+			c, err := r.create(ctx, exp, steps[i:j], now)
+			changes = append(changes, c...)
+			created += j - i
+			i = j - 1
+			var invalid *invalidMember
+			if errors.As(err, &invalid) {
+				// The template renders members the API server refuses: only
+				// a template change helps. Report it; do not retry.
+				return reconcile.Result{}, r.writeStatus(ctx, pool, render.WarmPoolStatusOnFailure(in, err.Error()))
+			} else if err != nil {
+				return reconcile.Result{}, err
+			}
+		case render.ActionStatus:
+			if len(deleted) < planned {
+				// A claim held a member the plan gives up: the report
+				// counts the members that are left.
+				var tail []render.Step
+				tail, recheck = render.WarmPoolReport(in, plan.Problem, deleted)
+				steps = append(steps[:i:i], tail...)
+				s = steps[i]
+			}
+			if changes.Changed() {
+				log.FromContext(ctx).V(1).Info("applied", "changes", changes.String())
+			}
+			desired, ok := s.Object.(*extac.SandboxWarmPoolApplyConfiguration)
+			if !ok {
+				return reconcile.Result{}, fmt.Errorf("plan status step holds %T", s.Object)
+			}
+			if err := r.writeStatus(ctx, pool, desired); err != nil {
+				return reconcile.Result{}, err
+			}
+		case render.ActionEvent:
+			r.Recorder.Eventf(pool, nil, s.Event.Type, s.Event.Reason, s.Event.Action, "%s", s.Event.Message)
+			switch s.Event.Reason {
+			case sandboxv1beta1.EventWarmPoolNotProgressing:
+				r.notProgressing.Store(client.ObjectKeyFromObject(pool), true)
+			case sandboxv1beta1.EventWarmPoolProgressing:
+				r.notProgressing.Delete(client.ObjectKeyFromObject(pool))
+			}
+		default:
+			return reconcile.Result{}, fmt.Errorf("plan step %s %s %s: not a pool's", s.Action, s.Kind, s.Name)
 		}
-		deleted[m.UID] = true
 	}
-	return changes, deleted, nil
+
+	var result reconcile.Result
+	if pending || created > 0 {
+		// If a created member never shows up, look again once the
+		// expectation runs out.
+		result.RequeueAfter = expectationTTL
+	}
+	if recheck != nil {
+		if wait := recheck.Sub(now); wait > 0 && (result.RequeueAfter == 0 || wait < result.RequeueAfter) {
+			result.RequeueAfter = wait
+		}
+	}
+	if len(deleted) < planned && (result.RequeueAfter == 0 || result.RequeueAfter > heldRecheck) {
+		// A claim held a member the plan gives up: it either adopts it
+		// (the member leaves the pool) or hands it back, which sends no
+		// event the pool would see. Decide again shortly.
+		result.RequeueAfter = heldRecheck
+	}
+	return result, nil
+}
+
+// deleteMember carries out a delete step, only after taking the member out
+// of the claim queue (a member a claim holds is skipped: the claim's
+// adoption is in flight and the member is about to leave the pool) and
+// only if it is still exactly the member the plan saw (the step's UID and
+// resourceVersion preconditions: a member adopted meanwhile, by this or any
+// other controller, is never deleted). It reports whether it deleted it
+// and, unless it skipped it, the change.
+func (r *WarmPoolReconciler) deleteMember(ctx context.Context, exp *expectations, s render.Step, now time.Time) (*ssa.Change, bool, error) {
+	m, ok := s.Live.(*sandboxv1beta1.Sandbox)
+	if !ok || s.Preconditions == nil {
+		return nil, false, fmt.Errorf("plan step %s %s %s: no member to delete", s.Action, s.Kind, s.Name)
+	}
+	if r.Queue != nil && !r.Queue.Withdraw(m) {
+		log.FromContext(ctx).V(1).Info("not deleting a member a claim is taking", "sandbox", m.Name)
+		return nil, false, nil
+	}
+	exp.mu.Lock()
+	exp.deleted[m.UID] = now
+	exp.freed[m.Name] = now
+	exp.mu.Unlock()
+	var c ssa.Change
+	var err error
+	if s.Preconditions.ResourceVersion == "" {
+		c = ssa.Change{Kind: s.Kind, Namespace: m.Namespace, Name: m.Name}
+		err = fmt.Errorf("deleting %s %s: no resourceVersion to guard the delete with", s.Kind, m.Name)
+	} else {
+		c, err = execute(ctx, r.Engine, s)
+	}
+	if err != nil {
+		exp.mu.Lock()
+		delete(exp.deleted, m.UID)
+		exp.mu.Unlock()
+		if r.Queue != nil {
+			r.Queue.Restore(m)
+		}
+		// A Conflict means the member changed since the cache saw it
+		// (taken by a claim, or its status moved on): plan again from
+		// a fresh view.
+		return &c, false, err
+	}
+	return &c, true, nil
 }
 
 // settle reconciles the pool's expectations with what the cache shows: it
@@ -125,15 +229,13 @@ type invalidMember struct{ err error }
 func (e *invalidMember) Error() string { return e.err.Error() }
 func (e *invalidMember) Unwrap() error { return e.err }
 
-// create creates members, a bounded number at a time. Names already taken
-// (the cache was behind) are skipped; the next pass picks others.
-func (r *WarmPoolReconciler) create(ctx context.Context, exp *expectations, members []*sandboxac.SandboxApplyConfiguration, now time.Time) (ssa.ChangeSet, error) {
-	if len(members) == 0 {
-		return nil, nil
-	}
+// create carries out a run of create steps, a bounded number at a time.
+// Names already taken (the cache was behind) are skipped; the next pass
+// picks others.
+func (r *WarmPoolReconciler) create(ctx context.Context, exp *expectations, steps []render.Step, now time.Time) (ssa.ChangeSet, error) {
 	exp.mu.Lock()
-	for _, m := range members {
-		exp.created[*m.Name] = now
+	for _, s := range steps {
+		exp.created[s.Name] = now
 	}
 	exp.mu.Unlock()
 
@@ -144,17 +246,22 @@ func (r *WarmPoolReconciler) create(ctx context.Context, exp *expectations, memb
 		wg      sync.WaitGroup
 		slots   = make(chan struct{}, createParallelism)
 	)
-	for _, m := range members {
+	for _, s := range steps {
 		wg.Add(1)
 		slots <- struct{}{}
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			c, err := r.createOne(ctx, m)
+			// An existing member (the cache had not shown it) is
+			// unchanged: the next pass sees it.
+			c, err := execute(ctx, r.Engine, s)
+			if apierrors.IsInvalid(err) {
+				err = &invalidMember{err}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				exp.mu.Lock()
-				delete(exp.created, *m.Name)
+				delete(exp.created, s.Name)
 				exp.mu.Unlock()
 				errs = append(errs, err)
 				return
@@ -164,22 +271,6 @@ func (r *WarmPoolReconciler) create(ctx context.Context, exp *expectations, memb
 	}
 	wg.Wait()
 	return changes, errors.Join(errs...)
-}
-
-func (r *WarmPoolReconciler) createOne(ctx context.Context, m *sandboxac.SandboxApplyConfiguration) (ssa.Change, error) {
-	sb := &sandboxv1beta1.Sandbox{}
-	if err := convert(m, sb); err != nil {
-		return ssa.Change{}, fmt.Errorf("converting member %s: %w", *m.Name, err)
-	}
-	c, exists, err := r.Engine.Create(ctx, "Sandbox", sb)
-	if apierrors.IsInvalid(err) {
-		return c, &invalidMember{err}
-	}
-	if exists {
-		// The cache had not shown it; the next pass will.
-		return c, nil
-	}
-	return c, err
 }
 
 // convert turns an apply configuration into the typed object it describes.

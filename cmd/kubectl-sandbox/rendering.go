@@ -124,8 +124,10 @@ func renderAll(o *options, docs []document) []rendering {
 				r.problem = err.Error()
 				break
 			}
-			for _, m := range plan.Create {
-				add(gvkSandbox, m)
+			for _, s := range plan.Steps {
+				if s.Action == render.ActionCreate {
+					add(gvkSandbox, s.Object)
+				}
 			}
 			// Members render alike: one stands for all, planned or not.
 			if err := r.check(templateMember(t, render.MemberName(p, 0)), defaults); err != nil {

@@ -1,0 +1,263 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
+)
+
+var errNoPool = errors.New("render: warm pool needs a name, namespace and uid")
+
+// WarmPoolPlanInputs is everything a pool's reconcile is planned from: the
+// pool and its template, its members as observed, and what its status and
+// progress events derive from. The reconciler keeps track of what it
+// created and deleted moments ago (Pending, and the members it passes as
+// being deleted) and of which names are in use; every decision is
+// PlanWarmPool's.
+type WarmPoolPlanInputs struct {
+	WarmPoolInputs
+	// Members are the Sandboxes the pool controls, as observed (including
+	// ones being deleted). A Sandbox another controller took over (a claim
+	// adopted it) is no longer the pool's: never counted, never deleted.
+	Members []*sandboxv1beta1.Sandbox
+	// Pending are names of members created moments ago that the observation
+	// does not show yet. They count as members and are never picked for
+	// deletion.
+	Pending []string
+	// Taken reports whether a Sandbox name is in use in the namespace (by
+	// any Sandbox, claimed members included).
+	Taken func(name string) bool
+	// MaxBatch caps the members created in one step; zero means no cap.
+	MaxBatch int
+	// Policies reports that policies are in force: the plan lists a new
+	// member, with the Pod, Service and PVCs it makes (rendered with
+	// Defaults), for them to judge before any member is created, and
+	// members that cannot be rendered so are not created (the plan's
+	// Problem).
+	Policies bool
+	Defaults Defaults
+	// PolicyDenied is the policies' denial of the checks of this
+	// reconcile's first plan: the plan then creates nothing, says so in
+	// status and, unless the last status said so already, in a
+	// PolicyDenied event.
+	PolicyDenied string
+	// Previous are the conditions last reported; nil means the pool's own.
+	Previous []metav1.Condition
+	// NotProgressingReported reports that the pool was last reported not
+	// progressing (a WarmPoolNotProgressing event, no WarmPoolProgressing
+	// since).
+	NotProgressingReported bool
+	// Grace is how long a member may take to become Ready.
+	Grace time.Duration
+	// Now is the time; status conditions are stamped with it to the second.
+	Now time.Time
+}
+
+// members are the Sandboxes the pool still controls.
+func (in WarmPoolPlanInputs) members() []*sandboxv1beta1.Sandbox {
+	out := make([]*sandboxv1beta1.Sandbox, 0, len(in.Members))
+	for _, m := range in.Members {
+		if ref := metav1.GetControllerOf(m); ref != nil && ref.UID != in.Pool.UID {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// PlanWarmPool decides a pool's reconcile: which members to delete and why
+// (stale under Recreate, then the excess over replicas, not Ready first and
+// then newest), each guarded by its UID and resourceVersion; which to
+// create (lowest free ordinals first, at most MaxBatch); what the policies
+// judge first; and how it ends (WarmPoolReport: status, progress events,
+// when to look again). With no template it creates nothing and deletes
+// only the excess. Deletes come first, then creates, then the report,
+// which counts what is left once the deletes are done.
+//
+// The reconciler runs the deletes through the warm queue: a member a claim
+// holds at that moment (its adoption is in flight) is not deleted, and
+// the reconciler derives the report again from what it did delete.
+func PlanWarmPool(in WarmPoolPlanInputs) (Plan, error) {
+	p := in.Pool
+	if p == nil || p.Name == "" || p.Namespace == "" || p.UID == "" {
+		return Plan{}, errNoPool
+	}
+	plan := Plan{Steps: []Step{}}
+	r := removals(in)
+	creates, err := newMembers(in, r)
+	if err != nil {
+		// Nothing is done: only a change to the pool or template helps.
+		plan.Problem = err.Error()
+		plan.Steps = append(plan.Steps, warmPoolStatusStep(p, WarmPoolStatusOnFailure(in, plan.Problem), "report the problem"))
+		return plan, nil
+	}
+	if len(creates) > 0 && in.Policies {
+		checks, err := memberChecks(creates[0], in.Defaults)
+		if err != nil {
+			plan.Problem = "no members are created: " + err.Error()
+			creates = nil
+		}
+		plan.Checks = checks
+	}
+	if in.PolicyDenied != "" {
+		creates = nil
+		if c := findCondition(in.previous(), extv1beta1.ConditionReady); c == nil || c.Reason != sandboxv1beta1.ReasonPolicyDenied {
+			plan.Steps = append(plan.Steps, warmPoolEvent(p, corev1.EventTypeWarning, sandboxv1beta1.ReasonPolicyDenied, "Check",
+				deniedMessage(in.PolicyDenied), "the policies denied the new members"))
+		}
+	}
+	for i, m := range r.remove {
+		plan.Steps = append(plan.Steps, Step{Action: ActionDelete, Kind: "Sandbox", Namespace: m.Namespace, Name: m.Name,
+			Reason:        "delete member: " + r.why[i],
+			Preconditions: &Preconditions{UID: m.UID, ResourceVersion: m.ResourceVersion}, Live: m})
+	}
+	for _, m := range creates {
+		plan.Steps = append(plan.Steps, Step{Action: ActionCreate, Kind: "Sandbox", Namespace: p.Namespace, Name: *m.Name,
+			Reason: fmt.Sprintf("create member: fill to %d replicas", replicas(p)), Object: m})
+	}
+	deleted := map[types.UID]bool{}
+	for _, m := range r.remove {
+		deleted[m.UID] = true
+	}
+	report, recheck := WarmPoolReport(in, plan.Problem, deleted)
+	plan.Steps = append(plan.Steps, report...)
+	plan.RecheckAt = recheck
+	return plan, nil
+}
+
+// newMembers renders the members to create: as many as the pool lacks, at
+// most MaxBatch, under the lowest ordinals whose names are free.
+func newMembers(in WarmPoolPlanInputs, r removalPlan) ([]*sandboxac.SandboxApplyConfiguration, error) {
+	want := replicas(in.Pool)
+	count := r.live + len(in.Pending)
+	if count >= want || in.Template == nil {
+		return nil, nil
+	}
+	n := want - count
+	if in.MaxBatch > 0 && n > in.MaxBatch {
+		n = in.MaxBatch
+	}
+	used := map[string]bool{}
+	for _, name := range in.Pending {
+		used[name] = true
+	}
+	var out []*sandboxac.SandboxApplyConfiguration
+	for ordinal := 0; len(out) < n; ordinal++ {
+		name := MemberName(in.Pool, ordinal)
+		if used[name] || (in.Taken != nil && in.Taken(name)) {
+			continue
+		}
+		used[name] = true
+		m, err := WarmPoolMember(in.WarmPoolInputs, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// memberChecks are what the policies judge before a pool creates members:
+// one new member (every member renders alike) and what it makes.
+func memberChecks(m *sandboxac.SandboxApplyConfiguration, d Defaults) ([]Check, error) {
+	sb := &sandboxv1beta1.Sandbox{}
+	if err := convert(m, sb); err != nil {
+		return nil, fmt.Errorf("converting member %s: %w", *m.Name, err)
+	}
+	checks, err := NewSandboxChecks(sb, d)
+	if err != nil {
+		return nil, err
+	}
+	checks[0].Reason = "a new member (every member renders alike)"
+	return checks, nil
+}
+
+func deniedMessage(denial string) string { return "no members are created: " + denial }
+
+// WarmPoolReport is how a pool's plan ends: the status step, counting the
+// members left once those in deleted are gone (written whatever the steps
+// before it did), then the WarmPoolNotProgressing event when members stay
+// unschedulable past the grace period (the pool holds them rather than
+// replace them) or WarmPoolProgressing once none does, and when to look
+// again (the first not Ready member passing the grace period). problem is
+// the plan's. PlanWarmPool ends with the report for the deletes it plans;
+// a reconciler that deleted fewer (a claim held a member) reports for
+// those it did.
+func WarmPoolReport(in WarmPoolPlanInputs, problem string, deleted map[types.UID]bool) ([]Step, *metav1.Time) {
+	p := in.Pool
+	var left []*sandboxv1beta1.Sandbox
+	for _, m := range in.members() {
+		if !deleted[m.UID] {
+			left = append(left, m)
+		}
+	}
+	st := in.statusInputs(left)
+	switch {
+	case problem != "":
+		st.BlockedReason, st.BlockedMessage = extv1beta1.ReasonReconcilerError, problem
+	case in.PolicyDenied != "":
+		st.BlockedReason, st.BlockedMessage = sandboxv1beta1.ReasonPolicyDenied, deniedMessage(in.PolicyDenied)
+	}
+	steps := []Step{warmPoolStatusStep(p, WarmPoolStatus(st), "report the members left once the deletes are done")}
+	switch n := WarmPoolUnschedulable(left, in.Grace, in.Now); {
+	case n > 0 && !in.NotProgressingReported:
+		steps = append(steps, warmPoolEvent(p, corev1.EventTypeWarning, sandboxv1beta1.EventWarmPoolNotProgressing, "Reconciling",
+			WarmPoolNotProgressingMessage(n, int32(replicas(p)), in.Grace), "members stay unschedulable past the grace period"))
+	case n == 0 && in.NotProgressingReported:
+		steps = append(steps, warmPoolEvent(p, corev1.EventTypeNormal, sandboxv1beta1.EventWarmPoolProgressing, "Reconciling",
+			"Warm pool is progressing again", "no member is unschedulable any more"))
+	}
+	var recheck *metav1.Time
+	for _, m := range left {
+		if IsSandboxReady(m) || m.DeletionTimestamp != nil {
+			continue
+		}
+		at := m.CreationTimestamp.Add(in.Grace + time.Second)
+		if at.After(in.Now) && (recheck == nil || at.Before(recheck.Time)) {
+			recheck = &metav1.Time{Time: at}
+		}
+	}
+	return steps, recheck
+}
+
+// WarmPoolStatusOnFailure is the status of a pool whose plan failed with
+// a problem only a change to the pool or template fixes (the API server
+// refuses its members as invalid): every observed member counted.
+func WarmPoolStatusOnFailure(in WarmPoolPlanInputs, problem string) *extac.SandboxWarmPoolApplyConfiguration {
+	st := in.statusInputs(in.members())
+	st.BlockedReason, st.BlockedMessage = extv1beta1.ReasonReconcilerError, problem
+	return WarmPoolStatus(st)
+}
+
+func (in WarmPoolPlanInputs) statusInputs(members []*sandboxv1beta1.Sandbox) WarmPoolStatusInputs {
+	return WarmPoolStatusInputs{
+		Pool: in.Pool, Previous: in.Previous, Members: members, TemplateMissing: in.Template == nil,
+		Grace: in.Grace, Now: metav1.NewTime(in.Now.Truncate(time.Second)),
+	}
+}
+
+func (in WarmPoolPlanInputs) previous() []metav1.Condition {
+	if in.Previous != nil {
+		return in.Previous
+	}
+	return in.Pool.Status.Conditions
+}
+
+func warmPoolStatusStep(p *extv1beta1.SandboxWarmPool, st *extac.SandboxWarmPoolApplyConfiguration, why string) Step {
+	return Step{Action: ActionStatus, Kind: "SandboxWarmPool", Namespace: p.Namespace, Name: p.Name, Reason: why,
+		Object: st, Immediate: true, Live: p}
+}
+
+func warmPoolEvent(p *extv1beta1.SandboxWarmPool, typ, reason, action, message, why string) Step {
+	return Step{Action: ActionEvent, Kind: "SandboxWarmPool", Namespace: p.Namespace, Name: p.Name, Reason: why,
+		Event: &Event{Type: typ, Reason: reason, Action: action, Message: message}}
+}

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -142,21 +141,8 @@ func TestBench(t *testing.T) {
 	}
 	// Progress is counted from informers, not by listing: polling large
 	// lists would load the API server and skew both measurements.
-	watched, err := cache.New(local.Config, cache.Options{Scheme: envtest.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range []client.Object{&corev1.Pod{}, &sandboxv1beta1.Sandbox{}, &extv1beta1.SandboxClaim{}, &extv1beta1.SandboxWarmPool{}} {
-		if _, err := watched.GetInformer(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cacheCtx, stopCache := context.WithCancel(ctx)
-	defer stopCache()
-	go func() { _ = watched.Start(cacheCtx) }()
-	if !watched.WaitForCacheSync(ctx) {
-		t.Fatal("bench informers did not sync")
-	}
+	watched := newWatch(t, local.Config, "", &corev1.Pod{}, &sandboxv1beta1.Sandbox{}, &extv1beta1.SandboxClaim{}, &extv1beta1.SandboxWarmPool{})
+	startWatch(t, watched)
 	clusterDirOf = filepath.Join(local.Workdir, "clusters", local.Name)
 
 	// The baselines, each in its own namespace, gone before the controller

@@ -111,21 +111,9 @@ func TestBenchDataplane(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := mkNamespace(t, c, "dataplane")
-	watched, err := cache.New(local.Config, cache.Options{Scheme: envtest.Scheme(),
-		DefaultNamespaces: map[string]cache.Config{ns: {}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	watched := newWatch(t, local.Config, ns, &sandboxv1beta1.Sandbox{})
 	claims := watchClaims(t, watched)
-	if _, err := watched.GetInformer(ctx, &sandboxv1beta1.Sandbox{}); err != nil {
-		t.Fatal(err)
-	}
-	cacheCtx, stopCache := context.WithCancel(ctx)
-	defer stopCache()
-	go func() { _ = watched.Start(cacheCtx) }()
-	if !watched.WaitForCacheSync(ctx) {
-		t.Fatal("bench informers did not sync")
-	}
+	startWatch(t, watched)
 
 	start := time.Now()
 	for _, o := range []client.Object{

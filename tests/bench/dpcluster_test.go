@@ -7,8 +7,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
+	"github.com/agentsandbox/reconciler/tests/envtest"
 )
 
 // dataplaneCluster is a local cluster that runs sandboxes: the stand-in
@@ -64,4 +69,36 @@ func startDataplaneCluster(t *testing.T, name string, nodes int) *dataplaneClust
 	routerURL, stopRouter := startRouter(t, local.Kubeconfig)
 	t.Cleanup(stopRouter)
 	return &dataplaneCluster{local: local, runtimeBin: runtimeBin, routerURL: routerURL}
+}
+
+// newWatch is the bench's own cache of ns ("" for every namespace) with
+// informers for objs; start it with startWatch once every informer and
+// handler is registered.
+func newWatch(t *testing.T, cfg *rest.Config, ns string, objs ...client.Object) cache.Cache {
+	t.Helper()
+	o := cache.Options{Scheme: envtest.Scheme()}
+	if ns != "" {
+		o.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	}
+	watched, err := cache.New(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range objs {
+		if _, err := watched.GetInformer(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return watched
+}
+
+// startWatch starts watched until the test ends and waits for it to sync.
+func startWatch(t *testing.T, watched cache.Cache) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go func() { _ = watched.Start(ctx) }()
+	if !watched.WaitForCacheSync(ctx) {
+		t.Fatal("bench informers did not sync")
+	}
 }

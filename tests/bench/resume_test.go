@@ -59,21 +59,9 @@ func TestBenchResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := mkNamespace(t, c, "resume")
-	watched, err := cache.New(local.Config, cache.Options{Scheme: envtest.Scheme(),
-		DefaultNamespaces: map[string]cache.Config{ns: {}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	watched := newWatch(t, local.Config, ns, &corev1.Pod{})
 	w := watchSandboxes(t, watched)
-	if _, err := watched.GetInformer(ctx, &corev1.Pod{}); err != nil {
-		t.Fatal(err)
-	}
-	cacheCtx, stopCache := context.WithCancel(ctx)
-	defer stopCache()
-	go func() { _ = watched.Start(cacheCtx) }()
-	if !watched.WaitForCacheSync(ctx) {
-		t.Fatal("bench informers did not sync")
-	}
+	startWatch(t, watched)
 
 	parallel(n, func(i int) error {
 		sb := benchSandbox(ns, i)

@@ -1,0 +1,151 @@
+package ssa
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Delete deletes obj, guarded by its UID so that a newer object of the same
+// name is never deleted by mistake. An object that is already gone or being
+// deleted is unchanged.
+func (e *Engine) Delete(ctx context.Context, kind string, obj client.Object, opts ...client.DeleteOption) (change Change, err error) {
+	change = Change{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Deleted}
+	defer func() { e.observeOK(change, err) }()
+	if obj.GetDeletionTimestamp() != nil {
+		change.Action = Unchanged
+		return change, nil
+	}
+	uid := obj.GetUID()
+	pre := client.Preconditions{UID: &uid}
+	for _, o := range opts {
+		if p, ok := o.(client.Preconditions); ok && p.ResourceVersion != nil {
+			pre.ResourceVersion = p.ResourceVersion
+		}
+	}
+	opts = append(opts, pre)
+	e.deletes.Add(1)
+	e.Forget(kind, obj.GetNamespace(), obj.GetName())
+	if err := e.client.Delete(ctx, obj, opts...); err != nil {
+		if apierrors.IsNotFound(err) {
+			change.Action = Unchanged
+			return change, nil
+		}
+		return change, fmt.Errorf("deleting %s: %w", kind, err)
+	}
+	return change, nil
+}
+
+// DeleteIfUnchanged deletes obj only if it is still exactly the object the
+// caller decided on: guarded by its UID and its resourceVersion. Any change
+// since (another controller adopted it, a claim took it, its status moved
+// on) fails the delete with a Conflict, and the caller decides again from a
+// fresh view. Deletes of objects that hold or guard user data go this way.
+func (e *Engine) DeleteIfUnchanged(ctx context.Context, kind string, obj client.Object, opts ...client.DeleteOption) (Change, error) {
+	if obj.GetResourceVersion() == "" {
+		return Change{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
+			fmt.Errorf("deleting %s %s: no resourceVersion to guard the delete with", kind, obj.GetName())
+	}
+	rv := obj.GetResourceVersion()
+	return e.Delete(ctx, kind, obj, append(opts, client.Preconditions{ResourceVersion: &rv})...)
+}
+
+// ConflictError reports fields that another field manager owns and that we
+// would change. The controller does not fight over them: it reports the
+// conflict and waits for a change to the object or its inputs.
+type ConflictError struct {
+	Change Change
+	// Fields are the API server's descriptions of the conflicting fields.
+	Fields []string
+	Err    error
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s %s/%s: fields owned by another field manager conflict with ours: %s",
+		e.Change.Kind, e.Change.Namespace, e.Change.Name, strings.Join(e.Fields, "; "))
+}
+
+func (e *ConflictError) Unwrap() error { return e.Err }
+
+// IsConflict reports whether err is (or wraps) a ConflictError.
+func IsConflict(err error) bool {
+	var c *ConflictError
+	return errors.As(err, &c)
+}
+
+func wrapConflict(kind string, change Change, err error) error {
+	if !apierrors.IsConflict(err) {
+		return fmt.Errorf("applying %s: %w", kind, err)
+	}
+	var fields []string
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Details != nil {
+		for _, c := range status.Status().Details.Causes {
+			if c.Type == metav1.CauseTypeFieldManagerConflict {
+				fields = append(fields, c.Message)
+			}
+		}
+	}
+	if len(fields) == 0 {
+		// A plain optimistic-concurrency conflict, not an ownership one.
+		return fmt.Errorf("applying %s: %w", kind, err)
+	}
+	return &ConflictError{Change: change, Fields: fields, Err: err}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func isNil(o any) bool {
+	if o == nil {
+		return true
+	}
+	v := reflect.ValueOf(o)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// Create creates obj, which must not exist yet: the way to make an object
+// whose name is derived deterministically, so that a caller acting on a
+// stale view can never end up with two. An object that already exists is
+// reported as Unchanged with exists set; nothing is overwritten. The object
+// is owned by the engine's field manager.
+func (e *Engine) Create(ctx context.Context, kind string, obj client.Object) (change Change, exists bool, err error) {
+	change = Change{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Created}
+	e.applies.Add(1)
+	if err := e.client.Create(ctx, obj, client.FieldOwner(e.fieldManager)); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			// A request was spent, so this is not a saving: not observed.
+			change.Action = Unchanged
+			return change, true, nil
+		}
+		return change, false, fmt.Errorf("creating %s: %w", kind, err)
+	}
+	e.observe(change)
+	return change, false, nil
+}
+
+// Patch sends a patch to obj under the given field manager and reads the
+// result back into obj. It is for changes server-side apply cannot express
+// safely, such as moving ownership of an object between owners under a
+// resourceVersion precondition carried in the patch; a failed precondition
+// comes back as a Conflict error (apierrors.IsConflict).
+func (e *Engine) Patch(ctx context.Context, kind string, obj client.Object, patch client.Patch, fieldManager string) (Change, error) {
+	change := Change{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Configured}
+	e.applies.Add(1)
+	e.Forget(kind, obj.GetNamespace(), obj.GetName())
+	if err := e.client.Patch(ctx, obj, patch, client.FieldOwner(fieldManager)); err != nil {
+		return change, err
+	}
+	e.observe(change)
+	return change, nil
+}

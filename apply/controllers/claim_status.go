@@ -61,8 +61,7 @@ func (r *ClaimReconciler) commit(ctx context.Context, claim *extv1beta1.SandboxC
 	return true, fmt.Errorf("binding status of claim %s kept conflicting", claim.Name)
 }
 
-func (r *ClaimReconciler) writeStatus(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimStatusInputs) error {
-	desired := render.ClaimStatus(in)
+func (r *ClaimReconciler) writeStatus(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, desired *extac.SandboxClaimApplyConfiguration) error {
 	fp := ssa.Fingerprint(desired.Status)
 	if r.status.written(claim, fp) {
 		r.Engine.Saved("SandboxClaimStatus", claim.Namespace, claim.Name)

@@ -54,7 +54,9 @@ func assertClaimPlan(t *testing.T, c golden.Case, claim *extv1beta1.SandboxClaim
 		}
 		in.Sandbox = sb
 	}
-	if obs.Member != nil {
+	if obs.RefusedReason != "" {
+		in.Refused, in.RefusedReason = obs.Member, obs.RefusedReason
+	} else if obs.Member != nil {
 		in.Candidates = append(in.Candidates, obs.Member)
 	}
 	in.Candidates = append(in.Candidates, obs.Candidates...)

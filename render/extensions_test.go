@@ -124,6 +124,9 @@ type claimObserved struct {
 	NoPool     bool                      `json:"noPool,omitempty"`
 	NoTemplate bool                      `json:"noTemplate,omitempty"`
 	Policies   bool                      `json:"policies,omitempty"`
+	// RefusedReason: the API server refused the adoption of member for
+	// this reason.
+	RefusedReason string `json:"refusedReason,omitempty"`
 }
 
 func TestClaimGolden(t *testing.T) {

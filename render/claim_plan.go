@@ -56,6 +56,11 @@ type ClaimPlanInputs struct {
 	Defaults     Defaults
 	PolicyDenied string
 
+	// Seen is when the controller first saw the claim, ReadyAt when it
+	// first reported it Ready (zero: it has not): what the claim's
+	// annotations record (ClaimAnnotations).
+	Seen, ReadyAt time.Time
+
 	// Previous are the conditions last reported; nil: the claim's own.
 	Previous []metav1.Condition
 	// Now is the time of the reconcile; conditions are stamped with it,
@@ -127,6 +132,13 @@ func PlanClaim(in ClaimPlanInputs) (Plan, *ClaimRejection, error) {
 	if in.SandboxName != "" {
 		plan.Steps = append(plan.Steps, claimStatusStep(in.Claim, ClaimStatus(st), false,
 			"report the bound Sandbox (written only when it changed)"))
+		seen := in.Seen
+		if seen.IsZero() {
+			seen = in.Now
+		}
+		if a := ClaimAnnotations(in.Claim, in.SandboxName, seen, in.ReadyAt); a != nil {
+			plan.Steps = append(plan.Steps, *a)
+		}
 		return plan, nil, nil
 	}
 	steps, rej, err := planBinding(in, &plan)

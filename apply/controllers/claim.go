@@ -195,7 +195,7 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	in := render.ClaimPlanInputs{
 		Claim: claim, SandboxName: name, Sandbox: sb, Pending: pending, ExpiredHere: b.expired,
-		Previous: r.status.previous(claim), Now: now,
+		Seen: b.seen, ReadyAt: b.readyAt, Previous: r.status.previous(claim), Now: now,
 	}
 	// Expiry comes first: an expired claim never binds again.
 	if expired, _ := render.ClaimExpired(in); expired {
@@ -220,6 +220,9 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 			return result, err
 		}
 	}
+	// The plan's annotations step is made again, whether the plan has one
+	// or not: the status write may just have recorded when the claim was
+	// first Ready.
 	_, err = r.annotate(ctx, claim, b, name, false)
 	return result, err
 }

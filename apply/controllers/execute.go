@@ -42,6 +42,8 @@ func execute(ctx context.Context, e *ssa.Engine, s render.Step) (ssa.Change, err
 			return ssa.Apply(ctx, e, s.Kind, ac, liveAs[*networkingv1.NetworkPolicy](s.Live), networkingv1ac.ExtractNetworkPolicy, opts)
 		case *extac.SandboxTemplateApplyConfiguration:
 			return ssa.Apply(ctx, e, s.Kind, ac, liveAs[*extv1beta1.SandboxTemplate](s.Live), extac.ExtractSandboxTemplate, opts)
+		case *extac.SandboxClaimApplyConfiguration:
+			return ssa.Apply(ctx, e, s.Kind, ac, liveAs[*extv1beta1.SandboxClaim](s.Live), extac.ExtractSandboxClaim, opts)
 		}
 	case render.ActionCreate:
 		// Only an object that does not exist is created: one that does

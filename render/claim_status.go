@@ -2,6 +2,7 @@ package render
 
 import (
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -124,4 +125,48 @@ func FinishedAt(conds []metav1.Condition) metav1.Time {
 		return c.LastTransitionTime
 	}
 	return metav1.Time{}
+}
+
+// ClaimAnnotations is the step that writes the annotations upstream's
+// controller writes on a claim, nil when none is missing or stale:
+// agents.x-k8s.io/controller-first-observed-at (seen, when the controller
+// first saw the claim; kept once written), agents.x-k8s.io/sandbox-name
+// (the bound Sandbox name, once there is one; an earlier value is kept
+// while name is empty) and agents.x-k8s.io/claim-first-ready-at (readyAt,
+// when the controller first reported the claim Ready, or "unknown" when
+// it was Ready before the controller saw it; kept once written). It is an
+// apply of those annotations only, guarded by the claim's UID so a claim
+// deleted meanwhile is never recreated.
+func ClaimAnnotations(c *extv1beta1.SandboxClaim, name string, seen, readyAt time.Time) *Step {
+	observed := c.Annotations[extv1beta1.AnnotationControllerFirstObservedAt]
+	firstReady := c.Annotations[extv1beta1.AnnotationClaimFirstReadyAt]
+	if firstReady == "" {
+		switch ready := findCondition(c.Status.Conditions, extv1beta1.ConditionReady); {
+		case !readyAt.IsZero():
+			firstReady = readyAt.UTC().Format(time.RFC3339Nano)
+		case ready != nil && ready.Status == metav1.ConditionTrue:
+			// Ready before the controller saw it: upstream's sentinel.
+			firstReady = extv1beta1.ClaimFirstReadyUnknown
+		}
+	}
+	if observed != "" && (name == "" || c.Annotations[extv1beta1.AnnotationSandboxName] == name) &&
+		firstReady == c.Annotations[extv1beta1.AnnotationClaimFirstReadyAt] {
+		return nil
+	}
+	if observed == "" {
+		observed = seen.UTC().Format(time.RFC3339Nano)
+	}
+	annotations := map[string]string{extv1beta1.AnnotationControllerFirstObservedAt: observed}
+	if firstReady != "" {
+		annotations[extv1beta1.AnnotationClaimFirstReadyAt] = firstReady
+	}
+	if name != "" {
+		annotations[extv1beta1.AnnotationSandboxName] = name
+	} else if old := c.Annotations[extv1beta1.AnnotationSandboxName]; old != "" {
+		// Keep what an earlier write recorded.
+		annotations[extv1beta1.AnnotationSandboxName] = old
+	}
+	return &Step{Action: ActionApply, Kind: "SandboxClaim", Namespace: c.Namespace, Name: c.Name, Live: c,
+		Object: extac.SandboxClaim(c.Name, c.Namespace).WithUID(c.UID).WithAnnotations(annotations),
+		Reason: "record when the claim was first seen and first Ready, and its Sandbox, as upstream does"}
 }

@@ -6,8 +6,8 @@
 //
 // Reconciles are decided here as Plan values (plan.go): the objects the
 // policies judge, then ordered steps (apply, apply with force to adopt,
-// create, delete with preconditions, annotate, events, status), any
-// terminal problem and when to look again. PlanSandbox decides a
+// create, adopt with a guarded merge patch, delete with preconditions,
+// annotate, events, status), any terminal problem and when to look again. PlanSandbox decides a
 // Sandbox's: adoption, a running Pod's frozen spec and its drift, objects
 // in the way, fail-closed on several Pods and an expired Sandbox's
 // deletion. PlanWarmPool decides a pool's: which members to delete and why
@@ -15,10 +15,15 @@
 // guarded by UID and resourceVersion; never a Sandbox a claim took), which
 // to create, the status and progress events (WarmPoolReport). PlanTemplate
 // decides a template's: the refusal event for the Sandboxes it makes, its
-// label, and its NetworkPolicy. A policy denial comes back as an input and
-// the plan is made again. The golden plan.yaml of each case shows what a
-// change does to the cluster; the reconcilers only execute plans (claims
-// are not planned yet).
+// label, and its NetworkPolicy. PlanClaim decides a claim's: for an
+// unbound claim the warm-or-cold choice (a member the queue offers that
+// the pool is not deleting, adopted under its resourceVersion, else the
+// claim's own Sandbox created from the template), what the policies judge
+// and each rejection; for a bound claim its status; for an expired one
+// what its shutdownPolicy deletes (PlanClaimExpiry). A policy denial comes
+// back as an input and the plan is made again. The golden plan.yaml of
+// each case shows what a change does to the cluster; the reconcilers only
+// execute plans.
 //
 // Everything observed from the cluster comes in through an inputs struct.
 // Render must never use a client, the clock, randomness or global state, so

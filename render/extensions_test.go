@@ -115,6 +115,18 @@ type claimObserved struct {
 	Expired        bool                    `json:"expired,omitempty"`
 	ExpiredMessage string                  `json:"expiredMessage,omitempty"`
 	Now            *metav1.Time            `json:"now,omitempty"`
+	// Candidates are the members the pool's queue offers (member, when
+	// set, is offered too, first); Removing names those the pool is
+	// about to delete. NoPool and NoTemplate plan as if the pool or the
+	// template did not exist; Policies lists the plan's checks.
+	Candidates []*sandboxv1beta1.Sandbox `json:"candidates,omitempty"`
+	Removing   []string                  `json:"removing,omitempty"`
+	NoPool     bool                      `json:"noPool,omitempty"`
+	NoTemplate bool                      `json:"noTemplate,omitempty"`
+	Policies   bool                      `json:"policies,omitempty"`
+	// RefusedReason: the API server refused the adoption of member for
+	// this reason.
+	RefusedReason string `json:"refusedReason,omitempty"`
 }
 
 func TestClaimGolden(t *testing.T) {
@@ -168,6 +180,7 @@ func TestClaimGolden(t *testing.T) {
 				Rejection: rej, Expired: obs.Expired, ExpiredMessage: obs.ExpiredMessage, Now: now,
 			})
 			golden.AssertYAML(t, c.Path("status.yaml"), status.Status)
+			assertClaimPlan(t, c, &claim, &tmpl, obs, rej, now, status)
 		})
 	}
 }

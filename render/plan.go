@@ -48,6 +48,10 @@ const (
 	ActionCreate Action = "create"
 	// ActionDelete deletes the object under Preconditions.
 	ActionDelete Action = "delete"
+	// ActionAdopt hands a warm member to a claim: Object is the JSON
+	// merge patch (render.Adoption) guarded by the member's
+	// resourceVersion, so two claims can never both take it.
+	ActionAdopt Action = "adopt"
 	// ActionAnnotate sets (or, for a nil value, removes) Annotations on
 	// the object with a merge patch of those keys only.
 	ActionAnnotate Action = "annotate"
@@ -69,7 +73,7 @@ type Step struct {
 	// Reason says in a few words why the step is there.
 	Reason string `json:"reason"`
 	// Object is the apply configuration of apply, apply-force and status
-	// steps, the object of a create step.
+	// steps, the object of a create step, the patch of an adopt step.
 	Object any `json:"object,omitempty"`
 	// Preconditions guard a delete: it fails rather than delete an object
 	// that is not the one decided on.

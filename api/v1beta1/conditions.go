@@ -50,10 +50,13 @@ const (
 
 // Event reasons emitted for Sandboxes and claims.
 const (
-	EventSandboxAdopted         = "SandboxAdopted"
-	EventPodTemplateDrift       = "PodTemplateDrift"
-	EventSandboxProvisioned     = "SandboxProvisioned"
-	EventClaimExpired           = "ClaimExpired"
+	EventSandboxAdopted     = "SandboxAdopted"
+	EventPodTemplateDrift   = "PodTemplateDrift"
+	EventSandboxProvisioned = "SandboxProvisioned"
+	EventClaimExpired       = "ClaimExpired"
+	// EventAdoptionRefused is the Warning event on a claim whose warm
+	// adoption the API server refused; the claim cold-starts.
+	EventAdoptionRefused        = "AdoptionRefused"
 	EventWarmPoolNotProgressing = "WarmPoolNotProgressing"
 	EventWarmPoolProgressing    = "WarmPoolProgressing"
 )

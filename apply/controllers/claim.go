@@ -2,15 +2,12 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -21,10 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	extv1alpha1 "github.com/agentsandbox/reconciler/api/extensions/v1alpha1"
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
-	"github.com/agentsandbox/reconciler/apply/metrics"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
@@ -193,88 +189,50 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 		r.bindings.Store(req.NamespacedName, b)
 	}
 
-	statusIn := render.ClaimStatusInputs{
-		Claim: claim, Previous: r.status.previous(claim), Now: metav1.NewTime(now.Truncate(time.Second)),
-	}
 	sb, name, pending, err := r.bound(ctx, claim, b, now)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-
+	in := render.ClaimPlanInputs{
+		Claim: claim, SandboxName: name, Sandbox: sb, Pending: pending, ExpiredHere: b.expired,
+		Seen: b.seen, ReadyAt: b.readyAt, Previous: r.status.previous(claim), Now: now,
+	}
 	// Expiry comes first: an expired claim never binds again.
-	conds := claim.Status.Conditions
-	if sb != nil {
-		conds = sb.Status.Conditions
+	if expired, _ := render.ClaimExpired(in); expired {
+		return r.expire(ctx, claim, b, in)
 	}
-	expiry := render.ClaimExpiry(claim, render.FinishedAt(conds).Time)
-	if (!expiry.IsZero() && !now.Before(expiry)) || b.expired || expiredBefore(claim) {
-		return r.expire(ctx, claim, sb, name, statusIn)
-	}
-	var result reconcile.Result
-	if !expiry.IsZero() {
-		result.RequeueAfter = expiry.Sub(now)
-	}
-
 	if name == "" {
-		var rej *render.ClaimRejection
-		sb, rej, err = r.bind(ctx, claim, b, now)
-		if err != nil || rej != nil {
-			// controller-first-observed-at goes first, as upstream writes
-			// it at the start of the first reconcile.
-			if _, aerr := r.annotate(ctx, claim, b, "", false); aerr != nil {
-				log.FromContext(ctx).V(1).Info("annotations not updated", "error", aerr)
-			}
-		}
-		if err != nil {
-			statusIn.Rejection = &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: err.Error()}
-			if serr := r.writeStatus(ctx, claim, b, statusIn); serr != nil {
-				log.FromContext(ctx).V(1).Info("status not updated", "error", serr)
-			}
-			return reconcile.Result{}, err
-		}
-		if rej != nil {
-			// Terminal until the claim, its pool or its template changes
-			// (all watched): report, do not retry.
-			statusIn.Rejection = rej
-			return result, r.writeStatus(ctx, claim, b, statusIn)
-		}
-		name = b.name
-		pending = sb == nil
-		if sb != nil && render.IsSandboxReady(sb) && b.readyAt.IsZero() {
-			// The status below reports the claim Ready (a Ready warm member).
-			b.readyAt = now
-		}
-		// The annotations (sandbox-name, first-observed-at) go in before
-		// the status that may report the claim Ready, in one request,
-		// guarded like the commit that follows.
-		rv, err := r.annotate(ctx, claim, b, name, true)
-		if err != nil {
-			log.FromContext(ctx).V(1).Info("annotations not updated", "error", err)
-		} else if rv != "" {
-			claim.ResourceVersion = rv
-			r.status.rememberVersion(claim, rv)
-		}
-		statusIn.Claim = claim
-		statusIn.SandboxName, statusIn.Sandbox, statusIn.Pending = name, sb, pending
-		won, err := r.commit(ctx, claim, b, statusIn)
-		if err != nil || !won {
-			if !won {
-				// Another controller bound the claim: look again at once.
-				return reconcile.Result{RequeueAfter: time.Millisecond}, err
-			}
-			return reconcile.Result{}, err
-		}
-		return result, nil
+		return r.bindClaim(ctx, claim, b, in)
 	}
-	statusIn.SandboxName, statusIn.Sandbox, statusIn.Pending = name, sb, pending
+	plan, _, err := render.PlanClaim(in)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	result := recheck(plan, now)
 	if pending && (result.RequeueAfter == 0 || result.RequeueAfter > ssa.CreateExpectation) {
 		result.RequeueAfter = ssa.CreateExpectation
 	}
-	if err := r.writeStatus(ctx, claim, b, statusIn); err != nil {
-		return result, err
+	for _, s := range plan.Steps {
+		if s.Action != render.ActionStatus {
+			continue
+		}
+		if err := r.writeStatus(ctx, claim, b, s.Object.(*extac.SandboxClaimApplyConfiguration)); err != nil {
+			return result, err
+		}
 	}
+	// The plan's annotations step is made again, whether the plan has one
+	// or not: the status write may just have recorded when the claim was
+	// first Ready.
 	_, err = r.annotate(ctx, claim, b, name, false)
 	return result, err
+}
+
+// recheck is the result that looks at a claim again when its plan says.
+func recheck(plan render.Plan, now time.Time) reconcile.Result {
+	if plan.RecheckAt == nil {
+		return reconcile.Result{}
+	}
+	return reconcile.Result{RequeueAfter: plan.RecheckAt.Sub(now)}
 }
 
 // bound finds the Sandbox bound to a claim: the one it controls as the cache
@@ -331,108 +289,4 @@ func (r *ClaimReconciler) bound(ctx context.Context, claim *extv1beta1.SandboxCl
 	// missing rather than binding another, which would lose the state the
 	// user expects to find.
 	return nil, name, false, nil
-}
-
-// bind gives an unbound claim a Sandbox: a warm member when the claim can
-// take one and the pool has one Ready, else a new one from the template.
-func (r *ClaimReconciler) bind(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, now time.Time) (*sandboxv1beta1.Sandbox, *render.ClaimRejection, error) {
-	pool := &extv1beta1.SandboxWarmPool{}
-	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: claim.Spec.WarmPoolRef.Name}, pool); {
-	case apierrors.IsNotFound(err):
-		msg := fmt.Sprintf("SandboxWarmPool %q not found", claim.Spec.WarmPoolRef.Name)
-		if w, fromAlpha := claim.Annotations[extv1alpha1.AnnotationWarmPool]; fromAlpha {
-			// Ours only: a claim converted from v1alpha1 names a shadow
-			// pool upstream has no counterpart of; say which to create.
-			template := claim.Annotations[extv1alpha1.AnnotationTemplateRef]
-			msg = fmt.Sprintf("this claim was written as v1alpha1 (sandboxTemplateRef %q, warmpool %q), which maps to SandboxWarmPool %s; it does not exist: create it with spec.sandboxTemplateRef.name %q (replicas: 0 if you want no warm Sandboxes)",
-				template, w, claim.Spec.WarmPoolRef.Name, template)
-		}
-		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonWarmPoolNotFound, Message: msg}, nil
-	case err != nil:
-		return nil, nil, fmt.Errorf("failed to get sandbox warm pool %q: %w", claim.Spec.WarmPoolRef.Name, err)
-	}
-	if rej := render.ValidateClaimMetadata(claim); rej != nil {
-		return nil, rej, nil
-	}
-	template := pool.Spec.TemplateRef.Name
-	if !render.NeedsColdStart(claim) {
-		// A warm member needs nothing from the template: it is taken even
-		// while the template is missing.
-		sb, rej, err := r.adoptWarm(ctx, claim, pool)
-		if err != nil || rej != nil {
-			return nil, rej, err
-		}
-		if sb != nil {
-			r.bindTo(b, sb, sandboxv1beta1.LaunchTypeWarm, now)
-			metrics.ObserveClaimCreation(sandboxv1beta1.LaunchTypeWarm, template)
-			r.Recorder.Eventf(claim, sb, corev1.EventTypeNormal, sandboxv1beta1.EventSandboxAdopted, "Adoption",
-				"Adopted warm pool Sandbox %q", sb.Name)
-			return sb, nil, nil
-		}
-	}
-	tmpl := &extv1beta1.SandboxTemplate{}
-	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: template}, tmpl); {
-	case apierrors.IsNotFound(err):
-		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonTemplateNotFound,
-			Message: fmt.Sprintf("SandboxTemplate %q not found", template)}, nil
-	case err != nil:
-		return nil, nil, fmt.Errorf("reading template: %w", err)
-	}
-	if rej := render.ValidateClaim(claim, tmpl); rej != nil {
-		return nil, rej, nil
-	}
-	return r.coldStart(ctx, claim, tmpl, b, now)
-}
-
-func (r *ClaimReconciler) bindTo(b *binding, sb *sandboxv1beta1.Sandbox, launchType string, now time.Time) {
-	b.name, b.sandbox, b.at, b.launchType = sb.Name, sb, now, launchType
-}
-
-// coldStart creates the claim's own Sandbox from the template. The name is
-// the claim's, so a retry can never make a second one.
-func (r *ClaimReconciler) coldStart(ctx context.Context, claim *extv1beta1.SandboxClaim, tmpl *extv1beta1.SandboxTemplate, b *binding, now time.Time) (*sandboxv1beta1.Sandbox, *render.ClaimRejection, error) {
-	desired, err := render.ClaimSandbox(render.ClaimInputs{Claim: claim, Template: tmpl})
-	var rej *render.ClaimRejection
-	if errors.As(err, &rej) {
-		return nil, rej, nil
-	} else if err != nil {
-		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: err.Error()}, nil
-	}
-	sb := &sandboxv1beta1.Sandbox{}
-	if err := convert(desired, sb); err != nil {
-		return nil, nil, err
-	}
-	var denied *policyError
-	var terminal *terminalError
-	if err := checkNewSandbox(ctx, r.Policy, sb, render.CurrentDefaults(r.Defaults)); errors.As(err, &denied) {
-		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonPolicyDenied, Message: denied.Error()}, nil
-	} else if errors.As(err, &terminal) {
-		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: terminal.Error()}, nil
-	} else if err != nil {
-		return nil, nil, err
-	}
-	_, exists, err := r.Engine.Create(ctx, "Sandbox", sb)
-	switch {
-	case apierrors.IsInvalid(err):
-		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError,
-			Message: fmt.Sprintf("sandbox create error: %v", err)}, nil
-	case err != nil:
-		return nil, nil, err
-	case exists:
-		live := &sandboxv1beta1.Sandbox{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(sb), live); err != nil {
-			return nil, nil, fmt.Errorf("reading Sandbox %s: %w", sb.Name, err)
-		}
-		if !controlledBy(live, claim.UID) {
-			return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError,
-				Message: fmt.Sprintf("sandbox %q is not controlled by claim %q. Please use a different claim name or delete the sandbox manually", sb.Name, claim.Name)}, nil
-		}
-		sb = live
-	default:
-		metrics.ObserveClaimCreation(sandboxv1beta1.LaunchTypeCold, tmpl.Name)
-		r.Recorder.Eventf(claim, sb, corev1.EventTypeNormal, sandboxv1beta1.EventSandboxProvisioned, "Provisioning",
-			"Created Sandbox %q", sb.Name)
-	}
-	r.bindTo(b, sb, sandboxv1beta1.LaunchTypeCold, now)
-	return sb, nil, nil
 }

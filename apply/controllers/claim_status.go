@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,8 +60,7 @@ func (r *ClaimReconciler) commit(ctx context.Context, claim *extv1beta1.SandboxC
 	return true, fmt.Errorf("binding status of claim %s kept conflicting", claim.Name)
 }
 
-func (r *ClaimReconciler) writeStatus(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimStatusInputs) error {
-	desired := render.ClaimStatus(in)
+func (r *ClaimReconciler) writeStatus(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, desired *extac.SandboxClaimApplyConfiguration) error {
 	fp := ssa.Fingerprint(desired.Status)
 	if r.status.written(claim, fp) {
 		r.Engine.Saved("SandboxClaimStatus", claim.Namespace, claim.Name)
@@ -109,52 +107,22 @@ func templateOf(sb *sandboxv1beta1.Sandbox) string {
 	return sb.Annotations[sandboxv1beta1.AnnotationSandboxTemplateRef]
 }
 
-// annotate writes the claim's annotations upstream's controller writes:
-// agents.x-k8s.io/controller-first-observed-at (when this process first saw
-// the claim, kept once written), agents.x-k8s.io/sandbox-name (the bound
-// Sandbox, once there is one) and agents.x-k8s.io/claim-first-ready-at
-// (when the claim was first reported Ready, "unknown" if before this
-// process saw it; kept once written), in one request and only when one is missing
-// or stale. With guard, the write is conditional on the claim's
-// resourceVersion (the binding's commit follows it and must not skip a
-// concurrent change); the new resourceVersion is returned, empty when
-// nothing was written.
+// annotate writes the claim's annotations upstream's controller writes
+// (render.ClaimAnnotations: first observed, sandbox name, first Ready), in
+// one request and only when one is missing or stale. With guard, the
+// write is conditional on the claim's resourceVersion (the binding's
+// commit follows it and must not skip a concurrent change); the new
+// resourceVersion is returned, empty when nothing was written.
 func (r *ClaimReconciler) annotate(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, name string, guard bool) (string, error) {
-	observed := claim.Annotations[extv1beta1.AnnotationControllerFirstObservedAt]
-	firstReady := claim.Annotations[extv1beta1.AnnotationClaimFirstReadyAt]
-	if firstReady == "" {
-		switch ready := findCondition(claim.Status.Conditions, extv1beta1.ConditionReady); {
-		case !b.readyAt.IsZero():
-			firstReady = b.readyAt.UTC().Format(time.RFC3339Nano)
-		case ready != nil && ready.Status == metav1.ConditionTrue:
-			// Ready before this process saw it: upstream's sentinel.
-			firstReady = extv1beta1.ClaimFirstReadyUnknown
-		}
+	seen := b.seen
+	if seen.IsZero() {
+		seen = r.Clock.Now()
 	}
-	if observed != "" && (name == "" || claim.Annotations[extv1beta1.AnnotationSandboxName] == name) &&
-		firstReady == claim.Annotations[extv1beta1.AnnotationClaimFirstReadyAt] {
+	step := render.ClaimAnnotations(claim, name, seen, b.readyAt)
+	if step == nil {
 		return "", nil
 	}
-	if observed == "" {
-		seen := b.seen
-		if seen.IsZero() {
-			seen = r.Clock.Now()
-		}
-		observed = seen.UTC().Format(time.RFC3339Nano)
-	}
-	annotations := map[string]string{extv1beta1.AnnotationControllerFirstObservedAt: observed}
-	if firstReady != "" {
-		annotations[extv1beta1.AnnotationClaimFirstReadyAt] = firstReady
-	}
-	if name != "" {
-		annotations[extv1beta1.AnnotationSandboxName] = name
-	} else if old := claim.Annotations[extv1beta1.AnnotationSandboxName]; old != "" {
-		// Keep what an earlier write of ours recorded.
-		annotations[extv1beta1.AnnotationSandboxName] = old
-	}
-	desired := extac.SandboxClaim(claim.Name, claim.Namespace).
-		WithUID(claim.UID). // never recreate a claim deleted meanwhile
-		WithAnnotations(annotations)
+	desired := step.Object.(*extac.SandboxClaimApplyConfiguration)
 	if guard {
 		rv := claim.ResourceVersion
 		if m := r.status.recall(claim); m != nil && m.rv != "" {
@@ -162,12 +130,18 @@ func (r *ClaimReconciler) annotate(ctx context.Context, claim *extv1beta1.Sandbo
 		}
 		desired.WithResourceVersion(rv)
 	}
-	_, err := ssa.Apply(ctx, r.Engine, "SandboxClaim", desired, claim, extac.ExtractSandboxClaim, ssa.Options{})
+	return r.writeAnnotations(ctx, *step)
+}
+
+// writeAnnotations carries out the annotations step of a claim: a claim
+// deleted or changed meanwhile (the guard) is left alone.
+func (r *ClaimReconciler) writeAnnotations(ctx context.Context, step render.Step) (string, error) {
+	_, err := execute(ctx, r.Engine, step)
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) || ssa.IsConflict(err) {
 		return "", nil
 	}
 	if err != nil {
 		return "", err
 	}
-	return deref(desired.ResourceVersion), nil
+	return deref(step.Object.(*extac.SandboxClaimApplyConfiguration).ResourceVersion), nil
 }

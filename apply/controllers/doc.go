@@ -1,17 +1,22 @@
 // Package controllers holds the reconcilers: each reads its inputs from the
 // manager's cache, renders the desired objects with package render, and
-// writes only through the ssa engine. The Sandbox, SandboxWarmPool and
-// SandboxTemplate reconcilers are observe -> plan (render.PlanSandbox,
-// render.PlanWarmPool, render.PlanTemplate) -> policy -> execute: they
-// classify what they observe, leave every decision about the cluster to
-// the plan (a policy denial goes back into it, and it is made again),
+// writes only through the ssa engine. The Sandbox, SandboxWarmPool,
+// SandboxTemplate and SandboxClaim reconcilers are observe -> plan
+// (render.PlanSandbox, render.PlanWarmPool, render.PlanTemplate,
+// render.PlanClaim) -> policy -> execute: they classify what they observe,
+// leave every decision about the cluster to the plan (a policy denial goes back into it, and it is made again),
 // check the plan's objects against the policies, and carry out its steps
 // in order (execute, one small executor over the engine). What depends on
 // carrying them out stays with them: API errors and conflicts, their
 // memory of what they last wrote and reported, the status write
 // coalescing window, and for a pool the expectations of members created
 // and deleted moments ago, concurrent creates, putting off refills while
-// claims take members, and the claim queue guarding each delete.
+// claims take members, and the claim queue guarding each delete; for a
+// claim, taking members from the queue and returning them, what it
+// remembers of its binding, a conflicting adoption tried again or the next
+// member tried, a refused one made a cold start, the binding annotations,
+// and the binding's commit (its status, guarded by the claim's
+// resourceVersion).
 // Reconcilers never delete a PersistentVolumeClaim (garbage collection
 // does, with its Sandbox) and never change a field another field manager owns, with one exception the user
 // asks for: idle suspend (IdleReconciler, on Sandboxes annotated

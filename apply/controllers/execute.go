@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -22,7 +23,7 @@ import (
 )
 
 // execute carries out one object step of a plan through the engine:
-// apply, apply-force, create, delete and annotate. It decides nothing: the step
+// apply, apply-force, create, adopt, delete and annotate. It decides nothing: the step
 // says what to write and to which object; whether a request is needed is
 // the engine's diff. Status and event steps are the reconciler's (they go
 // through its memory of what it last wrote and reported).
@@ -41,16 +42,19 @@ func execute(ctx context.Context, e *ssa.Engine, s render.Step) (ssa.Change, err
 			return ssa.Apply(ctx, e, s.Kind, ac, liveAs[*networkingv1.NetworkPolicy](s.Live), networkingv1ac.ExtractNetworkPolicy, opts)
 		case *extac.SandboxTemplateApplyConfiguration:
 			return ssa.Apply(ctx, e, s.Kind, ac, liveAs[*extv1beta1.SandboxTemplate](s.Live), extac.ExtractSandboxTemplate, opts)
+		case *extac.SandboxClaimApplyConfiguration:
+			return ssa.Apply(ctx, e, s.Kind, ac, liveAs[*extv1beta1.SandboxClaim](s.Live), extac.ExtractSandboxClaim, opts)
 		}
 	case render.ActionCreate:
 		// Only an object that does not exist is created: one that does
 		// is unchanged (Engine.Create), never overwritten.
-		if ac, ok := s.Object.(*sandboxac.SandboxApplyConfiguration); ok {
-			sb := &sandboxv1beta1.Sandbox{}
-			if err := convert(ac, sb); err != nil {
-				return ssa.Change{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}, fmt.Errorf("converting %s %s: %w", s.Kind, s.Name, err)
-			}
-			c, _, err := e.Create(ctx, s.Kind, sb)
+		if _, ok := s.Object.(*sandboxac.SandboxApplyConfiguration); ok {
+			_, c, _, err := createSandbox(ctx, e, s)
+			return c, err
+		}
+	case render.ActionAdopt:
+		if _, ok := s.Object.(json.RawMessage); ok {
+			_, c, err := adoptSandbox(ctx, e, s)
 			return c, err
 		}
 	case render.ActionDelete:
@@ -79,6 +83,28 @@ func execute(ctx context.Context, e *ssa.Engine, s render.Step) (ssa.Change, err
 	}
 	return ssa.Change{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name},
 		fmt.Errorf("plan step %s %s %s cannot be executed", s.Action, s.Kind, s.Name)
+}
+
+// createSandbox carries out a Sandbox create step. It returns the Sandbox
+// as sent (as the API server returned it when created), and whether one of
+// its name existed already (then nothing was written).
+func createSandbox(ctx context.Context, e *ssa.Engine, s render.Step) (*sandboxv1beta1.Sandbox, ssa.Change, bool, error) {
+	sb := &sandboxv1beta1.Sandbox{}
+	if err := convert(s.Object, sb); err != nil {
+		return nil, ssa.Change{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}, false, fmt.Errorf("converting %s %s: %w", s.Kind, s.Name, err)
+	}
+	c, exists, err := e.Create(ctx, s.Kind, sb)
+	return sb, c, exists, err
+}
+
+// adoptSandbox carries out an adopt step: the step's JSON merge patch,
+// which carries the member's resourceVersion as its precondition. It
+// returns the Sandbox as the API server returned it.
+func adoptSandbox(ctx context.Context, e *ssa.Engine, s render.Step) (*sandboxv1beta1.Sandbox, ssa.Change, error) {
+	patch, _ := s.Object.(json.RawMessage)
+	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name}}
+	c, err := e.Patch(ctx, s.Kind, sb, client.RawPatch(types.MergePatchType, patch), e.FieldManager())
+	return sb, c, err
 }
 
 // liveAs is the observed object of a step as its type, a nil one when there

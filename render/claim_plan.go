@@ -1,0 +1,277 @@
+package render
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	extv1alpha1 "github.com/agentsandbox/reconciler/api/extensions/v1alpha1"
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+)
+
+// ClaimPlanInputs are what one reconcile of a claim is decided from.
+type ClaimPlanInputs struct {
+	// Claim is the SandboxClaim, not being deleted.
+	Claim *extv1beta1.SandboxClaim
+	// SandboxName is the Sandbox bound to the claim, empty when none is;
+	// Sandbox is it as observed (nil when not seen), and Pending says it
+	// was created moments ago and is not observed yet.
+	SandboxName string
+	Sandbox     *sandboxv1beta1.Sandbox
+	Pending     bool
+	// ExpiredHere says this process expired the claim already: expiry is
+	// final, even while the claim's status does not show it yet.
+	ExpiredHere bool
+	// NotOwned is, for an expired claim whose Sandbox is not seen as its
+	// own, the message saying that a Sandbox of its name exists that it
+	// does not control, whose deletion is skipped; empty otherwise.
+	NotOwned string
+
+	// Pool is the claim's warm pool, nil when it does not exist; Template
+	// the pool's template, nil when it does not exist. Only an unbound
+	// claim reads them.
+	Pool     *extv1beta1.SandboxWarmPool
+	Template *extv1beta1.SandboxTemplate
+	// Candidates are the Ready members the pool's queue offers the claim,
+	// in order; Removals the members the pool is about to delete
+	// (WarmPoolRemovals), which a claim never takes.
+	Candidates []*sandboxv1beta1.Sandbox
+	Removals   []*sandboxv1beta1.Sandbox
+	// Refused is a member whose adoption the API server refused
+	// (Forbidden or Invalid) for RefusedReason: the claim takes no
+	// member, it cold-starts.
+	Refused       *sandboxv1beta1.Sandbox
+	RefusedReason string
+	// Policies reports that policies are in force: the plan lists the
+	// Sandbox the claim gets, and all it makes, as checks, rendered with
+	// Defaults. PolicyDenied is the policies' denial of the checks of
+	// this plan's first making: the claim is refused.
+	Policies     bool
+	Defaults     Defaults
+	PolicyDenied string
+
+	// Seen is when the controller first saw the claim, ReadyAt when it
+	// first reported it Ready (zero: it has not): what the claim's
+	// annotations record (ClaimAnnotations).
+	Seen, ReadyAt time.Time
+
+	// Previous are the conditions last reported; nil: the claim's own.
+	Previous []metav1.Condition
+	// Now is the time of the reconcile; conditions are stamped with it,
+	// truncated to the second.
+	Now time.Time
+}
+
+// ClaimExpired reports whether a claim is expired, and when it expires
+// (zero when it does not): past the earlier of its shutdownTime and
+// ttlSecondsAfterFinished after its Sandbox finished, expired by this
+// process already, or reported expired before (kept by shutdownPolicy
+// Retain: once its Sandbox is gone nothing may un-expire it, since the
+// Finished time went with the Sandbox).
+func ClaimExpired(in ClaimPlanInputs) (bool, time.Time) {
+	conds := in.Claim.Status.Conditions
+	if in.Sandbox != nil {
+		conds = in.Sandbox.Status.Conditions
+	}
+	at := ClaimExpiry(in.Claim, FinishedAt(conds).Time)
+	if (!at.IsZero() && !in.Now.Before(at)) || in.ExpiredHere || expiredBefore(in.Claim) {
+		return true, at
+	}
+	return false, at
+}
+
+func expiredBefore(c *extv1beta1.SandboxClaim) bool {
+	r := findCondition(c.Status.Conditions, extv1beta1.ConditionReady)
+	return r != nil && r.Reason == extv1beta1.ReasonClaimExpired
+}
+
+// ClaimMayTake says which members of pool a claim may take: only members
+// of this pool (not of an earlier pool of the same name), not being
+// deleted, and none of removals, which the pool is about to delete (as
+// stale under Recreate, or as excess over its replicas).
+func ClaimMayTake(pool *extv1beta1.SandboxWarmPool, removals []*sandboxv1beta1.Sandbox) func(*sandboxv1beta1.Sandbox) bool {
+	doomed := map[types.UID]bool{}
+	for _, m := range removals {
+		doomed[m.UID] = true
+	}
+	return func(sb *sandboxv1beta1.Sandbox) bool {
+		ref := metav1.GetControllerOf(sb)
+		return ref != nil && ref.UID == pool.UID && sb.DeletionTimestamp == nil && !doomed[sb.UID]
+	}
+}
+
+// PlanClaim decides a claim's reconcile. An expired claim is expired as
+// its shutdownPolicy says (PlanClaimExpiry). A bound claim reports its
+// Sandbox. An unbound claim gets one: a warm member, when the claim can
+// take one (it injects no variables and asks for no volumes) and the pool
+// offers one it may take (ClaimMayTake), adopted with a merge patch
+// guarded by the member's resourceVersion; else one of its own, created
+// cold from the template, named after the claim. What the claim gets is
+// judged by the policies first. A claim that cannot be served comes back
+// as a rejection too, with a plan that holds the events before it and the
+// status reporting it; it is terminal until the claim, its pool or its
+// template changes. The status of a new binding is the commit point: the
+// reconciler writes it guarded by the claim's resourceVersion, rendered
+// again from the Sandbox as its write returned it.
+func PlanClaim(in ClaimPlanInputs) (Plan, *ClaimRejection, error) {
+	expired, at := ClaimExpired(in)
+	if expired {
+		return PlanClaimExpiry(in), nil, nil
+	}
+	var plan Plan
+	if !at.IsZero() {
+		plan.RecheckAt = &metav1.Time{Time: at}
+	}
+	st := in.statusInputs()
+	if in.SandboxName != "" {
+		plan.Steps = append(plan.Steps, claimStatusStep(in.Claim, ClaimStatus(st), false,
+			"report the bound Sandbox (written only when it changed)"))
+		seen := in.Seen
+		if seen.IsZero() {
+			seen = in.Now
+		}
+		if a := ClaimAnnotations(in.Claim, in.SandboxName, seen, in.ReadyAt); a != nil {
+			plan.Steps = append(plan.Steps, *a)
+		}
+		return plan, nil, nil
+	}
+	steps, rej, err := planBinding(in, &plan)
+	if err != nil {
+		return plan, nil, err
+	}
+	plan.Steps = append(plan.Steps, steps...)
+	if rej != nil {
+		st.Rejection = rej
+		plan.Problem = rej.Message
+		plan.Steps = append(plan.Steps, claimStatusStep(in.Claim, ClaimStatus(st), true, "report why the claim cannot be served"))
+	}
+	return plan, rej, nil
+}
+
+// planBinding plans how an unbound claim gets its Sandbox: its checks go
+// into plan, its steps are returned.
+func planBinding(in ClaimPlanInputs, plan *Plan) ([]Step, *ClaimRejection, error) {
+	c := in.Claim
+	if in.Pool == nil {
+		return nil, poolNotFound(c), nil
+	}
+	if rej := ValidateClaimMetadata(c); rej != nil {
+		return nil, rej, nil
+	}
+	var steps []Step
+	if m := in.Refused; m != nil {
+		steps = append(steps, claimEvent(c, corev1.EventTypeWarning, sandboxv1beta1.EventAdoptionRefused, "Adopt",
+			fmt.Sprintf("taking warm Sandbox %s was refused (%s); creating a Sandbox for the claim instead", m.Name, in.RefusedReason),
+			"the API server refused the adoption of a warm member: the member stays warm for others", m))
+	} else if !NeedsColdStart(c) {
+		// A warm member needs nothing from the template: it is taken
+		// even while the template is missing.
+		accept := ClaimMayTake(in.Pool, in.Removals)
+		for _, m := range in.Candidates {
+			if accept(m) {
+				return planAdoption(in, m, plan)
+			}
+		}
+	}
+	t := in.Template
+	if t == nil {
+		return steps, &ClaimRejection{Reason: extv1beta1.ReasonTemplateNotFound,
+			Message: fmt.Sprintf("SandboxTemplate %q not found", in.Pool.Spec.TemplateRef.Name)}, nil
+	}
+	if rej := ValidateClaim(c, t); rej != nil {
+		return steps, rej, nil
+	}
+	desired, err := ClaimSandbox(ClaimInputs{Claim: c, Template: t})
+	var rej *ClaimRejection
+	if errors.As(err, &rej) {
+		return steps, rej, nil
+	} else if err != nil {
+		return steps, &ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: err.Error()}, nil
+	}
+	sb := &sandboxv1beta1.Sandbox{}
+	if err := convert(desired, sb); err != nil {
+		return steps, nil, err
+	}
+	if rej := in.judge(sb, "the claim's own Sandbox", plan); rej != nil {
+		return steps, rej, nil
+	}
+	return append(steps,
+		Step{Action: ActionCreate, Kind: "Sandbox", Namespace: c.Namespace, Name: sb.Name, Object: desired,
+			Reason: "no warm member to take: the claim's own Sandbox from the template, named after the claim (a retry never makes a second)"},
+		claimEvent(c, corev1.EventTypeNormal, sandboxv1beta1.EventSandboxProvisioned, "Provisioning",
+			fmt.Sprintf("Created Sandbox %q", sb.Name), "recorded only when the create made the Sandbox", sb),
+	), nil, nil
+}
+
+// planAdoption plans taking member m.
+func planAdoption(in ClaimPlanInputs, m *sandboxv1beta1.Sandbox, plan *Plan) ([]Step, *ClaimRejection, error) {
+	c := in.Claim
+	if rej := MetadataConflict(m.Spec.PodTemplate.ObjectMeta, c.Spec.AdditionalPodMetadata); rej != nil {
+		return nil, rej, nil
+	}
+	// A claim cannot get past a policy by taking a warm member instead of
+	// creating one: the member is judged as the claim will have it.
+	if rej := in.judge(Adopted(c, in.Template, m), "the warm member as the claim takes it", plan); rej != nil {
+		return nil, rej, nil
+	}
+	adopt, err := AdoptionStep(c, in.Template, m)
+	if err != nil {
+		return nil, nil, fmt.Errorf("adopting Sandbox %s: %w", m.Name, err)
+	}
+	return []Step{
+		adopt,
+		claimEvent(c, corev1.EventTypeNormal, sandboxv1beta1.EventSandboxAdopted, "Adoption",
+			fmt.Sprintf("Adopted warm pool Sandbox %q", m.Name), "the member is the claim's", m),
+	}, nil, nil
+}
+
+// AdoptionStep is the step that hands member m to claim c (Adoption): a
+// merge patch guarded by the member's resourceVersion, with the resume
+// annotations of template t (nil when it is gone). A member that changed
+// since it was judged (its status moved on) is taken by the step made
+// again from it as read anew.
+func AdoptionStep(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, m *sandboxv1beta1.Sandbox) (Step, error) {
+	patch, err := Adoption(c, t, m)
+	if err != nil {
+		return Step{}, err
+	}
+	return Step{Action: ActionAdopt, Kind: "Sandbox", Namespace: m.Namespace, Name: m.Name, Object: json.RawMessage(patch), Live: m,
+		Reason: "take a Ready warm member of the pool, guarded by its resourceVersion"}, nil
+}
+
+// judge lists sb, and all it makes, as the plan's checks, when policies are
+// in force; it returns the rejection of a Sandbox that cannot be rendered
+// for them, or that they denied.
+func (in ClaimPlanInputs) judge(sb *sandboxv1beta1.Sandbox, why string, plan *Plan) *ClaimRejection {
+	if !in.Policies {
+		return nil
+	}
+	checks, err := NewSandboxChecks(sb, in.Defaults)
+	if err != nil {
+		return &ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: err.Error()}
+	}
+	checks[0].Reason = why
+	plan.Checks = append(plan.Checks, checks...)
+	if in.PolicyDenied != "" {
+		return &ClaimRejection{Reason: extv1beta1.ReasonPolicyDenied, Message: in.PolicyDenied}
+	}
+	return nil
+}
+
+func poolNotFound(c *extv1beta1.SandboxClaim) *ClaimRejection {
+	msg := fmt.Sprintf("SandboxWarmPool %q not found", c.Spec.WarmPoolRef.Name)
+	if w, fromAlpha := c.Annotations[extv1alpha1.AnnotationWarmPool]; fromAlpha {
+		// Ours only: a claim converted from v1alpha1 names a shadow pool
+		// upstream has no counterpart of; say which to create.
+		template := c.Annotations[extv1alpha1.AnnotationTemplateRef]
+		msg = fmt.Sprintf("this claim was written as v1alpha1 (sandboxTemplateRef %q, warmpool %q), which maps to SandboxWarmPool %s; it does not exist: create it with spec.sandboxTemplateRef.name %q (replicas: 0 if you want no warm Sandboxes)",
+			template, w, c.Spec.WarmPoolRef.Name, template)
+	}
+	return &ClaimRejection{Reason: extv1beta1.ReasonWarmPoolNotFound, Message: msg}
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/agentsandbox/reconciler/apply/runtimeclass"
+	"github.com/agentsandbox/reconciler/policy"
+	"github.com/agentsandbox/reconciler/webhooks"
+)
+
+type options struct {
+	clusterDomain           string
+	metricsAddr             string
+	metricsSecure           bool
+	metricsCertDir          string
+	probeAddr               string
+	leaderElect             bool
+	leaderElectionNamespace string
+	extensions              bool
+	qps                     float64
+	burst                   int
+	sandboxWorkers          int
+	claimWorkers            int
+	warmPoolWorkers         int
+	templateWorkers         int
+	warmPoolMaxBatch        int
+	enablePprof             bool
+	pprofAddr               string
+	webhookPort             int
+	webhookHost             string
+	webhookCertDir          string
+	enableWebhook           bool
+	showVersion             bool
+	fieldManager            string
+	statusCoalesceWindow    time.Duration
+	controllerNamespace     string
+	controllerSA            string
+	defaultRuntimeClass     string
+	warmPoolGrace           time.Duration
+	webhookCertManagement   string
+	webhookHosts            string
+	policyBundles           string
+	policyDir               string
+	policyReload            time.Duration
+}
+
+func (o *options) bind(fs *flag.FlagSet) {
+	// Flags of the public controller, with its defaults.
+	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "DNS domain of the cluster, for status.serviceFQDN.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", false,
+		"Serve metrics over HTTPS, only to callers whose token the API server authenticates and allows to get /metrics (ClusterRole agent-sandbox-metrics-reader); the deploy bundle sets it.")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "Directory of the metrics serving certificate (tls.crt, tls.key) with --metrics-secure; default: a self-signed one.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader with a Lease so that only one replica reconciles.")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (default: --controller-namespace).")
+	fs.BoolVar(&o.extensions, "extensions", false, "Run the SandboxTemplate, SandboxWarmPool and SandboxClaim controllers.")
+	fs.Float64Var(&o.qps, "kube-api-qps", -1, "Client-side queries per second to the API server; negative means no limit.")
+	fs.IntVar(&o.burst, "kube-api-burst", 10, "Client-side burst to the API server.")
+	fs.IntVar(&o.sandboxWorkers, "sandbox-concurrent-workers", 100, "Sandboxes reconciled at once.")
+	fs.IntVar(&o.claimWorkers, "sandbox-claim-concurrent-workers", 50, "SandboxClaims reconciled at once (with --extensions).")
+	fs.IntVar(&o.warmPoolWorkers, "sandbox-warm-pool-concurrent-workers", 1, "SandboxWarmPools reconciled at once (with --extensions).")
+	fs.IntVar(&o.templateWorkers, "sandbox-template-concurrent-workers", 1, "SandboxTemplates reconciled at once (with --extensions).")
+	fs.IntVar(&o.warmPoolMaxBatch, "sandbox-warm-pool-max-batch-size", 300, "Most members a warm pool creates in one pass (with --extensions).")
+	fs.BoolVar(&o.enablePprof, "enable-pprof", false, "Serve Go pprof profiles on --pprof-bind-address.")
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the admission webhook server.")
+	fs.StringVar(&o.webhookHost, "webhook-host", "", "Address the admission webhook server listens on, e.g. 127.0.0.1; empty: every interface (in a Pod, the API server reaches it through its Service).")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory of the webhook serving certificate (tls.crt, tls.key).")
+	fs.BoolVar(&o.enableWebhook, "enable-webhook", true, "Serve the admission webhooks.")
+	fs.StringVar(&o.webhookCertManagement, "webhook-cert-management", "self",
+		"self: issue the webhook's serving certificate, keep it in Secret "+webhooks.DefaultSecretName+" and inject the CA bundle into "+webhooks.DefaultWebhookConfigName+"; provided: use the files in --webhook-cert-dir (cert-manager, mounted Secret).")
+	fs.StringVar(&o.webhookHosts, "webhook-hosts", "", "Extra DNS names or IPs for a self-issued serving certificate, comma-separated.")
+	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
+	// Ours.
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "127.0.0.1:8082", "Address of the pprof endpoint, with --enable-pprof.")
+	fs.StringVar(&o.fieldManager, "field-manager", "agent-sandbox-controller", "Server-side apply field manager of the objects the controller writes; status uses <field-manager>-status.")
+	fs.DurationVar(&o.statusCoalesceWindow, "status-coalesce-window", 5*time.Second,
+		"How long transitional status changes (a Pod starting or terminating) are held after the controller's last write for a Sandbox; resting states (Ready, Suspended, failed) are written at once. Negative writes every change at once.")
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "agent-sandbox-system"
+	}
+	fs.StringVar(&o.controllerNamespace, "controller-namespace", ns,
+		"Namespace the controller and the sandbox router run in (default: $POD_NAMESPACE, else agent-sandbox-system); template NetworkPolicies admit ingress from sandbox-router pods there.")
+	fs.StringVar(&o.controllerSA, "controller-service-account", webhooks.DefaultControllerServiceAccount,
+		"ServiceAccount (in --controller-namespace) the controller runs as. The webhook lets only its requests make a Sandbox or SandboxClaim controlled by a SandboxWarmPool or SandboxClaim.")
+	fs.StringVar(&o.defaultRuntimeClass, "default-runtime-class", runtimeclass.Auto,
+		"Runtime class of new Pods whose Sandbox or template names none (only the Pod gets it): auto, the first of "+
+			strings.Join(policy.IsolatingRuntimeClasses(), ", ")+" that the cluster has, followed as RuntimeClasses come and go; none; or a RuntimeClass name.")
+	fs.StringVar(&o.policyBundles, "policy-bundles", strings.Join(policy.DefaultBundles, ","),
+		"Cluster-wide modes of the built-in policy bundles ("+strings.Join(policy.Bundles(), ", ")+"), comma-separated bundle[=mode] with mode enforce (the default for a bare name), warn, audit or off; bundles not named are off; \"none\" for all off. "+
+			"A namespace overrides a bundle's mode with the label "+policy.ModeLabelPrefix+"<bundle>=<mode>; --controller-namespace and kube-system are never blocked (enforce warns there).")
+	fs.StringVar(&o.policyDir, "policy-dir", "",
+		"Directory of ValidatingAdmissionPolicy YAML (policies, bindings, params) enforced in addition to the bundles; reloaded on change.")
+	fs.DurationVar(&o.policyReload, "policy-reload-interval", 10*time.Second, "How often --policy-dir is checked for changes.")
+	fs.DurationVar(&o.warmPoolGrace, "warm-pool-grace-period", 5*time.Minute,
+		"How long a warm pool member may take to become Ready before its pool reports it (Progressing=False and a WarmPoolNotProgressing event).")
+}
+
+// validate rejects flag values and combinations that cannot work.
+func (o *options) validate() error {
+	var errs []error
+	if len(validation.IsDNS1123Subdomain(o.clusterDomain)) > 0 {
+		errs = append(errs, fmt.Errorf("--cluster-domain=%q is not a DNS domain", o.clusterDomain))
+	}
+	for _, f := range []struct {
+		name  string
+		value int
+	}{
+		{"--sandbox-concurrent-workers", o.sandboxWorkers}, {"--sandbox-claim-concurrent-workers", o.claimWorkers},
+		{"--sandbox-warm-pool-concurrent-workers", o.warmPoolWorkers}, {"--sandbox-template-concurrent-workers", o.templateWorkers},
+		{"--sandbox-warm-pool-max-batch-size", o.warmPoolMaxBatch},
+	} {
+		if f.value < 1 {
+			errs = append(errs, fmt.Errorf("%s=%d: must be at least 1", f.name, f.value))
+		}
+	}
+	if o.burst < 1 && o.qps > 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst=%d: must be at least 1 when --kube-api-qps is set", o.burst))
+	}
+	if len(validation.IsDNS1123Label(o.controllerNamespace)) > 0 {
+		errs = append(errs, fmt.Errorf("--controller-namespace=%q is not a namespace name", o.controllerNamespace))
+	}
+	if len(validation.IsDNS1123Subdomain(o.controllerSA)) > 0 {
+		errs = append(errs, fmt.Errorf("--controller-service-account=%q is not a ServiceAccount name", o.controllerSA))
+	}
+	if err := runtimeclass.CheckSetting(o.defaultRuntimeClass); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := o.policyConfig(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.policyReload <= 0 {
+		errs = append(errs, fmt.Errorf("--policy-reload-interval=%s: must be positive", o.policyReload))
+	}
+	if o.warmPoolGrace <= 0 {
+		errs = append(errs, fmt.Errorf("--warm-pool-grace-period=%s: must be positive", o.warmPoolGrace))
+	}
+	if o.webhookCertManagement != "self" && o.webhookCertManagement != "provided" {
+		errs = append(errs, fmt.Errorf("--webhook-cert-management=%q: want self or provided", o.webhookCertManagement))
+	}
+	if o.enableWebhook && o.webhookCertManagement == "provided" && o.webhookCertDir == "" {
+		errs = append(errs, errors.New("--webhook-cert-management=provided needs --webhook-cert-dir with tls.crt and tls.key"))
+	}
+	if o.metricsCertDir != "" && !o.metricsSecure {
+		errs = append(errs, errors.New("--metrics-cert-dir needs --metrics-secure"))
+	}
+	if o.webhookPort < 1 || o.webhookPort > 65535 {
+		errs = append(errs, fmt.Errorf("--webhook-port=%d: not a port", o.webhookPort))
+	}
+	if strings.TrimSpace(o.fieldManager) == "" {
+		errs = append(errs, errors.New("--field-manager must not be empty"))
+	}
+	return errors.Join(errs...)
+}
+
+// policyConfig turns the policy flags into a policy configuration and
+// loads it once, so that invalid policies stop the controller at start.
+func (o *options) policyConfig() (policy.Config, error) {
+	var c policy.Config
+	spec := o.policyBundles
+	if strings.TrimSpace(spec) == "none" {
+		spec = ""
+	}
+	modes, err := policy.ParseModes(spec)
+	if err != nil {
+		return c, fmt.Errorf("--policy-bundles: %w", err)
+	}
+	c.Modes = modes
+	c.Dir = o.policyDir
+	if _, err := policy.LoadConfig(c); err != nil {
+		return c, fmt.Errorf("--policy-bundles/--policy-dir: %w", err)
+	}
+	return c, nil
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -87,7 +88,7 @@ func ClaimExpired(in ClaimPlanInputs) (bool, time.Time) {
 }
 
 func expiredBefore(c *extv1beta1.SandboxClaim) bool {
-	r := findCondition(c.Status.Conditions, extv1beta1.ConditionReady)
+	r := apimeta.FindStatusCondition(c.Status.Conditions, extv1beta1.ConditionReady)
 	return r != nil && r.Reason == extv1beta1.ReasonClaimExpired
 }
 

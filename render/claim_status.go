@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
@@ -74,7 +75,7 @@ func ClaimStatus(in ClaimStatusInputs) *extac.SandboxClaimApplyConfiguration {
 	case sb == nil:
 		conds.set(ready, metav1.ConditionFalse, extv1beta1.ReasonSandboxMissing, "Sandbox does not exist")
 	default:
-		r := findCondition(sb.Status.Conditions, sandboxv1beta1.ConditionReady)
+		r := apimeta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.ConditionReady)
 		switch {
 		case r == nil:
 			conds.set(ready, metav1.ConditionFalse, extv1beta1.ReasonSandboxNotReady, "Sandbox is not ready")
@@ -92,10 +93,10 @@ func ClaimStatus(in ClaimStatusInputs) *extac.SandboxClaimApplyConfiguration {
 
 	var finished *metav1.Condition
 	if sb != nil {
-		finished = findCondition(sb.Status.Conditions, sandboxv1beta1.ConditionFinished)
+		finished = apimeta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.ConditionFinished)
 	} else if in.Expired {
 		// The Sandbox may be gone after expiry; keep what was mirrored.
-		finished = findCondition(previous, extv1beta1.ConditionFinished)
+		finished = apimeta.FindStatusCondition(previous, extv1beta1.ConditionFinished)
 	}
 	if finished != nil {
 		// Mirrored verbatim, as upstream does: the Sandbox's
@@ -121,7 +122,7 @@ func ClaimStatus(in ClaimStatusInputs) *extac.SandboxClaimApplyConfiguration {
 // FinishedAt is when a Sandbox's Finished condition became True, zero if
 // it has not.
 func FinishedAt(conds []metav1.Condition) metav1.Time {
-	if c := findCondition(conds, sandboxv1beta1.ConditionFinished); c != nil && c.Status == metav1.ConditionTrue {
+	if c := apimeta.FindStatusCondition(conds, sandboxv1beta1.ConditionFinished); c != nil && c.Status == metav1.ConditionTrue {
 		return c.LastTransitionTime
 	}
 	return metav1.Time{}
@@ -141,7 +142,7 @@ func ClaimAnnotations(c *extv1beta1.SandboxClaim, name string, seen, readyAt tim
 	observed := c.Annotations[extv1beta1.AnnotationControllerFirstObservedAt]
 	firstReady := c.Annotations[extv1beta1.AnnotationClaimFirstReadyAt]
 	if firstReady == "" {
-		switch ready := findCondition(c.Status.Conditions, extv1beta1.ConditionReady); {
+		switch ready := apimeta.FindStatusCondition(c.Status.Conditions, extv1beta1.ConditionReady); {
 		case !readyAt.IsZero():
 			firstReady = readyAt.UTC().Format(time.RFC3339Nano)
 		case ready != nil && ready.Status == metav1.ConditionTrue:

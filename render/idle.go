@@ -3,6 +3,7 @@ package render
 import (
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -38,7 +39,7 @@ func IdleDeadline(sb *sandboxv1beta1.Sandbox, now time.Time) (IdleDecision, erro
 		return d, err
 	}
 	mode := sb.Spec.OperatingMode
-	ready := findCondition(sb.Status.Conditions, sandboxv1beta1.ConditionReady)
+	ready := apimeta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.ConditionReady)
 	switch {
 	case p.IdleTimeout <= 0, sb.DeletionTimestamp != nil, extv1beta1.IsUnclaimedWarmMember(sb),
 		mode != "" && mode != sandboxv1beta1.SandboxOperatingModeRunning,

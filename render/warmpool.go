@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -240,17 +241,8 @@ func sortForRemoval(members []*sandboxv1beta1.Sandbox) {
 
 // IsSandboxReady reports a Sandbox whose Ready condition is True.
 func IsSandboxReady(sb *sandboxv1beta1.Sandbox) bool {
-	c := findCondition(sb.Status.Conditions, sandboxv1beta1.ConditionReady)
+	c := apimeta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.ConditionReady)
 	return c != nil && c.Status == metav1.ConditionTrue
-}
-
-func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 // TemplateProbe is the Sandbox a template stands for, as the policies judge

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -110,7 +111,7 @@ func PlanWarmPool(in WarmPoolPlanInputs) (Plan, error) {
 	}
 	if in.PolicyDenied != "" {
 		creates = nil
-		if c := findCondition(in.previous(), extv1beta1.ConditionReady); c == nil || c.Reason != sandboxv1beta1.ReasonPolicyDenied {
+		if c := apimeta.FindStatusCondition(in.previous(), extv1beta1.ConditionReady); c == nil || c.Reason != sandboxv1beta1.ReasonPolicyDenied {
 			plan.Steps = append(plan.Steps, warmPoolEvent(p, corev1.EventTypeWarning, sandboxv1beta1.ReasonPolicyDenied, "Check",
 				deniedMessage(in.PolicyDenied), "the policies denied the new members"))
 		}

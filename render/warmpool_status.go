@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -52,7 +53,7 @@ func WarmPoolStatus(in WarmPoolStatusInputs) *extac.SandboxWarmPoolApplyConfigur
 			ready++
 			continue
 		}
-		if c := findCondition(m.Status.Conditions, sandboxv1beta1.ConditionPodScheduled); c != nil &&
+		if c := apimeta.FindStatusCondition(m.Status.Conditions, sandboxv1beta1.ConditionPodScheduled); c != nil &&
 			c.Status == metav1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 			unschedulable = append(unschedulable, m.Name)
 			continue
@@ -117,7 +118,7 @@ func WarmPoolUnschedulable(members []*sandboxv1beta1.Sandbox, grace time.Duratio
 		if m.DeletionTimestamp != nil || IsSandboxReady(m) || now.Sub(m.CreationTimestamp.Time) <= grace {
 			continue
 		}
-		if c := findCondition(m.Status.Conditions, sandboxv1beta1.ConditionPodScheduled); c != nil &&
+		if c := apimeta.FindStatusCondition(m.Status.Conditions, sandboxv1beta1.ConditionPodScheduled); c != nil &&
 			c.Status == metav1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 			n++
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -84,9 +85,9 @@ func (r *ClaimReconciler) applyStatus(ctx context.Context, claim *extv1beta1.San
 		r.status.remember(claim, fp, conditions, now)
 		r.status.rememberVersion(claim, deref(desired.ResourceVersion))
 	}
-	if c := findCondition(conditions, extv1beta1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue && !b.readyReported {
+	if c := apimeta.FindStatusCondition(conditions, extv1beta1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue && !b.readyReported {
 		b.readyReported = true
-		if old := findCondition(claim.Status.Conditions, extv1beta1.ConditionReady); old == nil || old.Status != metav1.ConditionTrue {
+		if old := apimeta.FindStatusCondition(claim.Status.Conditions, extv1beta1.ConditionReady); old == nil || old.Status != metav1.ConditionTrue {
 			seen := b.seen
 			if seen.IsZero() {
 				seen = now

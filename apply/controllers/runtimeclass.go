@@ -4,6 +4,7 @@ import (
 	"context"
 
 	nodev1 "k8s.io/api/node/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,7 +46,7 @@ func (r *SandboxReconciler) awaitingPod(ctx context.Context, _ client.Object) []
 		if sb.Spec.PodTemplate.Spec.RuntimeClassName != nil {
 			continue
 		}
-		if c := findCondition(sb.Status.Conditions, sandboxv1beta1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
+		if c := apimeta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
 			continue
 		}
 		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(sb)})
@@ -94,7 +95,7 @@ func (r *ClaimReconciler) deniedClaims(ctx context.Context, _ client.Object) []r
 	var out []reconcile.Request
 	for i := range list.Items {
 		c := &list.Items[i]
-		if ready := findCondition(c.Status.Conditions, extv1beta1.ConditionReady); ready != nil && ready.Reason == extv1beta1.ReasonPolicyDenied {
+		if ready := apimeta.FindStatusCondition(c.Status.Conditions, extv1beta1.ConditionReady); ready != nil && ready.Reason == extv1beta1.ReasonPolicyDenied {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
@@ -98,10 +99,10 @@ func (r *SandboxReconciler) becomesReadyFirstTime(sb *sandboxv1beta1.Sandbox, ne
 	if sb.Generation != 1 {
 		return false
 	}
-	if c := findCondition(r.reported(sb), sandboxv1beta1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
+	if c := apimeta.FindStatusCondition(r.reported(sb), sandboxv1beta1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
 		return false
 	}
-	c := findCondition(next, sandboxv1beta1.ConditionReady)
+	c := apimeta.FindStatusCondition(next, sandboxv1beta1.ConditionReady)
 	return c != nil && c.Status == metav1.ConditionTrue
 }
 
@@ -113,14 +114,5 @@ func readyReason(sb *sandboxv1beta1.Sandbox) string {
 }
 
 func statusCondition(sb *sandboxv1beta1.Sandbox, t string) *metav1.Condition {
-	return findCondition(sb.Status.Conditions, t)
-}
-
-func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
+	return apimeta.FindStatusCondition(sb.Status.Conditions, t)
 }

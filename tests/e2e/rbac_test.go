@@ -208,6 +208,14 @@ func TestControllerWithDeployRBAC(t *testing.T) {
 		if strings.Contains(line, "context canceled") {
 			continue
 		}
+		// controller-runtime reports its own release of the Lease on a
+		// SIGTERM (ReleaseOnCancel) as "leader election lost" when its
+		// error drain is still running at that moment (a race inside its
+		// stop sequence, seen once in nine runs); the Lease check above is
+		// what matters. A loss while running is not logged this way.
+		if strings.Contains(line, "error received after stop sequence was engaged") && strings.Contains(line, "leader election lost") {
+			continue
+		}
 		if strings.Contains(line, "forbidden") || strings.Contains(line, `"level":"error"`) {
 			t.Errorf("controller log: %s", line)
 		}

@@ -1,18 +1,20 @@
 package render
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
 )
 
 // Adopted is the Sandbox a warm member becomes once claim c takes it, as the
-// Adoption patch leaves it: controlled by the claim, out of the pool, with
+// Adoption apply leaves it (the pool's labels and reference are ours alone,
+// so the apply removes them): controlled by the claim, out of the pool, with
 // the claim's identity labels, the resume annotations of the template t (nil
 // when it is gone) and of the claim, and the claim's additional Pod metadata
 // in the pod template. It is what the policies judge before the adoption is
@@ -63,64 +65,79 @@ func Adopted(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, member *
 	return sb
 }
 
-// Adoption renders the change that hands a warm member to a claim, as a JSON
-// merge patch: the member's resourceVersion as a precondition (so two claims,
-// or two controllers, can never both take it), ownership moved from the pool
-// to the claim, the pool label removed, the claim's identity labels added,
-// the resume annotations of the template t (nil when it is gone) and of the
-// claim added (a pool never gives them to its members: an unclaimed member
-// is never suspended for being idle), and the claim's additional Pod
-// metadata added to the pod template. Nothing else of the member changes.
-func Adoption(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, member *sandboxv1beta1.Sandbox) ([]byte, error) {
+// Adoption renders the server-side apply that hands a warm member to a
+// claim, applied as manager (our field manager): what manager owns of the
+// member already (its Apply entry: the member as the pool created it),
+// with the member's resourceVersion as a precondition (so two claims, or
+// two controllers, can never both take it), the claim as its controller
+// in place of the pool, the pool's labels left out (an apply removes what
+// its manager owned and no longer sets), the claim's identity labels, the
+// resume annotations of the template t (nil when it is gone) and of the
+// claim (a pool never gives them to its members: an unclaimed member is
+// never suspended for being idle), and the claim's additional Pod
+// metadata in the pod template. The pod-name annotation is set only when
+// the member lacks it or manager holds it already: otherwise its value is
+// the one the adoption would set, and it stays with the manager that
+// keeps it (so that a later removal, when suspended, is that manager's
+// alone). Nothing else of the member changes.
+func Adoption(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, member *sandboxv1beta1.Sandbox, manager string) (*sandboxac.SandboxApplyConfiguration, error) {
 	if member.ResourceVersion == "" {
 		return nil, fmt.Errorf("render: adopting %s: no resourceVersion to guard the change with", member.Name)
 	}
-	owners := []metav1.OwnerReference{}
-	for _, ref := range member.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller {
-			continue
-		}
-		owners = append(owners, ref)
+	ac, err := sandboxac.ExtractSandbox(member, manager)
+	if err != nil {
+		return nil, fmt.Errorf("render: adopting %s: reading what %s owns of it: %w", member.Name, manager, err)
 	}
-	yes := true
-	owners = append(owners, metav1.OwnerReference{
-		APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxClaim", Name: c.Name, UID: c.UID,
-		Controller: &yes, BlockOwnerDeletion: &yes,
-	})
-	labels := map[string]any{}
+	ac.WithResourceVersion(member.ResourceVersion)
+	owners := ac.OwnerReferences
+	ac.OwnerReferences = nil
+	for _, ref := range owners {
+		if ref.Controller == nil || !*ref.Controller {
+			ac.WithOwnerReferences(&ref)
+		}
+	}
+	ac.WithOwnerReferences(metav1ac.OwnerReference().
+		WithAPIVersion(extv1beta1.GroupVersion.String()).WithKind("SandboxClaim").WithName(c.Name).WithUID(c.UID).
+		WithController(true).WithBlockOwnerDeletion(true))
 	for k, v := range adoptedLabels(c) {
 		if v == "" {
-			labels[k] = nil // removed
+			delete(ac.Labels, k) // removed: ours to give up
 		} else {
-			labels[k] = v
+			ac.WithLabels(map[string]string{k: v})
 		}
 	}
-	// As upstream, in the same patch as the ownership transfer: the Pod
-	// the adopted Sandbox keeps.
-	annotations := map[string]any{sandboxv1beta1.AnnotationPodName: PodName(member)}
-	for k, v := range adoptedResumeAnnotations(c, t) {
-		annotations[k] = v
+	annotations := maps.Clone(adoptedResumeAnnotations(c, t))
+	if annotations == nil {
+		annotations = map[string]string{}
 	}
-	patch := map[string]any{
-		"metadata": map[string]any{
-			"resourceVersion": member.ResourceVersion,
-			"ownerReferences": owners,
-			"labels":          labels,
-			"annotations":     annotations,
-		},
+	if _, held := ac.Annotations[sandboxv1beta1.AnnotationPodName]; held || member.Annotations[sandboxv1beta1.AnnotationPodName] == "" {
+		// As upstream, in the same change as the ownership transfer:
+		// the Pod the adopted Sandbox keeps.
+		annotations[sandboxv1beta1.AnnotationPodName] = PodName(member)
+	}
+	if len(annotations) > 0 {
+		ac.WithAnnotations(annotations)
 	}
 	extra := c.Spec.AdditionalPodMetadata
 	if len(extra.Labels) > 0 || len(extra.Annotations) > 0 {
-		meta := map[string]any{}
+		if ac.Spec == nil {
+			ac.WithSpec(sandboxac.SandboxSpec())
+		}
+		if ac.Spec.PodTemplate == nil {
+			ac.Spec.WithPodTemplate(sandboxac.PodTemplate())
+		}
+		if ac.Spec.PodTemplate.ObjectMeta == nil {
+			ac.Spec.PodTemplate.WithObjectMeta(sandboxac.PodMetadata())
+		}
+		meta := ac.Spec.PodTemplate.ObjectMeta
 		if len(extra.Labels) > 0 {
-			meta["labels"] = extra.Labels
+			meta.WithLabels(extra.Labels)
 		}
 		if len(extra.Annotations) > 0 {
-			meta["annotations"] = extra.Annotations
+			meta.WithAnnotations(extra.Annotations)
 		}
-		patch["spec"] = map[string]any{"podTemplate": map[string]any{"metadata": meta}}
 	}
-	return json.Marshal(patch)
+	return ac, nil
 }
 
 // labelPodTemplateHash is upstream's pool member label (its hash of the pod

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -44,6 +43,9 @@ type ClaimPlanInputs struct {
 	// (WarmPoolRemovals), which a claim never takes.
 	Candidates []*sandboxv1beta1.Sandbox
 	Removals   []*sandboxv1beta1.Sandbox
+	// FieldManager is the field manager an adoption applies as: what it
+	// owns of the member is kept.
+	FieldManager string
 	// Refused is a member whose adoption the API server refused
 	// (Forbidden or Invalid) for RefusedReason: the claim takes no
 	// member, it cold-starts.
@@ -111,8 +113,8 @@ func ClaimMayTake(pool *extv1beta1.SandboxWarmPool, removals []*sandboxv1beta1.S
 // its shutdownPolicy says (PlanClaimExpiry). A bound claim reports its
 // Sandbox. An unbound claim gets one: a warm member, when the claim can
 // take one (it injects no variables and asks for no volumes) and the pool
-// offers one it may take (ClaimMayTake), adopted with a merge patch
-// guarded by the member's resourceVersion; else one of its own, created
+// offers one it may take (ClaimMayTake), adopted by an apply guarded by
+// the member's resourceVersion (AdoptionStep); else one of its own, created
 // cold from the template, named after the claim. What the claim gets is
 // judged by the policies first. A claim that cannot be served comes back
 // as a rejection too, with a plan that holds the events before it and the
@@ -221,7 +223,7 @@ func planAdoption(in ClaimPlanInputs, m *sandboxv1beta1.Sandbox, plan *Plan) ([]
 	if rej := in.judge(Adopted(c, in.Template, m), "the warm member as the claim takes it", plan); rej != nil {
 		return nil, rej, nil
 	}
-	adopt, err := AdoptionStep(c, in.Template, m)
+	adopt, err := AdoptionStep(c, in.Template, m, in.FieldManager)
 	if err != nil {
 		return nil, nil, fmt.Errorf("adopting Sandbox %s: %w", m.Name, err)
 	}
@@ -232,17 +234,17 @@ func planAdoption(in ClaimPlanInputs, m *sandboxv1beta1.Sandbox, plan *Plan) ([]
 	}, nil, nil
 }
 
-// AdoptionStep is the step that hands member m to claim c (Adoption): a
-// merge patch guarded by the member's resourceVersion, with the resume
-// annotations of template t (nil when it is gone). A member that changed
-// since it was judged (its status moved on) is taken by the step made
-// again from it as read anew.
-func AdoptionStep(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, m *sandboxv1beta1.Sandbox) (Step, error) {
-	patch, err := Adoption(c, t, m)
+// AdoptionStep is the step that hands member m to claim c (Adoption): an
+// apply as manager, forced, guarded by the member's resourceVersion, with
+// the resume annotations of template t (nil when it is gone). A member
+// that changed since it was judged (its status moved on, or its ownership
+// was upgraded) is taken by the step made again from it as read anew.
+func AdoptionStep(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, m *sandboxv1beta1.Sandbox, manager string) (Step, error) {
+	ac, err := Adoption(c, t, m, manager)
 	if err != nil {
 		return Step{}, err
 	}
-	return Step{Action: ActionAdopt, Kind: "Sandbox", Namespace: m.Namespace, Name: m.Name, Object: json.RawMessage(patch), Live: m,
+	return Step{Action: ActionAdopt, Kind: "Sandbox", Namespace: m.Namespace, Name: m.Name, Object: ac, Live: m,
 		Reason: "take a Ready warm member of the pool, guarded by its resourceVersion"}, nil
 }
 

@@ -18,6 +18,9 @@ import (
 // gives a pool.yaml), which its members name as their controller.
 const poolUID = "5f0d7c2e-0000-4000-8000-pool"
 
+// goldenFieldManager is the field manager claim cases adopt members as.
+const goldenFieldManager = "agent-sandbox-controller"
+
 // assertClaimPlan checks a claim case's plan.yaml: the claim's reconcile as
 // PlanClaim decides it from what the case observes. A claim that is bound,
 // expired or refused as status.yaml says (validated) reports status.yaml's
@@ -31,7 +34,7 @@ func assertClaimPlan(t *testing.T, c golden.Case, claim *extv1beta1.SandboxClaim
 	in := ClaimPlanInputs{
 		Claim: claim, SandboxName: obs.SandboxName, Pending: obs.Pending,
 		ExpiredHere: obs.Expired, NotOwned: obs.ExpiredMessage,
-		Pool: pool, Template: tmpl, Policies: obs.Policies, Now: now.Time,
+		Pool: pool, Template: tmpl, Policies: obs.Policies, Now: now.Time, FieldManager: goldenFieldManager,
 	}
 	if obs.NoPool {
 		in.Pool = nil

@@ -136,8 +136,9 @@ func FinishedAt(conds []metav1.Condition) metav1.Time {
 // while name is empty) and agents.x-k8s.io/claim-first-ready-at (readyAt,
 // when the controller first reported the claim Ready, or "unknown" when
 // it was Ready before the controller saw it; kept once written). It is an
-// apply of those annotations only, guarded by the claim's UID so a claim
-// deleted meanwhile is never recreated.
+// annotate step (an apply of those annotations only, under the annotation
+// manager), guarded by the claim's UID so a claim deleted meanwhile is
+// never recreated.
 func ClaimAnnotations(c *extv1beta1.SandboxClaim, name string, seen, readyAt time.Time) *Step {
 	observed := c.Annotations[extv1beta1.AnnotationControllerFirstObservedAt]
 	firstReady := c.Annotations[extv1beta1.AnnotationClaimFirstReadyAt]
@@ -167,7 +168,7 @@ func ClaimAnnotations(c *extv1beta1.SandboxClaim, name string, seen, readyAt tim
 		// Keep what an earlier write recorded.
 		annotations[extv1beta1.AnnotationSandboxName] = old
 	}
-	return &Step{Action: ActionApply, Kind: "SandboxClaim", Namespace: c.Namespace, Name: c.Name, Live: c,
+	return &Step{Action: ActionAnnotate, Kind: "SandboxClaim", Namespace: c.Namespace, Name: c.Name, Live: c,
 		Object: extac.SandboxClaim(c.Name, c.Namespace).WithUID(c.UID).WithAnnotations(annotations),
 		Reason: "record when the claim was first seen and first Ready, and its Sandbox, as upstream does"}
 }

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -106,7 +105,7 @@ func TestTemplateGolden(t *testing.T) {
 // claimObserved is a claim case's observed.yaml.
 type claimObserved struct {
 	// Member is a warm member to adopt: desired.yaml then holds the
-	// adoption patch instead of a cold Sandbox.
+	// adoption's apply configuration instead of a cold Sandbox.
 	Member *sandboxv1beta1.Sandbox `json:"member,omitempty"`
 	// Sandbox is the bound Sandbox as observed, for status.
 	Sandbox        *sandboxv1beta1.Sandbox `json:"sandbox,omitempty"`
@@ -153,15 +152,11 @@ func TestClaimGolden(t *testing.T) {
 			}
 			switch {
 			case obs.Member != nil:
-				patch, err := Adoption(&claim, &tmpl, obs.Member)
+				ac, err := Adoption(&claim, &tmpl, obs.Member, goldenFieldManager)
 				if err != nil {
 					t.Fatalf("adoption: %v", err)
 				}
-				var v any
-				if err := json.Unmarshal(patch, &v); err != nil {
-					t.Fatal(err)
-				}
-				out["adoptionPatch"] = v
+				out["adoption"] = ac
 			case rej == nil:
 				sb, err := ClaimSandbox(ClaimInputs{Claim: &claim, Template: &tmpl})
 				if err != nil {

@@ -156,7 +156,7 @@ func FuzzClaim(f *testing.F) {
 			}
 			member := &sandboxv1beta1.Sandbox{}
 			member.Name, member.Namespace, member.UID, member.ResourceVersion = "m", claim.Namespace, "u", "1"
-			_, _ = Adoption(claim, tmpl, member)
+			_, _ = Adoption(claim, tmpl, member, "m")
 			_ = Adopted(claim, tmpl, member)
 			_ = ClaimExpiry(claim, fuzzNow.Time)
 			_ = ClaimStatus(ClaimStatusInputs{Claim: claim, Rejection: rej, Now: fuzzNow})

@@ -48,12 +48,16 @@ const (
 	ActionCreate Action = "create"
 	// ActionDelete deletes the object under Preconditions.
 	ActionDelete Action = "delete"
-	// ActionAdopt hands a warm member to a claim: Object is the JSON
-	// merge patch (render.Adoption) guarded by the member's
-	// resourceVersion, so two claims can never both take it.
+	// ActionAdopt hands a warm member to a claim: Object is the Sandbox
+	// apply configuration (render.Adoption) applied with our field
+	// manager, forced, carrying the member's resourceVersion, so two
+	// claims can never both take it.
 	ActionAdopt Action = "adopt"
-	// ActionAnnotate sets (or, for a nil value, removes) Annotations on
-	// the object with a merge patch of those keys only.
+	// ActionAnnotate applies Object, an apply configuration holding only
+	// the object's name, UID (so a namesake is never created or touched)
+	// and the annotations the controller records on it, under the
+	// engine's annotation manager, forced; Remove lists annotations it
+	// takes off (left out of Object; released by our other managers too).
 	ActionAnnotate Action = "annotate"
 	// ActionStatus applies Object, an apply configuration holding only
 	// status, to the status subresource.
@@ -72,16 +76,18 @@ type Step struct {
 	Name      string `json:"name"`
 	// Reason says in a few words why the step is there.
 	Reason string `json:"reason"`
-	// Object is the apply configuration of apply, apply-force and status
-	// steps, the object of a create step, the patch of an adopt step.
+	// Object is the apply configuration of apply, apply-force, adopt,
+	// annotate and status steps, the object of a create step.
 	Object any `json:"object,omitempty"`
-	// Preconditions guard a delete: it fails rather than delete an object
-	// that is not the one decided on.
+	// Preconditions guard a delete (UID, resourceVersion), or a status
+	// step (resourceVersion): it fails rather than write an object that is
+	// not the one decided on. A resourceVersion of an object an earlier
+	// step of the plan wrote is the version that write left.
 	Preconditions *Preconditions `json:"preconditions,omitempty"`
 	// Propagation is a delete's propagation policy; nil: the default.
 	Propagation *metav1.DeletionPropagation `json:"propagation,omitempty"`
-	// Annotations are an annotate step's changes: nil values remove.
-	Annotations map[string]*string `json:"annotations,omitempty"`
+	// Remove are the annotations an annotate step takes off.
+	Remove []string `json:"remove,omitempty"`
 	// Event is an event step's event.
 	Event *Event `json:"event,omitempty"`
 	// Immediate marks a status step that is written at once, whatever the

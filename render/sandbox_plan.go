@@ -321,12 +321,15 @@ func (p *sandboxPlanner) podName() {
 	if (want == "" && !ok) || (want != "" && have == want) {
 		return
 	}
-	var value *string
+	ac := sandboxac.Sandbox(sb.Name, sb.Namespace).WithUID(sb.UID)
+	var remove []string
 	if want != "" {
-		value = ptr.To(want)
+		ac.WithAnnotations(map[string]string{sandboxv1beta1.AnnotationPodName: want})
+	} else {
+		remove = []string{sandboxv1beta1.AnnotationPodName}
 	}
 	p.add(Step{Action: ActionAnnotate, Kind: "Sandbox", Namespace: sb.Namespace, Name: sb.Name, Reason: why,
-		Annotations: map[string]*string{sandboxv1beta1.AnnotationPodName: value}, Live: sb})
+		Object: ac, Remove: remove, Live: sb})
 }
 
 func readyReason(sb *sandboxv1beta1.Sandbox) string {

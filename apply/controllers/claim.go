@@ -196,6 +196,7 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	in := render.ClaimPlanInputs{
 		Claim: claim, SandboxName: name, Sandbox: sb, Pending: pending, ExpiredHere: b.expired,
 		Seen: b.seen, ReadyAt: b.readyAt, Previous: r.status.previous(claim), Now: now,
+		FieldManager: r.Engine.FieldManager(),
 	}
 	// Expiry comes first: an expired claim never binds again.
 	if expired, _ := render.ClaimExpired(in); expired {

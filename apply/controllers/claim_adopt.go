@@ -74,7 +74,7 @@ func (r *ClaimReconciler) adoptWarm(ctx context.Context, claim *extv1beta1.Sandb
 			r.Queue.Return(m)
 			return warm{}, fmt.Errorf("claim %s: the plan takes no warm member", claim.Name)
 		}
-		sb, _, err := adoptSandbox(ctx, r.Engine, step)
+		sb, err := r.take(ctx, claim, in.Template, m, step)
 		switch {
 		case err == nil:
 			return warm{sb: sb, plan: plan}, nil
@@ -97,8 +97,8 @@ func (r *ClaimReconciler) adoptWarm(ctx context.Context, claim *extv1beta1.Sandb
 			}
 			// The same member, judged already: the step is made again
 			// from it as read now, guarded by its new resourceVersion.
-			if again, err := render.AdoptionStep(claim, in.Template, live); err == nil {
-				if sb, _, err := adoptSandbox(ctx, r.Engine, again); err == nil {
+			if again, err := render.AdoptionStep(claim, in.Template, live, r.Engine.FieldManager()); err == nil {
+				if sb, err := r.take(ctx, claim, in.Template, live, again); err == nil {
 					return warm{sb: sb, plan: plan}, nil
 				}
 			}
@@ -118,6 +118,33 @@ func (r *ClaimReconciler) adoptWarm(ctx context.Context, claim *extv1beta1.Sandb
 		}
 	}
 	return warm{}, nil
+}
+
+// take carries out the adopt step for member m. A member our field manager
+// still owns through an Update entry (created by an older controller, or
+// its upgrade after the create was lost) is upgraded first, guarded by its
+// resourceVersion, and the step made again from it as upgraded: only then
+// does the apply remove the pool's labels and reference.
+func (r *ClaimReconciler) take(ctx context.Context, claim *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate,
+	m *sandboxv1beta1.Sandbox, step render.Step) (*sandboxv1beta1.Sandbox, error) {
+	if len(m.ManagedFields) == 0 {
+		// What our field manager owns cannot be told: an apply built
+		// without it could give up fields of the member.
+		return nil, fmt.Errorf("adopting Sandbox %s: read without managedFields", m.Name)
+	}
+	if r.Engine.NeedsUpgrade(m) {
+		up := m.DeepCopy()
+		if _, err := r.Engine.UpgradeOwnership(ctx, "Sandbox", up); err != nil {
+			return nil, err
+		}
+		again, err := render.AdoptionStep(claim, t, up, r.Engine.FieldManager())
+		if err != nil {
+			return nil, err
+		}
+		step = again
+	}
+	sb, _, err := adoptSandbox(ctx, r.Engine, step)
+	return sb, err
 }
 
 // adoptStep is the adopt step of a plan.

@@ -2,14 +2,11 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,7 +20,9 @@ import (
 )
 
 // execute carries out one object step of a plan through the engine:
-// apply, apply-force, create, adopt, delete and annotate. It decides nothing: the step
+// apply, apply-force, create, adopt, delete and annotate, each a server-side
+// apply but for a create (create-only, its ownership then upgraded by the
+// engine) and a guarded delete. It decides nothing: the step
 // says what to write and to which object; whether a request is needed is
 // the engine's diff. Status and event steps are the reconciler's (they go
 // through its memory of what it last wrote and reported).
@@ -53,7 +52,7 @@ func execute(ctx context.Context, e *ssa.Engine, s render.Step) (ssa.Change, err
 			return c, err
 		}
 	case render.ActionAdopt:
-		if _, ok := s.Object.(json.RawMessage); ok {
+		if _, ok := s.Object.(*sandboxac.SandboxApplyConfiguration); ok {
 			_, c, err := adoptSandbox(ctx, e, s)
 			return c, err
 		}
@@ -71,15 +70,7 @@ func execute(ctx context.Context, e *ssa.Engine, s render.Step) (ssa.Change, err
 		}
 		return e.Delete(ctx, s.Kind, obj, opts...)
 	case render.ActionAnnotate:
-		obj, ok := s.Live.(client.Object)
-		if !ok {
-			break
-		}
-		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": s.Annotations}})
-		if err != nil {
-			return ssa.Change{}, err
-		}
-		return e.Patch(ctx, s.Kind, obj, client.RawPatch(types.MergePatchType, body), e.FieldManager())
+		return annotate(ctx, e, s)
 	}
 	return ssa.Change{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name},
 		fmt.Errorf("plan step %s %s %s cannot be executed", s.Action, s.Kind, s.Name)
@@ -97,14 +88,24 @@ func createSandbox(ctx context.Context, e *ssa.Engine, s render.Step) (*sandboxv
 	return sb, c, exists, err
 }
 
-// adoptSandbox carries out an adopt step: the step's JSON merge patch,
-// which carries the member's resourceVersion as its precondition. It
-// returns the Sandbox as the API server returned it.
+// adoptSandbox carries out an adopt step: the step's apply configuration,
+// applied with our field manager and forced (the merge patch it replaces
+// set the claim's ownership, labels and annotations whatever held them;
+// an adoption refused over a label someone else set would leave the claim
+// retrying the member), carrying the member's resourceVersion as its
+// precondition (a mismatch fails with a Conflict, apierrors.IsConflict).
+// It returns the Sandbox as the API server returned it.
 func adoptSandbox(ctx context.Context, e *ssa.Engine, s render.Step) (*sandboxv1beta1.Sandbox, ssa.Change, error) {
-	patch, _ := s.Object.(json.RawMessage)
-	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name}}
-	c, err := e.Patch(ctx, s.Kind, sb, client.RawPatch(types.MergePatchType, patch), e.FieldManager())
-	return sb, c, err
+	ac, _ := s.Object.(*sandboxac.SandboxApplyConfiguration)
+	c, err := ssa.Apply(ctx, e, s.Kind, ac, liveAs[*sandboxv1beta1.Sandbox](s.Live), sandboxac.ExtractSandbox, ssa.Options{Force: true})
+	if err != nil {
+		return nil, c, err
+	}
+	sb := &sandboxv1beta1.Sandbox{}
+	if err := convert(ac, sb); err != nil {
+		return nil, c, fmt.Errorf("reading the adopted Sandbox %s: %w", s.Name, err)
+	}
+	return sb, c, nil
 }
 
 // liveAs is the observed object of a step as its type, a nil one when there

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -160,11 +159,14 @@ func (r *SandboxReconciler) settle(ctx context.Context, sb *sandboxv1beta1.Sandb
 	return result, r.writeStatus(ctx, sb, desired)
 }
 
-// trackPodName carries out the plan's pod-name annotation patch, unless
+// trackPodName carries out the plan's pod-name annotate step, unless
 // this process sent the same one moments ago and the cache has not shown
 // it yet.
 func (r *SandboxReconciler) trackPodName(ctx context.Context, sb *sandboxv1beta1.Sandbox, s render.Step) error {
-	want := ptr.Deref(s.Annotations[sandboxv1beta1.AnnotationPodName], "")
+	want := ""
+	if ac, ok := s.Object.(*sandboxac.SandboxApplyConfiguration); ok {
+		want = ac.Annotations[sandboxv1beta1.AnnotationPodName]
+	}
 	m := r.recall(sb)
 	now := r.Clock.Now()
 	if m != nil && m.podName == want && now.Sub(m.podNameAt) < ssa.CreateExpectation {

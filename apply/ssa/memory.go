@@ -17,11 +17,7 @@ import (
 // without our managedFields entry changing (another writer that sets them
 // takes or shares ownership), so while that entry and desired stay the same
 // the answer stays yes.
-func (e *Engine) ownsDesired(c Change, live client.Object, subresource string, desired any, extract func() (any, error)) (bool, error) {
-	manager := e.fieldManager
-	if subresource != "" {
-		manager = e.statusManager
-	}
+func (e *Engine) ownsDesired(c Change, live client.Object, manager, subresource string, desired any, extract func() (any, error)) (bool, error) {
 	k := key(c)
 	managed := managedEntry(live, manager, subresource)
 	fp := digest(Fingerprint(desired))
@@ -112,9 +108,11 @@ func (e *Engine) recentlyCreated(c Change, desired any) bool {
 
 // Forget drops what the engine remembers about an object (it was deleted).
 func (e *Engine) Forget(kind, namespace, name string) {
-	k := key(Change{Kind: kind, Namespace: namespace, Name: name})
-	e.written.Delete(k)
-	e.verified.Delete(k)
+	for _, kind := range []string{kind, kind + "|" + e.AnnotationManager()} {
+		k := key(Change{Kind: kind, Namespace: namespace, Name: name})
+		e.written.Delete(k)
+		e.verified.Delete(k)
+	}
 }
 
 func key(c Change) string { return c.Kind + "/" + c.Namespace + "/" + c.Name }

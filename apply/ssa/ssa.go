@@ -15,6 +15,7 @@ import (
 // Engine applies objects with server-side apply.
 type Engine struct {
 	client        client.Client
+	reader        client.Reader
 	fieldManager  string
 	statusManager string
 
@@ -73,11 +74,23 @@ type write struct {
 // New returns an Engine writing through c (writes always reach the API
 // server; reads of live objects are the caller's, normally from a cache).
 func New(c client.Client, fieldManager, statusManager string) *Engine {
-	return &Engine{client: c, fieldManager: fieldManager, statusManager: statusManager}
+	return &Engine{client: c, reader: c, fieldManager: fieldManager, statusManager: statusManager}
 }
+
+// ReadWith sets the reader the engine reads an object with when a write of
+// its own lost a race (the ownership upgrade after a create): one that
+// reads past the cache. Without it, the engine reads through its client.
+func (e *Engine) ReadWith(r client.Reader) { e.reader = r }
 
 // FieldManager is the field manager of objects.
 func (e *Engine) FieldManager() string { return e.fieldManager }
+
+// AnnotationManager is the field manager of the annotations the controller
+// records on objects it does not otherwise write (a claim's binding
+// annotations) or writes apart from the rest (a Sandbox's pod-name): an
+// apply of only those annotations under FieldManager would give up, and so
+// remove, everything else FieldManager applied.
+func (e *Engine) AnnotationManager() string { return e.fieldManager + "-annotations" }
 
 // StatusManager is the field manager of status.
 func (e *Engine) StatusManager() string { return e.statusManager }
@@ -118,8 +131,18 @@ type ApplyConfiguration interface {
 // Options change one apply.
 type Options struct {
 	// Force takes ownership of fields another manager holds. Only for
-	// adoption, where the user asked us to take an object over.
+	// adoption, where the user asked us to take an object over, and for
+	// the annotations the controller alone decides.
 	Force bool
+	// Manager is the field manager to apply as; empty: FieldManager.
+	Manager string
+}
+
+func (e *Engine) manager(opts Options) string {
+	if opts.Manager != "" {
+		return opts.Manager
+	}
+	return e.fieldManager
 }
 
 // Apply applies desired unless what our field manager owns of live already
@@ -130,15 +153,21 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 	extract func(O, string) (AC, error), opts Options) (change Change, err error) {
 	change = Change{Kind: kind, Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Created}
 	defer func() { e.observeOK(change, err) }()
-	if isNil(live) && e.recentlyCreated(change, desired) {
+	manager := e.manager(opts)
+	memo := change
+	if manager != e.fieldManager {
+		// What another of our managers wrote is remembered apart.
+		memo.Kind += "|" + manager
+	}
+	if isNil(live) && e.recentlyCreated(memo, desired) {
 		e.skipped.Add(1)
 		change.Action, change.Pending = Unchanged, true
 		return change, nil
 	}
 	if !isNil(live) {
-		same, err := e.ownsDesired(change, live, "", desired, func() (any, error) { return extract(live, e.fieldManager) })
+		same, err := e.ownsDesired(memo, live, manager, "", desired, func() (any, error) { return extract(live, manager) })
 		if err != nil {
-			return change, fmt.Errorf("extracting the fields %s owns of %s: %w", e.fieldManager, kind, err)
+			return change, fmt.Errorf("extracting the fields %s owns of %s: %w", manager, kind, err)
 		}
 		if same {
 			e.skipped.Add(1)
@@ -147,7 +176,7 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 		}
 		change.Action = Configured
 	}
-	applyOpts := []client.ApplyOption{client.FieldOwner(e.fieldManager)}
+	applyOpts := []client.ApplyOption{client.FieldOwner(manager)}
 	if opts.Force {
 		applyOpts = append(applyOpts, client.ForceOwnership)
 	}
@@ -156,7 +185,8 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 	if err := e.client.Apply(ctx, desired, applyOpts...); err != nil {
 		return change, wrapConflict(kind, change, err)
 	}
-	e.noteWrite(change, desired, sent)
+	memo.Action = change.Action
+	e.noteWrite(memo, desired, sent)
 	return change, nil
 }
 
@@ -167,7 +197,7 @@ func ApplyStatus[O client.Object, AC ApplyConfiguration](ctx context.Context, e 
 	extractStatus func(O, string) (AC, error)) (change Change, err error) {
 	change = Change{Kind: kind + "Status", Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Configured}
 	defer func() { e.observeOK(change, err) }()
-	same, err := e.ownsDesired(change, live, "status", desired, func() (any, error) { return extractStatus(live, e.statusManager) })
+	same, err := e.ownsDesired(change, live, e.statusManager, "status", desired, func() (any, error) { return extractStatus(live, e.statusManager) })
 	if err != nil {
 		return change, fmt.Errorf("extracting the status fields %s owns of %s: %w", e.statusManager, kind, err)
 	}

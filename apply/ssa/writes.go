@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Delete deletes obj, guarded by its UID so that a newer object of the same
@@ -118,7 +119,10 @@ func isNil(o any) bool {
 // whose name is derived deterministically, so that a caller acting on a
 // stale view can never end up with two. An object that already exists is
 // reported as Unchanged with exists set; nothing is overwritten. The object
-// is owned by the engine's field manager.
+// is owned by the engine's field manager: the create records that in an
+// Update entry, which is then made an Apply entry (UpgradeOwnership), so a
+// later apply of ours can remove what it no longer sets. obj is left as the
+// API server last returned it.
 func (e *Engine) Create(ctx context.Context, kind string, obj client.Object) (change Change, exists bool, err error) {
 	change = Change{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Created}
 	e.applies.Add(1)
@@ -131,21 +135,10 @@ func (e *Engine) Create(ctx context.Context, kind string, obj client.Object) (ch
 		return change, false, fmt.Errorf("creating %s: %w", kind, err)
 	}
 	e.observe(change)
-	return change, false, nil
-}
-
-// Patch sends a patch to obj under the given field manager and reads the
-// result back into obj. It is for changes server-side apply cannot express
-// safely, such as moving ownership of an object between owners under a
-// resourceVersion precondition carried in the patch; a failed precondition
-// comes back as a Conflict error (apierrors.IsConflict).
-func (e *Engine) Patch(ctx context.Context, kind string, obj client.Object, patch client.Patch, fieldManager string) (Change, error) {
-	change := Change{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Configured}
-	e.applies.Add(1)
-	e.Forget(kind, obj.GetNamespace(), obj.GetName())
-	if err := e.client.Patch(ctx, obj, patch, client.FieldOwner(fieldManager)); err != nil {
-		return change, err
+	if err := e.upgradeAfterCreate(ctx, kind, obj); err != nil {
+		// The object exists and is ours; only the form of our ownership
+		// is not upgraded yet. An adoption upgrades it before it applies.
+		log.FromContext(ctx).Info("ownership of a created object not moved to an apply entry yet", "kind", kind, "name", obj.GetName(), "error", err)
 	}
-	e.observe(change)
-	return change, nil
+	return change, false, nil
 }

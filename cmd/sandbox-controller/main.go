@@ -160,6 +160,7 @@ func run(o options) error {
 		return err
 	}
 	engine := ssa.New(mgr.GetClient(), o.fieldManager, o.fieldManager+"-status")
+	engine.ReadWith(mgr.GetAPIReader())
 	engine.Observe(metrics.ObserveChange)
 	sandboxes := &controllers.SandboxReconciler{
 		Client: mgr.GetClient(), Engine: engine, Recorder: mgr.GetEventRecorder("sandbox-controller"),

@@ -126,6 +126,7 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running,
 		return nil, err
 	}
 	r.Engine = ssa.New(mgr.GetClient(), FieldManager, StatusManager)
+	r.Engine.ReadWith(mgr.GetAPIReader())
 	r.Defaults = o.Defaults
 	if o.DefaultRuntimeClass != "" {
 		src := runtimeclass.New(o.DefaultRuntimeClass, policy.IsolatingRuntimeClasses(), mgr.GetCache(), ctrl.Log.WithName("runtime-class"))

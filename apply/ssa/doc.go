@@ -3,6 +3,13 @@
 // against what our field manager already owns (client-go's managed-fields
 // extraction), so an object that is already as desired costs no request.
 //
+// Every write is an apply but two: Create (create-only, for objects whose
+// name is derived, so a stale view never overwrites one; the create's Update
+// entry is then moved into our Apply entry with client-go's csaupgrade, so a
+// later apply of ours can remove a field) and Delete (guarded by UID, and by
+// resourceVersion where asked). Annotations the controller records apart
+// from the rest are applied under their own manager (AnnotationManager).
+//
 // It returns what it did as a change set (Kind/namespace/name: created,
 // configured, unchanged or deleted). It never forces ownership of fields
 // another manager holds unless the caller asks (adoption), and it has no

@@ -79,10 +79,8 @@ type Step struct {
 	// Object is the apply configuration of apply, apply-force, adopt,
 	// annotate and status steps, the object of a create step.
 	Object any `json:"object,omitempty"`
-	// Preconditions guard a delete (UID, resourceVersion), or a status
-	// step (resourceVersion): it fails rather than write an object that is
-	// not the one decided on. A resourceVersion of an object an earlier
-	// step of the plan wrote is the version that write left.
+	// Preconditions guard a delete: it fails rather than delete an object
+	// that is not the one decided on.
 	Preconditions *Preconditions `json:"preconditions,omitempty"`
 	// Propagation is a delete's propagation policy; nil: the default.
 	Propagation *metav1.DeletionPropagation `json:"propagation,omitempty"`

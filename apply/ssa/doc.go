@@ -3,6 +3,15 @@
 // against what our field manager already owns (client-go's managed-fields
 // extraction), so an object that is already as desired costs no request.
 //
+// What was written is remembered in one type, Memory: a record per object
+// (kind, namespace and name; the object's UID, so that a namesake is never
+// taken for it), with the resourceVersion the write produced, a digest of
+// the intent written, when, and what the writer keeps with it. The engine
+// keeps two: its writes (created moments ago, no-op writes), swept so that
+// only the last minute's stay, and the objects whose owned fields
+// extraction found equal to the desired ones (forgotten with the object).
+// The reconcilers keep theirs in one too.
+//
 // It returns what it did as a change set (Kind/namespace/name: created,
 // configured, unchanged or deleted). It never forces ownership of fields
 // another manager holds unless the caller asks (adoption), and it has no

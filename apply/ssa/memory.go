@@ -91,19 +91,6 @@ func (m *Memory) Remember(k Key, r Record) (previous Record, had bool) {
 	return previous, had
 }
 
-// Update changes the record under k for the object with uid in place: f
-// is given it, or an empty record of uid when there is none for this
-// object. The writers of one object are serialised (one reconcile per
-// object at a time), so this does not race with itself.
-func (m *Memory) Update(k Key, uid types.UID, f func(*Record)) {
-	r, ok := m.Recall(k, uid)
-	if !ok {
-		r = Record{UID: uid}
-	}
-	f(&r)
-	m.m.Store(k, r)
-}
-
 // Forget drops the records under keys: the objects are gone.
 func (m *Memory) Forget(keys ...Key) {
 	for _, k := range keys {

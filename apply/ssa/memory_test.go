@@ -44,16 +44,13 @@ func TestMemoryKeyedByUID(t *testing.T) {
 		t.Error("a record under another kind was recalled")
 	}
 
-	// Update starts the namesake afresh, and keeps the object's own record.
-	m.Update(k, "new", func(r *Record) {
-		if r.UID != "new" || r.Intent != "" || r.ResourceVersion != "" {
-			t.Errorf("update of the namesake starts from %+v", *r)
-		}
-		r.ResourceVersion = "9"
-	})
-	m.Update(k, "new", func(r *Record) { r.Intent = "x" })
-	if r, _ := m.Recall(k, "new"); r.ResourceVersion != "9" || r.Intent != "x" {
-		t.Errorf("after updates: %+v", r)
+	// Another object of the name takes its place.
+	m.Remember(k, Record{UID: "new", ResourceVersion: "9"})
+	if r, ok := m.Recall(k, "new"); !ok || r.ResourceVersion != "9" {
+		t.Errorf("the namesake's record: %+v, %v", r, ok)
+	}
+	if _, ok := m.Recall(k, "old"); ok {
+		t.Error("the old object's record outlived its namesake's write")
 	}
 	prev, had := m.Remember(k, Record{UID: "newer"})
 	if !had || prev.UID != "new" {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -54,17 +52,21 @@ type ClaimReconciler struct {
 	Policy *policy.Holder
 	Clock  clock.PassiveClock
 
-	status statusMemory
-	// bindings remember, per claim, what this process bound it to.
-	bindings sync.Map // types.NamespacedName -> *binding
+	// memory holds, per claim, the status this process last wrote
+	// (claimStatus) and its binding (claimBinding).
+	memory ssa.Memory
 
-	// retries backs off expected, passing failures without logging them.
-	retries retries
+	// skeleton loads, skips, forgets and retries around reconcile.
+	skeleton skeleton[*extv1beta1.SandboxClaim]
 }
 
-// binding is what this process knows about a claim beyond the cache.
+// claimBinding is the kind of a claim's binding in the claim reconciler's
+// memory: a record of the claim (UID) whose State is its *binding.
+const claimBinding = "SandboxClaimBinding"
+
+// binding is what this process knows about a claim beyond the cache. It is
+// changed in place: one reconcile of a claim runs at a time.
 type binding struct {
-	uid types.UID
 	// seen is when this process first saw the claim.
 	seen time.Time
 	// name of the bound Sandbox, empty until one is bound.
@@ -144,49 +146,42 @@ func (r *ClaimReconciler) claimsOfTemplate(ctx context.Context, o client.Object)
 }
 
 func (r *ClaimReconciler) recall(c *extv1beta1.SandboxClaim) *binding {
-	v, ok := r.bindings.Load(client.ObjectKeyFromObject(c))
+	m, ok := r.memory.Recall(ssa.KeyOf(claimBinding, c), c.UID)
 	if !ok {
 		return nil
 	}
-	b := v.(*binding)
-	if b.uid != c.UID {
-		return nil
-	}
-	return b
+	return m.State.(*binding)
 }
 
-func (r *ClaimReconciler) forget(key types.NamespacedName) {
-	r.bindings.Delete(key)
-	r.status.forget(key)
+func (r *ClaimReconciler) forget(key types.NamespacedName, _ *extv1beta1.SandboxClaim) {
+	for _, kind := range []string{claimBinding, "SandboxClaimStatus"} {
+		r.memory.Forget(ssa.Key{Kind: kind, Namespace: key.Namespace, Name: key.Name})
+	}
 	r.Engine.Forget("SandboxClaimStatus", key.Namespace, key.Name)
 	r.Engine.Forget("SandboxClaim", key.Namespace, key.Name)
 }
 
-// Reconcile brings one claim closer to being served.
-func (r *ClaimReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	result, err := r.reconcile(ctx, req)
-	return r.retries.quiet(ctx, "sandboxclaim", req, result, err)
+// statuses is where the claim reconciler's status writer writes.
+func (r *ClaimReconciler) statuses() statusWriter {
+	return statusWriter{engine: r.Engine, memory: &r.memory, clock: r.Clock}
 }
 
-func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	claim := &extv1beta1.SandboxClaim{}
-	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
-		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if claim.DeletionTimestamp != nil || namespaceDeleting(ctx, r.Client, claim.Namespace) {
-		// Garbage collection (or the namespace's deletion) removes the
-		// Sandbox the claim owns.
-		r.forget(req.NamespacedName)
-		return reconcile.Result{}, nil
-	}
+// Reconcile brings one claim closer to being served. A claim being deleted
+// is left to garbage collection, which removes the Sandbox it owns.
+func (r *ClaimReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return r.skeleton.run(ctx, req, objectKind[*extv1beta1.SandboxClaim]{
+		controller: "sandboxclaim", reader: r.Client, deletion: forgetDeleting,
+		object: func() *extv1beta1.SandboxClaim { return &extv1beta1.SandboxClaim{} },
+		forget: r.forget, body: r.reconcile,
+	})
+}
+
+func (r *ClaimReconciler) reconcile(ctx context.Context, claim *extv1beta1.SandboxClaim) (reconcile.Result, error) {
 	now := r.Clock.Now()
 	b := r.recall(claim)
 	if b == nil {
-		b = &binding{uid: claim.UID, seen: now}
-		r.bindings.Store(req.NamespacedName, b)
+		b = &binding{seen: now}
+		r.memory.Remember(ssa.KeyOf(claimBinding, claim), ssa.Record{UID: claim.UID, At: now, State: b})
 	}
 
 	sb, name, pending, err := r.bound(ctx, claim, b, now)
@@ -195,7 +190,7 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	in := render.ClaimPlanInputs{
 		Claim: claim, SandboxName: name, Sandbox: sb, Pending: pending, ExpiredHere: b.expired,
-		Seen: b.seen, ReadyAt: b.readyAt, Previous: r.status.previous(claim), Now: now,
+		Seen: b.seen, ReadyAt: b.readyAt, Previous: claimStatus.previous(&r.memory, claim), Now: now,
 		FieldManager: r.Engine.FieldManager(),
 	}
 	// Expiry comes first: an expired claim never binds again.

@@ -48,7 +48,7 @@ func (r *ClaimReconciler) bindClaim(ctx context.Context, claim *extv1beta1.Sandb
 			statusIn.Rejection = rej
 			rejStatus = render.ClaimStatus(statusIn)
 		}
-		return result, r.writeStatus(ctx, claim, b, rejStatus)
+		return result, terminal(rej, r.writeStatus(ctx, claim, b, rejStatus))
 	}
 	name := b.name
 	if sb != nil && render.IsSandboxReady(sb) && b.readyAt.IsZero() {
@@ -63,7 +63,7 @@ func (r *ClaimReconciler) bindClaim(ctx context.Context, claim *extv1beta1.Sandb
 		log.FromContext(ctx).V(1).Info("annotations not updated", "error", err)
 	} else if rv != "" {
 		claim.ResourceVersion = rv
-		r.status.rememberVersion(claim, rv)
+		claimStatus.rememberVersion(&r.memory, claim, rv)
 	}
 	statusIn.Claim = claim
 	statusIn.SandboxName, statusIn.Sandbox, statusIn.Pending = name, sb, sb == nil

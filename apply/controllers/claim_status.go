@@ -26,14 +26,14 @@ import (
 // binding stands.
 func (r *ClaimReconciler) commit(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimStatusInputs) (bool, error) {
 	rv := claim.ResourceVersion
-	if m := r.status.recall(claim); m != nil && m.rv != "" {
+	if m, ok := claimStatus.recall(&r.memory, claim); ok && m.ResourceVersion != "" {
 		// Our own last status write is newer than the cache.
-		rv = m.rv
+		rv = m.ResourceVersion
 	}
 	for range 3 {
 		desired := render.ClaimStatus(in)
 		desired.WithResourceVersion(rv)
-		err := r.applyStatus(ctx, claim, b, desired)
+		err := r.applyStatus(ctx, claim, b, desired, true)
 		if err == nil {
 			return true, nil
 		}
@@ -62,29 +62,21 @@ func (r *ClaimReconciler) commit(ctx context.Context, claim *extv1beta1.SandboxC
 }
 
 func (r *ClaimReconciler) writeStatus(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, desired *extac.SandboxClaimApplyConfiguration) error {
-	fp := ssa.Fingerprint(desired.Status)
-	if r.status.written(claim, fp) {
-		r.Engine.Saved("SandboxClaimStatus", claim.Namespace, claim.Name)
-		return nil
-	}
-	return r.applyStatus(ctx, claim, b, desired)
+	return r.applyStatus(ctx, claim, b, desired, false)
 }
 
-func (r *ClaimReconciler) applyStatus(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, desired *extac.SandboxClaimApplyConfiguration) error {
-	fp := ssa.Fingerprint(desired.Status)
+// applyStatus writes a claim's status through the status writer (with
+// always, even when it is what we wrote last) and keeps the binding's
+// account of the claim's first Ready.
+func (r *ClaimReconciler) applyStatus(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, desired *extac.SandboxClaimApplyConfiguration, always bool) error {
 	conditions := conditionsOf(desired.Status.Conditions)
-	change, err := ssa.ApplyStatus(ctx, r.Engine, "SandboxClaim", desired, claim, extac.ExtractSandboxClaimStatus)
-	if apierrors.IsNotFound(err) {
-		return nil // deleted meanwhile: its status is moot, and its deletion brings a new event
-	}
-	if err != nil {
+	switch done, err := claimStatus.write(ctx, r.statuses(), claim, desired, statusWrite{reported: conditions, always: always}); {
+	case err != nil:
 		return err
+	case done == statusRemembered || done == statusGone:
+		return nil
 	}
 	now := r.Clock.Now()
-	if change.Action != ssa.Unchanged {
-		r.status.remember(claim, fp, conditions, now)
-		r.status.rememberVersion(claim, deref(desired.ResourceVersion))
-	}
 	if c := apimeta.FindStatusCondition(conditions, extv1beta1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue && !b.readyReported {
 		b.readyReported = true
 		if old := apimeta.FindStatusCondition(claim.Status.Conditions, extv1beta1.ConditionReady); old == nil || old.Status != metav1.ConditionTrue {
@@ -126,8 +118,8 @@ func (r *ClaimReconciler) annotate(ctx context.Context, claim *extv1beta1.Sandbo
 	desired := step.Object.(*extac.SandboxClaimApplyConfiguration)
 	if guard {
 		rv := claim.ResourceVersion
-		if m := r.status.recall(claim); m != nil && m.rv != "" {
-			rv = m.rv
+		if m, ok := claimStatus.recall(&r.memory, claim); ok && m.ResourceVersion != "" {
+			rv = m.ResourceVersion
 		}
 		desired.WithResourceVersion(rv)
 	}

@@ -17,6 +17,20 @@
 // member tried, a refused one made a cold start, the binding annotations,
 // and the binding's commit (its status, guarded by the claim's
 // resourceVersion).
+// Every reconciler runs in one skeleton (skeleton.go): read the object
+// from the cache, forget what it remembers of one that is gone, leave
+// alone one being deleted or in a namespace being deleted (each kind says
+// which: idle suspend looks at Sandboxes being deleted all the same), run
+// its own work, and retry expected, passing failures quietly with backoff.
+// A failure only a change can fix (a policy denial, a field conflict, an
+// invalid object or annotation, a claim's rejection) is reported in status
+// or an event and returned as reconcile.TerminalError: the skeleton does
+// not retry it and does not log it as an error. Status is written by one
+// status writer (status.go), which skips what this process wrote last and
+// remembers what it wrote. Each reconciler's memory of what it wrote and
+// reported (status, the pod-name annotation, events reported once, a
+// claim's binding) is one ssa.Memory, keyed by object and UID, forgotten
+// when the object goes.
 // Reconcilers never delete a PersistentVolumeClaim (garbage collection
 // does, with its Sandbox) and never change a field another field manager owns, with one exception the user
 // asks for: idle suspend (IdleReconciler, on Sandboxes annotated

@@ -3,10 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -66,13 +64,17 @@ type IdleReconciler struct {
 	// Clock tells the time; a fake in tests.
 	Clock clock.PassiveClock
 
-	// warned remembers, per Sandbox, the invalid annotations it was
-	// warned about (its UID and the error), so each is reported once.
-	warned sync.Map // types.NamespacedName -> string
+	// memory remembers, per Sandbox, the invalid annotation it was last
+	// warned about (idleWarned: the error), so each is reported once.
+	memory ssa.Memory
 
-	// retries backs off expected, passing failures without logging them.
-	retries retries
+	// skeleton loads, skips, forgets and retries around reconcile.
+	skeleton skeleton[*sandboxv1beta1.Sandbox]
 }
+
+// idleWarned is the kind of the warning last emitted for a Sandbox in the
+// idle reconciler's memory.
+const idleWarned = "SandboxIdleWarningEvent"
 
 // SetupWithManager registers the reconciler, watching only Sandboxes that
 // carry the idle-timeout annotation.
@@ -104,27 +106,28 @@ var hasIdleTimeout = predicate.NewPredicateFuncs(func(o client.Object) bool {
 })
 
 // Reconcile suspends one Sandbox if it has been idle long enough, or
-// comes back when it may have been.
+// comes back when it may have been. A Sandbox being deleted is looked at
+// all the same; one in a namespace being deleted is not suspended.
 func (r *IdleReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	result, err := r.reconcile(ctx, req)
-	return r.retries.quiet(ctx, "sandbox-idle", req, result, err)
+	return r.skeleton.run(ctx, req, objectKind[*sandboxv1beta1.Sandbox]{
+		controller: "sandbox-idle", reader: r.Client, deletion: runDeleting,
+		object: func() *sandboxv1beta1.Sandbox { return &sandboxv1beta1.Sandbox{} },
+		forget: r.forget, body: r.reconcile,
+	})
 }
 
-func (r *IdleReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	sb := &sandboxv1beta1.Sandbox{}
-	if err := r.Client.Get(ctx, req.NamespacedName, sb); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.warned.Delete(req.NamespacedName)
-		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
+func (r *IdleReconciler) forget(key types.NamespacedName, _ *sandboxv1beta1.Sandbox) {
+	r.memory.Forget(ssa.Key{Kind: idleWarned, Namespace: key.Namespace, Name: key.Name})
+}
+
+func (r *IdleReconciler) reconcile(ctx context.Context, sb *sandboxv1beta1.Sandbox) (reconcile.Result, error) {
 	d, err := render.IdleDeadline(sb, r.Clock.Now())
 	if err != nil {
 		// Terminal until the annotation changes (watched): say so once.
 		r.warnInvalid(sb, err)
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, reconcile.TerminalError(err)
 	}
-	r.warned.Delete(req.NamespacedName)
+	r.memory.Forget(ssa.KeyOf(idleWarned, sb))
 	if !d.Suspend {
 		return reconcile.Result{RequeueAfter: d.After}, nil
 	}
@@ -157,11 +160,11 @@ func (r *IdleReconciler) suspend(ctx context.Context, sb *sandboxv1beta1.Sandbox
 
 // warnInvalid emits one Warning event per Sandbox and invalid value.
 func (r *IdleReconciler) warnInvalid(sb *sandboxv1beta1.Sandbox, err error) {
-	key := types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}
-	seen := string(sb.UID) + "/" + err.Error()
-	if prev, ok := r.warned.Swap(key, seen); ok && prev.(string) == seen {
+	k := ssa.KeyOf(idleWarned, sb)
+	if r.memory.Holds(k, sb.UID, err.Error()) {
 		return
 	}
+	r.memory.Remember(k, ssa.Record{UID: sb.UID, Intent: err.Error()})
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventInvalidResumeAnnotation, "Check",
 		"%v; the Sandbox is not suspended when idle until the annotation is fixed", err)
 }

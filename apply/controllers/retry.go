@@ -40,7 +40,11 @@ const (
 // should see: the error, or a silent backed-off retry, or nothing at all
 // when the request was cut short by shutdown or lost leadership (the next
 // leader reconciles everything when it starts) or the namespace is being
-// deleted.
+// deleted. A terminal error (reconcile.TerminalError) was reported where
+// the user looks (status, an event) and waits for a change to the object
+// or its inputs, which is watched: it is neither retried nor logged as an
+// error (controller-runtime would log it as one each time), only at V(1),
+// and the result (a recheck the plan asked for) stands.
 func (r *retries) quiet(ctx context.Context, controller string, req reconcile.Request, result reconcile.Result, err error) (reconcile.Result, error) {
 	r.once.Do(func() {
 		r.limiter = workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](retryBase, retryMax)
@@ -52,6 +56,11 @@ func (r *retries) quiet(ctx context.Context, controller string, req reconcile.Re
 	if ctx.Err() != nil || namespaceTerminating(err) {
 		r.limiter.Forget(req)
 		return reconcile.Result{}, nil
+	}
+	if errors.Is(err, reconcile.TerminalError(nil)) {
+		r.limiter.Forget(req)
+		log.FromContext(ctx).V(1).Info("not retried until the object or its inputs change", "error", err.Error())
+		return result, nil
 	}
 	reason := expectedReason(err)
 	if reason == "" {

@@ -3,11 +3,9 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -73,11 +71,12 @@ type SandboxReconciler struct {
 	// leaves a field unset (the default runtime class); nil gives none.
 	Defaults render.DefaultsSource
 
-	// memory holds, per Sandbox, what this process last wrote (see memo).
-	memory sync.Map // types.NamespacedName -> *memo
+	// memory holds, per Sandbox, what this process last wrote and
+	// reported (sandbox_memo.go).
+	memory ssa.Memory
 
-	// retries backs off expected, passing failures without logging them.
-	retries retries
+	// skeleton loads, skips, forgets and retries around reconcile.
+	skeleton skeleton[*sandboxv1beta1.Sandbox]
 }
 
 // SetupWithManager registers the reconciler, its watches and the pod index.
@@ -118,26 +117,17 @@ func unownedToSandbox(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}}
 }
 
-// Reconcile brings one Sandbox closer to its spec.
+// Reconcile brings one Sandbox closer to its spec. A Sandbox being deleted
+// is left to garbage collection, which removes what it owns.
 func (r *SandboxReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	result, err := r.reconcile(ctx, req)
-	return r.retries.quiet(ctx, "sandbox", req, result, err)
+	return r.skeleton.run(ctx, req, objectKind[*sandboxv1beta1.Sandbox]{
+		controller: "sandbox", reader: r.Client, deletion: forgetDeleting,
+		object: func() *sandboxv1beta1.Sandbox { return &sandboxv1beta1.Sandbox{} },
+		forget: r.forget, body: r.reconcile,
+	})
 }
 
-func (r *SandboxReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	sb := &sandboxv1beta1.Sandbox{}
-	if err := r.Client.Get(ctx, req.NamespacedName, sb); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
-		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if sb.DeletionTimestamp != nil || namespaceDeleting(ctx, r.Client, sb.Namespace) {
-		// Garbage collection (or the namespace's deletion) removes what
-		// the Sandbox owns.
-		r.forget(req.NamespacedName)
-		return reconcile.Result{}, nil
-	}
+func (r *SandboxReconciler) reconcile(ctx context.Context, sb *sandboxv1beta1.Sandbox) (reconcile.Result, error) {
 	obs, err := r.observe(ctx, sb)
 	if err != nil {
 		return reconcile.Result{}, err

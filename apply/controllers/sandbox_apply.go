@@ -97,7 +97,9 @@ func (r *SandboxReconciler) admit(ctx context.Context, sb *sandboxv1beta1.Sandbo
 }
 
 // failed reports a plan that was not carried out: a policy denial (nothing
-// was applied), or an error applying a child (not everything was).
+// was applied), or an error applying a child (not everything was). A
+// denial, a field conflict and an invalid object are terminal once
+// reported: only a change can fix them.
 func (r *SandboxReconciler) failed(ctx context.Context, in render.SandboxPlanInputs, err error) (reconcile.Result, error) {
 	sb := in.Sandbox
 	var denied *policyError
@@ -107,7 +109,7 @@ func (r *SandboxReconciler) failed(ctx context.Context, in render.SandboxPlanInp
 		if readyReason(sb) != sandboxv1beta1.ReasonPolicyDenied {
 			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventPolicyDenied, "Check", "%s", denied.Error())
 		}
-		return reconcile.Result{}, r.writeStatus(ctx, sb, render.SandboxStatusOnFailure(in, "", denied.Error()))
+		return reconcile.Result{}, terminal(err, r.writeStatus(ctx, sb, render.SandboxStatusOnFailure(in, "", denied.Error())))
 	}
 	var conflict *ssa.ConflictError
 	if errors.As(err, &conflict) || apierrors.IsInvalid(err) {
@@ -117,7 +119,7 @@ func (r *SandboxReconciler) failed(ctx context.Context, in render.SandboxPlanInp
 		if conflict != nil && readyReason(sb) != sandboxv1beta1.ReasonReconcilerError {
 			r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventFieldConflict, "Apply", "%s", conflict.Error())
 		}
-		return reconcile.Result{}, r.writeStatus(ctx, sb, render.SandboxStatusOnFailure(in, err.Error(), ""))
+		return reconcile.Result{}, terminal(err, r.writeStatus(ctx, sb, render.SandboxStatusOnFailure(in, err.Error(), "")))
 	}
 	if namespaceTerminating(err) {
 		// Everything here is about to go: nothing to report.
@@ -146,7 +148,7 @@ func (r *SandboxReconciler) settle(ctx context.Context, sb *sandboxv1beta1.Sandb
 		// Every object we just changed is watched; its event brings us back
 		// with fresh observations, and status is written then. This saves a
 		// status write per change.
-		r.remember(sb, now, "", nil)
+		r.changedChildren(sb, now)
 		log.FromContext(ctx).V(1).Info("applied", "changes", changes.String())
 		return result, nil
 	}
@@ -167,19 +169,14 @@ func (r *SandboxReconciler) trackPodName(ctx context.Context, sb *sandboxv1beta1
 	if ac, ok := s.Object.(*sandboxac.SandboxApplyConfiguration); ok {
 		want = ac.Annotations[sandboxv1beta1.AnnotationPodName]
 	}
-	m := r.recall(sb)
+	k := ssa.KeyOf(sandboxPodName, sb)
 	now := r.Clock.Now()
-	if m != nil && m.podName == want && now.Sub(m.podNameAt) < ssa.CreateExpectation {
+	if m, ok := r.memory.Recall(k, sb.UID); ok && m.Intent == want && now.Sub(m.At) < ssa.CreateExpectation {
 		return nil // patched moments ago; the cache has not shown it yet
 	}
 	if _, err := execute(ctx, r.Engine, s); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	next := memo{uid: sb.UID}
-	if m != nil {
-		next = *m
-	}
-	next.podName, next.podNameAt = want, now
-	r.memory.Store(client.ObjectKeyFromObject(sb), &next)
+	r.memory.Remember(k, ssa.Record{UID: sb.UID, Intent: want, At: now})
 	return nil
 }

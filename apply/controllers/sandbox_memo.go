@@ -5,96 +5,92 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/apply/ssa"
 )
 
-// memo is what the reconciler last wrote for one Sandbox. Under load the
+// What the Sandbox reconciler remembers of each Sandbox, in its memory,
+// besides the status it last wrote (sandboxStatus, whose record keeps the
+// status as reported: its conditions, service and selector). Under load the
 // cache lags behind our own writes; deriving status from a stale copy would
 // stamp new transition times on conditions we already reported and write
-// them again. While the memo is for the same object (UID), status is derived
-// from and compared with the memo instead. Only this controller writes a
-// Sandbox's status, so the memo is the truth about it; it is dropped when the
-// Sandbox goes away, and a restarted controller starts from the cache.
-type memo struct {
-	uid types.UID
-	// at is the time of our last write for the Sandbox or its children.
-	at time.Time
-	// status is the fingerprint of the status we last applied, empty if none.
-	status string
-	// reported is that status: its conditions, service and selector.
-	reported *sandboxv1beta1.SandboxStatus
-	// drift is the Pod template drift last reported in an event.
-	drift string
-	// podName is the pod-name annotation value last patched ("" removed),
-	// at podNameAt: for a while, a cache that has not caught up with the
-	// patch does not cause it again.
-	podName   string
-	podNameAt time.Time
-}
+// them again. While a record is for the same object (UID), status is
+// derived from and compared with it instead. Only this controller writes a
+// Sandbox's status, so the record is the truth about it; everything is
+// dropped when the Sandbox goes away, and a restarted controller starts
+// from the cache.
+const (
+	// sandboxPodName: the pod-name annotation value last patched (Intent,
+	// "" removed), at At. For a while, a cache that has not caught up with
+	// the patch does not cause it again.
+	sandboxPodName = "SandboxPodName"
+	// sandboxChildren: when the plan's steps last changed the Sandbox's
+	// children (At).
+	sandboxChildren = "SandboxChildren"
+	// sandboxDrift: the Pod template drift last reported in an event
+	// (Intent).
+	sandboxDrift = "SandboxDriftEvent"
+)
 
 // forget drops what this process remembers about a Sandbox that is gone.
-func (r *SandboxReconciler) forget(key types.NamespacedName) {
-	r.memory.Delete(key)
+func (r *SandboxReconciler) forget(key types.NamespacedName, _ *sandboxv1beta1.Sandbox) {
+	for _, kind := range []string{sandboxPodName, sandboxChildren, sandboxDrift, "SandboxStatus"} {
+		r.memory.Forget(ssa.Key{Kind: kind, Namespace: key.Namespace, Name: key.Name})
+	}
 	for _, kind := range []string{"Pod", "Service", "SandboxStatus"} {
 		r.Engine.Forget(kind, key.Namespace, key.Name)
 	}
 }
 
-// reported returns the conditions last reported for sb: our memo when we
+// statuses is where the Sandbox reconciler's status writer writes.
+func (r *SandboxReconciler) statuses() statusWriter {
+	return statusWriter{engine: r.Engine, memory: &r.memory, clock: r.Clock}
+}
+
+// reported returns the conditions last reported for sb: our memory when we
 // have one, else what the cache holds.
 func (r *SandboxReconciler) reported(sb *sandboxv1beta1.Sandbox) []metav1.Condition {
 	return r.reportedStatus(sb).Conditions
 }
 
-// reportedStatus returns the status last reported for sb: our memo when we
-// have one, else what the cache holds.
+// reportedStatus returns the status last reported for sb: our memory when
+// we have one, else what the cache holds.
 func (r *SandboxReconciler) reportedStatus(sb *sandboxv1beta1.Sandbox) *sandboxv1beta1.SandboxStatus {
-	if m := r.recall(sb); m != nil && m.status != "" {
-		return m.reported
+	if m, ok := sandboxStatus.recall(&r.memory, sb); ok {
+		if s, ok := m.State.(*sandboxv1beta1.SandboxStatus); ok {
+			return s
+		}
 	}
 	return &sb.Status
 }
 
-func (r *SandboxReconciler) recall(sb *sandboxv1beta1.Sandbox) *memo {
-	v, ok := r.memory.Load(client.ObjectKeyFromObject(sb))
-	if !ok {
-		return nil
+// lastWrite is the time of our last write for sb (its status) or its
+// children, zero if none.
+func (r *SandboxReconciler) lastWrite(sb *sandboxv1beta1.Sandbox) time.Time {
+	var last time.Time
+	if m, ok := sandboxStatus.recall(&r.memory, sb); ok {
+		last = m.At
 	}
-	m := v.(*memo)
-	if m.uid != sb.UID {
-		return nil
+	if m, ok := r.memory.Recall(ssa.KeyOf(sandboxChildren, sb), sb.UID); ok && m.At.After(last) {
+		last = m.At
 	}
-	return m
+	return last
 }
 
-// remember records a write for sb at a time; status, when not empty, is the
-// fingerprint of the status written, reported that status.
-func (r *SandboxReconciler) remember(sb *sandboxv1beta1.Sandbox, at time.Time, status string, reported *sandboxv1beta1.SandboxStatus) {
-	m := &memo{uid: sb.UID, at: at}
-	if prev := r.recall(sb); prev != nil {
-		m.status, m.reported, m.drift = prev.status, prev.reported, prev.drift
-		m.podName, m.podNameAt = prev.podName, prev.podNameAt
-	}
-	if status != "" {
-		m.status, m.reported = status, reported
-	}
-	r.memory.Store(client.ObjectKeyFromObject(sb), m)
+// changedChildren records that the plan's steps changed sb's children at a
+// time.
+func (r *SandboxReconciler) changedChildren(sb *sandboxv1beta1.Sandbox, at time.Time) {
+	r.memory.Remember(ssa.KeyOf(sandboxChildren, sb), ssa.Record{UID: sb.UID, At: at})
 }
 
 // driftReported records the Pod template drift last reported for sb and
 // says whether it is new (an event is due).
 func (r *SandboxReconciler) driftReported(sb *sandboxv1beta1.Sandbox, drift string) bool {
-	m := r.recall(sb)
-	if m == nil {
-		m = &memo{uid: sb.UID}
-	}
-	if m.drift == drift {
+	k := ssa.KeyOf(sandboxDrift, sb)
+	if m, _ := r.memory.Recall(k, sb.UID); m.Intent == drift {
 		return false
 	}
-	next := *m
-	next.drift = drift
-	r.memory.Store(client.ObjectKeyFromObject(sb), &next)
+	r.memory.Remember(k, ssa.Record{UID: sb.UID, Intent: drift})
 	return drift != ""
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -12,7 +11,6 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/metrics"
-	"github.com/agentsandbox/reconciler/apply/ssa"
 )
 
 // deferStatus says how long to wait before writing desired, or zero to write
@@ -26,11 +24,7 @@ func (r *SandboxReconciler) deferStatus(sb *sandboxv1beta1.Sandbox, desired *san
 	if r.StatusCoalesceWindow < 0 || !transitional(desired) {
 		return 0
 	}
-	m := r.recall(sb)
-	if m == nil {
-		return 0
-	}
-	if wait := m.at.Add(r.StatusCoalesceWindow).Sub(now); wait > 0 {
+	if wait := r.lastWrite(sb).Add(r.StatusCoalesceWindow).Sub(now); wait > 0 {
 		return wait
 	}
 	return 0
@@ -63,33 +57,19 @@ func transitional(desired *sandboxac.SandboxApplyConfiguration) bool {
 	return false
 }
 
+// writeStatus writes sb's status through the status writer, remembering
+// it as reported, and observes a new Sandbox's first Ready.
 func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, desired *sandboxac.SandboxApplyConfiguration) error {
-	fp := ssa.Fingerprint(desired)
-	if m := r.recall(sb); m != nil && m.status == fp {
-		// Already written by us; the cache has not caught up yet.
-		r.Engine.Saved("SandboxStatus", sb.Namespace, sb.Name)
-		return nil
-	}
 	reported := &sandboxv1beta1.SandboxStatus{Conditions: conditionsOf(desired.Status.Conditions)}
 	if s := desired.Status; s != nil {
 		reported.Service, reported.ServiceFQDN, reported.LabelSelector = deref(s.Service), deref(s.ServiceFQDN), deref(s.LabelSelector)
 	}
 	firstReady := r.becomesReadyFirstTime(sb, reported.Conditions)
-	change, err := ssa.ApplyStatus(ctx, r.Engine, "Sandbox", desired, sb, sandboxac.ExtractSandboxStatus)
-	if apierrors.IsNotFound(err) {
-		return nil // deleted meanwhile: its status is moot, and its deletion brings a new event
+	done, err := sandboxStatus.write(ctx, r.statuses(), sb, desired, statusWrite{reported: reported})
+	if done == statusWritten && firstReady {
+		metrics.ObserveReady(sb, r.Clock.Now())
 	}
-	if err != nil {
-		return err
-	}
-	if change.Action != ssa.Unchanged {
-		now := r.Clock.Now()
-		r.remember(sb, now, fp, reported)
-		if firstReady {
-			metrics.ObserveReady(sb, now)
-		}
-	}
-	return nil
+	return err
 }
 
 // becomesReadyFirstTime reports a status that makes a new Sandbox Ready for

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,13 +42,18 @@ type TemplateReconciler struct {
 	// where it leaves a field unset (as the Sandbox reconciler renders them).
 	Defaults render.DefaultsSource
 
-	// denied holds, per template, the denial last reported in an event,
-	// so that a template is reported once per reason, not per reconcile.
-	denied sync.Map // types.NamespacedName -> string
+	// memory holds, per template, the denial last reported in an event
+	// (templateDenied: its message), so that a template is reported once
+	// per reason, not per reconcile.
+	memory ssa.Memory
 
-	// retries backs off expected, passing failures without logging them.
-	retries retries
+	// skeleton loads, skips, forgets and retries around reconcile.
+	skeleton skeleton[*extv1beta1.SandboxTemplate]
 }
+
+// templateDenied is the kind of a template's last reported denial in the
+// template reconciler's memory.
+const templateDenied = "SandboxTemplateDeniedEvent"
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *TemplateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
@@ -64,25 +68,25 @@ func (r *TemplateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 		Complete(r)
 }
 
-// Reconcile renders one template and applies the difference.
+// Reconcile renders one template and applies the difference. A template
+// being deleted is left alone: garbage collection removes its
+// NetworkPolicy.
 func (r *TemplateReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	result, err := r.reconcile(ctx, req)
-	return r.retries.quiet(ctx, "sandboxtemplate", req, result, err)
+	return r.skeleton.run(ctx, req, objectKind[*extv1beta1.SandboxTemplate]{
+		controller: "sandboxtemplate", reader: r.Client, deletion: skipDeleting,
+		object: func() *extv1beta1.SandboxTemplate { return &extv1beta1.SandboxTemplate{} },
+		forget: r.forget, body: r.reconcile,
+	})
 }
 
-func (r *TemplateReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	t := &extv1beta1.SandboxTemplate{}
-	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.denied.Delete(req.NamespacedName)
-			r.Engine.Forget("SandboxTemplate", req.Namespace, req.Name)
-			r.Engine.Forget("NetworkPolicy", req.Namespace, render.NetworkPolicyName(req.Name))
-		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	if t.DeletionTimestamp != nil || namespaceDeleting(ctx, r.Client, t.Namespace) {
-		return reconcile.Result{}, nil
-	}
+// forget drops what this process remembers of a template that is gone.
+func (r *TemplateReconciler) forget(key types.NamespacedName, _ *extv1beta1.SandboxTemplate) {
+	r.memory.Forget(ssa.Key{Kind: templateDenied, Namespace: key.Namespace, Name: key.Name})
+	r.Engine.Forget("SandboxTemplate", key.Namespace, key.Name)
+	r.Engine.Forget("NetworkPolicy", key.Namespace, render.NetworkPolicyName(key.Name))
+}
+
+func (r *TemplateReconciler) reconcile(ctx context.Context, t *extv1beta1.SandboxTemplate) (reconcile.Result, error) {
 	np := &networkingv1.NetworkPolicy{}
 	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: render.NetworkPolicyName(t.Name)}, np); {
 	case apierrors.IsNotFound(err):
@@ -101,13 +105,13 @@ func (r *TemplateReconciler) reconcile(ctx context.Context, req reconcile.Reques
 // policies and, on a denial, plans again knowing it. It remembers the
 // refusal of the template's Sandboxes the plan reports.
 func (r *TemplateReconciler) decide(ctx context.Context, t *extv1beta1.SandboxTemplate, np *networkingv1.NetworkPolicy) (render.Plan, error) {
-	key := client.ObjectKeyFromObject(t)
+	key := ssa.KeyOf(templateDenied, t)
 	in := render.TemplatePlanInputs{
 		TemplateInputs: render.TemplateInputs{Template: t, ControllerNamespace: r.ControllerNamespace},
 		NetworkPolicy:  np, Policies: r.Policy.Get() != nil, Defaults: render.CurrentDefaults(r.Defaults),
 	}
-	if last, ok := r.denied.Load(key); ok {
-		in.Reported = last.(string)
+	if last, ok := r.memory.Recall(key, t.UID); ok {
+		in.Reported = last.Intent
 	}
 	plan, _ := render.PlanTemplate(in)
 	if len(plan.Checks) > 0 {
@@ -118,9 +122,9 @@ func (r *TemplateReconciler) decide(ctx context.Context, t *extv1beta1.SandboxTe
 	}
 	plan, refused := render.PlanTemplate(in)
 	if refused != "" {
-		r.denied.Store(key, refused)
+		r.memory.Remember(key, ssa.Record{UID: t.UID, Intent: refused})
 	} else {
-		r.denied.Delete(key)
+		r.memory.Forget(key)
 	}
 	return plan, nil
 }

@@ -63,19 +63,24 @@ type WarmPoolReconciler struct {
 	// created.
 	Policy *policy.Holder
 
-	status statusMemory
-	// notProgressing holds the pools last reported not
-	// progressing (the WarmPoolNotProgressing event), as upstream keeps it.
-	notProgressing sync.Map
+	// memory holds, per pool, the status this process last wrote
+	// (poolStatus) and whether it last reported the pool not progressing
+	// (poolNotProgressing).
+	memory ssa.Memory
 	// expected holds, per pool UID, the members created or deleted and not
 	// yet reflected by the cache.
 	expected sync.Map // types.UID -> *expectations
 	// deferredSince is, per pool UID, when refilling was first put off.
 	deferredSince sync.Map // types.UID -> time.Time
 
-	// retries backs off expected, passing failures without logging them.
-	retries retries
+	// skeleton loads, skips, forgets and retries around reconcile.
+	skeleton skeleton[*extv1beta1.SandboxWarmPool]
 }
+
+// poolNotProgressing is the kind of the record a pool has in the pool
+// reconciler's memory while it was last reported not progressing (the
+// WarmPoolNotProgressing event), as upstream keeps it.
+const poolNotProgressing = "SandboxWarmPoolNotProgressingEvent"
 
 type expectations struct {
 	mu      sync.Mutex
@@ -163,27 +168,33 @@ func (r *WarmPoolReconciler) expectationsFor(uid types.UID) *expectations {
 	return v.(*expectations)
 }
 
-// Reconcile brings one pool closer to its desired members.
+// Reconcile brings one pool closer to its desired members. A pool being
+// deleted is left to garbage collection, which removes its members.
 func (r *WarmPoolReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	result, err := r.reconcile(ctx, req)
-	return r.retries.quiet(ctx, "sandboxwarmpool", req, result, err)
+	return r.skeleton.run(ctx, req, objectKind[*extv1beta1.SandboxWarmPool]{
+		controller: "sandboxwarmpool", reader: r.Client, deletion: forgetDeleting,
+		object: func() *extv1beta1.SandboxWarmPool { return &extv1beta1.SandboxWarmPool{} },
+		forget: r.forget, body: r.reconcile,
+	})
 }
 
-func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	pool := &extv1beta1.SandboxWarmPool{}
-	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.status.forget(req.NamespacedName)
-			r.notProgressing.Delete(req.NamespacedName)
-		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+// forget drops what this process remembers of a pool that is gone or
+// going: with the pool, the expectations of its members.
+func (r *WarmPoolReconciler) forget(key types.NamespacedName, pool *extv1beta1.SandboxWarmPool) {
+	for _, kind := range []string{"SandboxWarmPoolStatus", poolNotProgressing} {
+		r.memory.Forget(ssa.Key{Kind: kind, Namespace: key.Namespace, Name: key.Name})
 	}
-	if pool.DeletionTimestamp != nil || namespaceDeleting(ctx, r.Client, pool.Namespace) {
-		r.status.forget(req.NamespacedName)
-		r.notProgressing.Delete(req.NamespacedName)
+	if pool != nil {
 		r.expected.Delete(pool.UID)
-		return reconcile.Result{}, nil
 	}
+}
+
+// statuses is where the pool reconciler's status writer writes.
+func (r *WarmPoolReconciler) statuses() statusWriter {
+	return statusWriter{engine: r.Engine, memory: &r.memory, clock: r.Clock}
+}
+
+func (r *WarmPoolReconciler) reconcile(ctx context.Context, pool *extv1beta1.SandboxWarmPool) (reconcile.Result, error) {
 	now := r.Clock.Now()
 
 	tmpl := &extv1beta1.SandboxTemplate{}
@@ -201,13 +212,13 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, req reconcile.Reques
 	exp := r.expectationsFor(pool.UID)
 	members, pending := r.settle(ctx, pool.Namespace, exp, list.Items, now)
 
-	_, reported := r.notProgressing.Load(req.NamespacedName)
+	_, reported := r.memory.Recall(ssa.KeyOf(poolNotProgressing, pool), pool.UID)
 	in := render.WarmPoolPlanInputs{
 		WarmPoolInputs: render.WarmPoolInputs{Pool: pool, Template: tmpl},
 		Members:        members, Pending: pending, MaxBatch: r.MaxBatch,
 		Taken:    func(name string) bool { return exp.cooling(name, now) || r.taken(ctx, pool.Namespace, name) },
 		Policies: r.Policy.Get() != nil, Defaults: render.CurrentDefaults(r.Defaults),
-		Previous: r.status.previous(pool), NotProgressingReported: reported, Grace: r.Grace, Now: now,
+		Previous: poolStatus.previous(&r.memory, pool), NotProgressingReported: reported, Grace: r.Grace, Now: now,
 	}
 	plan, err := render.PlanWarmPool(in)
 	if err != nil {
@@ -261,22 +272,8 @@ func count(plan render.Plan, a render.Action) int {
 	return n
 }
 
+// writeStatus writes a pool's status through the status writer.
 func (r *WarmPoolReconciler) writeStatus(ctx context.Context, pool *extv1beta1.SandboxWarmPool, desired *extac.SandboxWarmPoolApplyConfiguration) error {
-	fp := ssa.Fingerprint(desired)
-	if r.status.written(pool, fp) {
-		r.Engine.Saved("SandboxWarmPoolStatus", pool.Namespace, pool.Name)
-		return nil
-	}
-	conditions := conditionsOf(desired.Status.Conditions)
-	change, err := ssa.ApplyStatus(ctx, r.Engine, "SandboxWarmPool", desired, pool, extac.ExtractSandboxWarmPoolStatus)
-	if apierrors.IsNotFound(err) {
-		return nil // deleted meanwhile: its status is moot, and its deletion brings a new event
-	}
-	if err != nil {
-		return err
-	}
-	if change.Action != ssa.Unchanged {
-		r.status.remember(pool, fp, conditions, r.Clock.Now())
-	}
-	return nil
+	_, err := poolStatus.write(ctx, r.statuses(), pool, desired, statusWrite{reported: conditionsOf(desired.Status.Conditions)})
+	return err
 }

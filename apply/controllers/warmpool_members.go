@@ -66,7 +66,7 @@ func (r *WarmPoolReconciler) run(ctx context.Context, in render.WarmPoolPlanInpu
 			if errors.As(err, &invalid) {
 				// The template renders members the API server refuses: only
 				// a template change helps. Report it; do not retry.
-				return reconcile.Result{}, r.writeStatus(ctx, pool, render.WarmPoolStatusOnFailure(in, err.Error()))
+				return reconcile.Result{}, terminal(err, r.writeStatus(ctx, pool, render.WarmPoolStatusOnFailure(in, err.Error())))
 			} else if err != nil {
 				return reconcile.Result{}, err
 			}
@@ -93,9 +93,9 @@ func (r *WarmPoolReconciler) run(ctx context.Context, in render.WarmPoolPlanInpu
 			r.Recorder.Eventf(pool, nil, s.Event.Type, s.Event.Reason, s.Event.Action, "%s", s.Event.Message)
 			switch s.Event.Reason {
 			case sandboxv1beta1.EventWarmPoolNotProgressing:
-				r.notProgressing.Store(client.ObjectKeyFromObject(pool), true)
+				r.memory.Remember(ssa.KeyOf(poolNotProgressing, pool), ssa.Record{UID: pool.UID, At: now})
 			case sandboxv1beta1.EventWarmPoolProgressing:
-				r.notProgressing.Delete(client.ObjectKeyFromObject(pool))
+				r.memory.Forget(ssa.KeyOf(poolNotProgressing, pool))
 			}
 		default:
 			return reconcile.Result{}, fmt.Errorf("plan step %s %s %s: not a pool's", s.Action, s.Kind, s.Name)

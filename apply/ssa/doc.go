@@ -10,6 +10,15 @@
 // resourceVersion where asked). Annotations the controller records apart
 // from the rest are applied under their own manager (AnnotationManager).
 //
+// What was written is remembered in one type, Memory: a record per object
+// (kind, namespace and name; the object's UID, so that a namesake is never
+// taken for it), with the resourceVersion the write produced, a digest of
+// the intent written, when, and what the writer keeps with it. The engine
+// keeps two: its writes (created moments ago, no-op writes), swept so that
+// only the last minute's stay, and the objects whose owned fields
+// extraction found equal to the desired ones (forgotten with the object).
+// The reconcilers keep theirs in one too.
+//
 // It returns what it did as a change set (Kind/namespace/name: created,
 // configured, unchanged or deleted). It never forces ownership of fields
 // another manager holds unless the caller asks (adoption), and it has no

@@ -3,67 +3,128 @@ package ssa
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"sync"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ownsDesired reports whether what our field manager owns of live equals
-// desired. Extraction (a structured-merge-diff conversion of the whole
-// object) is the expensive part of a reconcile that changes nothing, so its
-// positive result is remembered: the values of fields we own cannot change
-// without our managedFields entry changing (another writer that sets them
-// takes or shares ownership), so while that entry and desired stay the same
-// the answer stays yes.
-func (e *Engine) ownsDesired(c Change, live client.Object, manager, subresource string, desired any, extract func() (any, error)) (bool, error) {
-	k := key(c)
-	managed := managedEntry(live, manager, subresource)
-	fp := digest(Fingerprint(desired))
-	if v, ok := e.verified.Load(k); ok {
-		if v := v.(verification); managed != "" && v.uid == live.GetUID() && v.managed == managed && v.desired == fp {
-			return true, nil
-		}
-	}
-	owned, err := extract()
-	if err != nil {
-		return false, err
-	}
-	if !apiequality.Semantic.DeepEqual(owned, desired) {
-		e.verified.Delete(k)
-		return false, nil
-	}
-	if managed != "" {
-		e.verified.Store(k, verification{uid: live.GetUID(), managed: managed, desired: fp})
-	}
-	return true, nil
+// Memory remembers what this process last wrote, one Record per object.
+// The cache lags behind our own writes: a memory of what we wrote is how a
+// writer tells "the cache has not shown my write yet" from "this needs
+// writing", without a request. A Record belongs to one object, by its UID:
+// a namesake (the object deleted and made again under its name) is never
+// confused with it. The engine keeps one for its requests (swept: entries
+// only matter for moments), the reconcilers one each for what they wrote
+// and reported (status, annotations, events; forgotten with the object).
+// The zero value is ready to use; it is safe for concurrent use.
+type Memory struct {
+	m sync.Map // Key -> Record
 }
 
-// managedEntry identifies our field manager's Apply entry on an object: its
-// time and owned field set. Empty when there is none.
-func managedEntry(o client.Object, manager, subresource string) string {
-	for _, m := range o.GetManagedFields() {
-		if m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == subresource {
-			t := ""
-			if m.Time != nil {
-				t = m.Time.UTC().String()
-			}
-			raw := ""
-			if m.FieldsV1 != nil {
-				raw = m.FieldsV1.GetRawString()
-			}
-			return digest(m.APIVersion + "|" + t + "|" + raw)
-		}
-	}
-	return ""
+// Key names what was written: the object's kind, or the part of it that
+// is written on its own (SandboxStatus, for a Sandbox's status), its
+// namespace and its name.
+type Key struct {
+	Kind, Namespace, Name string
 }
 
-// digest keeps remembered values small.
-func digest(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return string(sum[:16])
+// KeyOf is the Key of kind for an object.
+func KeyOf(kind string, o client.Object) Key {
+	return Key{Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName()}
 }
+
+func (k Key) String() string { return k.Kind + "/" + k.Namespace + "/" + k.Name }
+
+// Record is what a Memory holds about one write.
+type Record struct {
+	// UID is the object's; empty when the writer did not know it.
+	UID types.UID
+	// ResourceVersion is the one our write produced, empty when unknown.
+	ResourceVersion string
+	// Intent says what was written: a digest of it (IntentOf), or a short
+	// value compared as is.
+	Intent string
+	// At is when it was written.
+	At time.Time
+	// Created is set when the write created the object.
+	Created bool
+	// Owned identifies our field manager's managedFields entry under which
+	// what we own was found equal to Intent (the engine's diff).
+	Owned string
+	// State is what the writer keeps with the write (the status as it
+	// reported it, say), nil when nothing.
+	State any
+}
+
+// Recall returns the record under k for the object with uid. A record of
+// another object of that name is not returned. With an empty uid (the
+// caller does not know the object: the cache does not show it yet) any
+// record under k is.
+func (m *Memory) Recall(k Key, uid types.UID) (Record, bool) {
+	v, ok := m.m.Load(k)
+	if !ok {
+		return Record{}, false
+	}
+	r := v.(Record)
+	if uid != "" && r.UID != uid {
+		return Record{}, false
+	}
+	return r, true
+}
+
+// Holds reports that the last write recorded under k for the object with
+// uid carried intent.
+func (m *Memory) Holds(k Key, uid types.UID, intent string) bool {
+	r, ok := m.Recall(k, uid)
+	return ok && r.Intent == intent
+}
+
+// Remember records r under k, in place of what was there, which it
+// returns (whatever object that was about).
+func (m *Memory) Remember(k Key, r Record) (previous Record, had bool) {
+	v, had := m.m.Swap(k, r)
+	if had {
+		previous = v.(Record)
+	}
+	return previous, had
+}
+
+// Forget drops the records under keys: the objects are gone.
+func (m *Memory) Forget(keys ...Key) {
+	for _, k := range keys {
+		m.m.Delete(k)
+	}
+}
+
+// Sweep drops the records written before a time, so that a memory whose
+// records only matter for moments stays bounded by the objects written
+// recently. It returns how many it dropped.
+func (m *Memory) Sweep(before time.Time) int {
+	n := 0
+	m.m.Range(func(k, v any) bool {
+		if v.(Record).At.Before(before) {
+			m.m.Delete(k)
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// Len counts the records.
+func (m *Memory) Len() int {
+	n := 0
+	m.m.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
+// IntentOf is the digest of what is about to be written (an apply
+// configuration, a status, a value), for Record.Intent. Take it before
+// sending: the client writes the server's response into an apply
+// configuration.
+func IntentOf(v any) string { return digest(Fingerprint(v)) }
 
 // Fingerprint is the JSON of an apply configuration; take it before sending,
 // as the client writes the server's response into the configuration.
@@ -72,65 +133,8 @@ func Fingerprint(ac any) string {
 	return string(b)
 }
 
-// noteWrite records a write, counting it as a no-op when the server returned
-// the resourceVersion of our previous write.
-func (e *Engine) noteWrite(c Change, response any, sent string) {
-	w := write{rv: resourceVersion(response), at: time.Now(), desired: sent, created: c.Action == Created}
-	if prev, ok := e.written.Swap(key(c), w); ok && prev.(write).rv == w.rv {
-		e.noops.Add(1)
-	}
-	if e.applies.Load()%1024 == 0 {
-		e.sweep(w.at.Add(-time.Minute))
-	}
-}
-
-// sweep forgets writes older than before, so memory stays bounded by the
-// objects written in the last minute.
-func (e *Engine) sweep(before time.Time) {
-	e.written.Range(func(k, v any) bool {
-		if v.(write).at.Before(before) {
-			e.written.Delete(k)
-		}
-		return true
-	})
-}
-
-// recentlyCreated reports that we created this object, as desired now,
-// within CreateExpectation.
-func (e *Engine) recentlyCreated(c Change, desired any) bool {
-	v, ok := e.written.Load(key(c))
-	if !ok {
-		return false
-	}
-	w := v.(write)
-	return w.created && time.Since(w.at) < CreateExpectation && w.desired == Fingerprint(desired)
-}
-
-// Forget drops what the engine remembers about an object (it was deleted).
-func (e *Engine) Forget(kind, namespace, name string) {
-	for _, kind := range []string{kind, kind + "|" + e.AnnotationManager()} {
-		k := key(Change{Kind: kind, Namespace: namespace, Name: name})
-		e.written.Delete(k)
-		e.verified.Delete(k)
-	}
-}
-
-func key(c Change) string { return c.Kind + "/" + c.Namespace + "/" + c.Name }
-
-// resourceVersion reads the resourceVersion the server returned into an
-// apply configuration (only on the write path, after a request).
-func resourceVersion(ac any) string {
-	b, err := json.Marshal(ac)
-	if err != nil {
-		return ""
-	}
-	var meta struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
-	}
-	if json.Unmarshal(b, &meta) != nil {
-		return ""
-	}
-	return meta.Metadata.ResourceVersion
+// digest keeps remembered values small.
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return string(sum[:16])
 }

@@ -3,12 +3,10 @@ package ssa
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -22,23 +20,17 @@ type Engine struct {
 	// Counters, for metrics and tests.
 	applies, skipped, deletes, noops atomic.Int64
 
-	// written remembers, per object, our last write (see write).
-	written sync.Map // string -> write
+	// written remembers, per object, our last write: its resourceVersion,
+	// whether it created the object, what was sent. Swept: it only matters
+	// for moments (CreateExpectation, counting no-ops).
+	written Memory
 
 	observer func(Change)
 
-	// verified remembers, per object, the last time extraction showed that
-	// what we own equals what we want (see verifiedEqual).
-	verified sync.Map // string -> verification
-}
-
-// verification records that, for the object with uid, while our field
-// manager's managedFields entry read managed, what we own equalled the
-// desired configuration with this fingerprint.
-type verification struct {
-	uid     types.UID
-	managed string
-	desired string
+	// owned remembers, per object, that extraction showed what we own
+	// equal to what we want, under which managedFields entry of ours (see
+	// ownsDesired). Forgotten with the object.
+	owned Memory
 }
 
 // Observe sets a function told every outcome (metrics). Call it before use.
@@ -62,14 +54,6 @@ func (e *Engine) observeOK(c Change, err error) {
 // in the cache. Within it, a reconcile that does not see the object yet does
 // not create it again; after it, it does.
 const CreateExpectation = 5 * time.Second
-
-// write is what the engine last wrote for one object.
-type write struct {
-	rv      string // resourceVersion the server returned
-	at      time.Time
-	desired any // the apply configuration sent (with the server's response)
-	created bool
-}
 
 // New returns an Engine writing through c (writes always reach the API
 // server; reads of live objects are the caller's, normally from a cache).

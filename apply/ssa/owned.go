@@ -1,0 +1,119 @@
+package ssa
+
+import (
+	"encoding/json"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ownsDesired reports whether what our field manager owns of live equals
+// desired. Extraction (a structured-merge-diff conversion of the whole
+// object) is the expensive part of a reconcile that changes nothing, so its
+// positive result is remembered (in owned): the values of fields we own
+// cannot change without our managedFields entry changing (another writer
+// that sets them takes or shares ownership), so while that entry and
+// desired stay the same the answer stays yes.
+func (e *Engine) ownsDesired(c Change, live client.Object, manager, subresource string, desired any, extract func() (any, error)) (bool, error) {
+	k := key(c)
+	managed := managedEntry(live, manager, subresource)
+	fp := IntentOf(desired)
+	if r, ok := e.owned.Recall(k, live.GetUID()); ok && managed != "" && r.Owned == managed && r.Intent == fp {
+		return true, nil
+	}
+	owned, err := extract()
+	if err != nil {
+		return false, err
+	}
+	if !apiequality.Semantic.DeepEqual(owned, desired) {
+		e.owned.Forget(k)
+		return false, nil
+	}
+	if managed != "" {
+		e.owned.Remember(k, Record{UID: live.GetUID(), Owned: managed, Intent: fp})
+	}
+	return true, nil
+}
+
+// managedEntry identifies our field manager's Apply entry on an object: its
+// time and owned field set. Empty when there is none.
+func managedEntry(o client.Object, manager, subresource string) string {
+	for _, m := range o.GetManagedFields() {
+		if m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == subresource {
+			t := ""
+			if m.Time != nil {
+				t = m.Time.UTC().String()
+			}
+			raw := ""
+			if m.FieldsV1 != nil {
+				raw = m.FieldsV1.GetRawString()
+			}
+			return digest(m.APIVersion + "|" + t + "|" + raw)
+		}
+	}
+	return ""
+}
+
+// noteWrite records a write (in written), counting it as a no-op when the
+// server returned the resourceVersion of our previous write. sent is the
+// Fingerprint of what was sent.
+func (e *Engine) noteWrite(c Change, response any, sent string) {
+	uid, rv := identity(response)
+	w := Record{UID: uid, ResourceVersion: rv, At: time.Now(), Intent: digest(sent), Created: c.Action == Created}
+	if prev, ok := e.written.Remember(key(c), w); ok && prev.ResourceVersion == w.ResourceVersion {
+		e.noops.Add(1)
+	}
+	if e.applies.Load()%1024 == 0 {
+		// Writes older than a minute are of no use (CreateExpectation,
+		// the no-op count): memory stays bounded by the objects written
+		// in the last minute.
+		e.written.Sweep(w.At.Add(-time.Minute))
+	}
+}
+
+// LastWrite is what the engine remembers of its last write of an object
+// (the change it reported): within a minute of it, its resourceVersion
+// and UID as the server returned them.
+func (e *Engine) LastWrite(c Change) (Record, bool) {
+	return e.written.Recall(key(c), "")
+}
+
+// recentlyCreated reports that we created this object, as desired now,
+// within CreateExpectation.
+func (e *Engine) recentlyCreated(c Change, desired any) bool {
+	w, ok := e.written.Recall(key(c), "")
+	return ok && w.Created && time.Since(w.At) < CreateExpectation && w.Intent == IntentOf(desired)
+}
+
+// Forget drops what the engine remembers about an object (it was deleted).
+func (e *Engine) Forget(kind, namespace, name string) {
+	for _, kind := range []string{kind, kind + "|" + e.AnnotationManager()} {
+		k := Key{Kind: kind, Namespace: namespace, Name: name}
+		e.written.Forget(k)
+		e.owned.Forget(k)
+	}
+}
+
+func key(c Change) Key { return Key{Kind: c.Kind, Namespace: c.Namespace, Name: c.Name} }
+
+// identity reads the UID and resourceVersion the server returned into an
+// apply configuration (only on the write path, after a request).
+func identity(ac any) (types.UID, string) {
+	b, err := json.Marshal(ac)
+	if err != nil {
+		return "", ""
+	}
+	var meta struct {
+		Metadata struct {
+			UID             types.UID `json:"uid"`
+			ResourceVersion string    `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(b, &meta) != nil {
+		return "", ""
+	}
+	return meta.Metadata.UID, meta.Metadata.ResourceVersion
+}

@@ -94,7 +94,7 @@ func (c *criteria) wants(gvr schema.GroupVersionResource) bool {
 	}
 	attrs := admission.NewAttributesRecord(nil, nil, schema.GroupVersionKind{}, "", "", gvr, "", "", nil, false, nil)
 	for _, r := range c.resources.ResourceRules {
-		rule := admissionregistrationv1.RuleWithOperations(r.RuleWithOperations)
+		rule := r.RuleWithOperations
 		rule.Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll}
 		rule.Scope = nil
 		if (&rules.Matcher{Rule: rule, Attr: attrs}).Matches() {

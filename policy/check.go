@@ -109,10 +109,8 @@ func (s *Set) Wants(gvr schema.GroupVersionResource) bool {
 		return false
 	}
 	for _, c := range s.policies {
-		for _, r := range c.policy.Spec.MatchConstraints.ResourceRules {
-			if contains(r.APIGroups, gvr.Group) && contains(r.APIVersions, gvr.Version) && contains(r.Resources, gvr.Resource) {
-				return true
-			}
+		if c.match.wants(gvr) {
+			return true
 		}
 	}
 	return false

@@ -2,16 +2,13 @@ package policy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 
-	celtypes "github.com/google/cel-go/common/types"
-	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
@@ -35,7 +32,8 @@ func compile(source string, p *admissionregistrationv1.ValidatingAdmissionPolicy
 	if spec.MatchConstraints == nil || len(spec.MatchConstraints.ResourceRules) == 0 {
 		return nil, fail("spec.matchConstraints.resourceRules", -1, "required: say which resources the policy checks")
 	}
-	if err := checkMatchResources(spec.MatchConstraints); err != nil {
+	constraints, err := parseCriteria(spec.MatchConstraints)
+	if err != nil {
 		return nil, fail("spec.matchConstraints", -1, "%v", err)
 	}
 	if len(spec.Validations) == 0 {
@@ -71,7 +69,7 @@ func compile(source string, p *admissionregistrationv1.ValidatingAdmissionPolicy
 		}
 		compiler.CompileAndStoreVariable(acc, vars, environment.StoredExpressions)
 	}
-	var matcher matchconditions.Matcher
+	var conditions matchconditions.Matcher
 	if len(spec.MatchConditions) > 0 {
 		accs := make([]plugincel.ExpressionAccessor, len(spec.MatchConditions))
 		for i := range spec.MatchConditions {
@@ -80,25 +78,31 @@ func compile(source string, p *admissionregistrationv1.ValidatingAdmissionPolicy
 				return nil, err
 			}
 		}
-		matcher = matchconditions.NewMatcher(compiler.CompileCondition(accs, vars, environment.StoredExpressions), spec.FailurePolicy, "policy", "validate", p.Name)
+		conditions = matchconditions.NewMatcher(compiler.CompileCondition(accs, vars, environment.StoredExpressions), spec.FailurePolicy, "policy", "validate", p.Name)
 	}
-	c := &compiled{policy: p, matcher: matcher, messages: make([]plugincel.ConditionEvaluator, len(spec.Validations))}
+	// As the API server's validating admission plugin builds its
+	// validator, from expressions checked one by one above.
 	validations := make([]plugincel.ExpressionAccessor, len(spec.Validations))
+	messages := make([]plugincel.ExpressionAccessor, len(spec.Validations)) // nil: none
 	for i, v := range spec.Validations {
 		validations[i] = &validating.ValidationCondition{Expression: v.Expression, Message: v.Message, Reason: v.Reason}
 		if err := check("spec.validations", i, validations[i], vars); err != nil {
 			return nil, err
 		}
 		if v.MessageExpression != "" {
-			m := &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}
-			if err := check("spec.validations.messageExpression", i, m, exprVars); err != nil {
+			messages[i] = &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}
+			if err := check("spec.validations.messageExpression", i, messages[i], exprVars); err != nil {
 				return nil, err
 			}
-			c.messages[i] = compiler.CompileCondition([]plugincel.ExpressionAccessor{m}, exprVars, environment.StoredExpressions)
 		}
 	}
-	c.validations = compiler.CompileCondition(validations, vars, environment.StoredExpressions)
-	return c, nil
+	validator := validating.NewValidator(
+		compiler.CompileCondition(validations, vars, environment.StoredExpressions),
+		nil, // match conditions: see evaluate
+		compiler.CompileCondition(nil, vars, environment.StoredExpressions), // no audit annotations (refused above)
+		compiler.CompileCondition(messages, exprVars, environment.StoredExpressions),
+		spec.FailurePolicy, nil)
+	return &compiled{policy: p, match: constraints, conditions: conditions, validator: validator}, nil
 }
 
 // failure is one failed validation (or an evaluation error, rule -1 when
@@ -108,86 +112,43 @@ type failure struct {
 	reason, message string
 }
 
-// evaluate runs the policy's validations for one object and params the way
-// the API server's validator does, except that a messageExpression is only
-// evaluated for a validation that failed.
-func (c *compiled) evaluate(ctx context.Context, attrs *admission.VersionedAttributes, request *admissionv1.AdmissionRequest, params runtime.Object) []failure {
-	failClosed := c.policy.Spec.FailurePolicy == nil || *c.policy.Spec.FailurePolicy == admissionregistrationv1.Fail
-	onError := func(rule int, err error) []failure {
-		if !failClosed {
-			return nil
-		}
-		return []failure{{rule: rule, reason: string(metav1.StatusReasonInvalid), message: err.Error()}}
-	}
-	if c.matcher != nil {
-		m := c.matcher.Match(ctx, attrs, params, nil)
-		if m.Error != nil {
-			return onError(-1, m.Error)
+// evaluate runs the policy's match conditions, then its validations, for
+// one object and params, with the API server's validator.
+func (c *compiled) evaluate(ctx context.Context, gvr schema.GroupVersionResource, attrs *admission.VersionedAttributes, params runtime.Object) []failure {
+	if c.conditions != nil {
+		// Matched here rather than by the validator, whose one error
+		// decision would not tell a match condition's error from a
+		// policy's only validation's.
+		m := c.conditions.Match(ctx, attrs, params, nil)
+		if m.Error != nil { // failurePolicy Fail (under Ignore it does not match)
+			return []failure{{rule: -1, reason: string(metav1.StatusReasonInvalid), message: m.Error.Error()}}
 		}
 		if !m.Matches {
 			return nil
 		}
 	}
-	vars := plugincel.OptionalVariableBindings{VersionedParams: params}
-	results, budget, err := c.validations.ForInput(ctx, attrs, request, vars, nil, celconfig.RuntimeCELCostBudget)
-	if err != nil {
-		return onError(-1, err)
-	}
+	res := c.validator.Validate(ctx, gvr, attrs, params, nil, celconfig.RuntimeCELCostBudget, nil)
+	// One decision per validation, in order; else one error decision for
+	// an evaluation stopped before it could judge each (out of budget).
+	aligned := len(res.Decisions) == len(c.policy.Spec.Validations)
 	var out []failure
-	for i, r := range results {
-		if r.Error != nil {
-			out = append(out, onError(i, r.Error)...)
-			continue
+	for i, d := range res.Decisions {
+		if d.Action != validating.ActionDeny {
+			continue // admitted, or an error under failurePolicy Ignore
 		}
-		if r.EvalResult == celtypes.True {
-			continue
+		f := failure{rule: i, reason: string(d.Reason), message: d.Message}
+		if !aligned {
+			f.rule = -1
 		}
-		v := c.policy.Spec.Validations[i]
-		f := failure{rule: i, reason: string(metav1.StatusReasonInvalid)}
-		if v.Reason != nil {
-			f.reason = string(*v.Reason)
-		}
-		if c.messages[i] != nil {
-			if mr, left, err := c.messages[i].ForInput(ctx, attrs, request, vars, nil, budget); err == nil && len(mr) == 1 && mr[0].Error == nil && mr[0].EvalResult != nil {
-				budget = left
-				if msg, ok := mr[0].EvalResult.Value().(string); ok {
-					msg = strings.TrimSpace(msg)
-					if len(msg) <= celconfig.MaxEvaluatedMessageExpressionSizeBytes && !strings.Contains(msg, "\n") {
-						f.message = msg
-					}
-				}
-			}
-		}
-		if f.message == "" {
-			f.message = strings.TrimSpace(v.Message)
-		}
-		if f.message == "" {
-			f.message = "failed expression: " + strings.TrimSpace(v.Expression)
+		if f.reason == "" {
+			f.reason = string(metav1.StatusReasonInvalid)
 		}
 		out = append(out, f)
 	}
 	return out
 }
 
-// checkMatchResources refuses the parts of MatchResources we cannot honour
-// offline.
-func checkMatchResources(m *admissionregistrationv1.MatchResources) error {
-	if m.NamespaceSelector != nil && (len(m.NamespaceSelector.MatchLabels) > 0 || len(m.NamespaceSelector.MatchExpressions) > 0) {
-		return errors.New("namespaceSelector is not supported (namespace labels are not known when checking offline); use objectSelector or matchConditions")
-	}
-	if m.ObjectSelector != nil {
-		if _, err := metav1.LabelSelectorAsSelector(m.ObjectSelector); err != nil {
-			return fmt.Errorf("objectSelector: %w", err)
-		}
-	}
-	for _, rules := range [][]admissionregistrationv1.NamedRuleWithOperations{m.ResourceRules, m.ExcludeResourceRules} {
-		for _, r := range rules {
-			for _, res := range r.Resources {
-				if strings.Contains(res, "/") && res != "*/*" {
-					return fmt.Errorf("resource %q: subresources are not supported", res)
-				}
-			}
-		}
-	}
-	return nil
+// failClosed reports whether errors deny (failurePolicy Fail, the default).
+func (c *compiled) failClosed() bool {
+	return c.policy.Spec.FailurePolicy == nil || *c.policy.Spec.FailurePolicy == admissionregistrationv1.Fail
 }

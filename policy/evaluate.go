@@ -4,15 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
-	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
 )
 
@@ -46,16 +43,34 @@ func (s *Set) Check(ctx context.Context, o Object) []Decision {
 	if o.OldObject != nil {
 		old = o.OldObject
 	}
+	attributes := admission.NewAttributesRecord(obj, old, gvk, obj.GetNamespace(), obj.GetName(), o.GVR, "",
+		admission.Operation(op), nil, false, &user.DefaultInfo{Name: "agent-sandbox-policy-check"})
 	var decisions []Decision
 	var attrs *admission.VersionedAttributes
-	var request *admissionv1.AdmissionRequest
 	for _, c := range s.policies {
 		mode, moded := s.modeOf(ctx, c.bundle)
-		if mode == ModeOff || !matches(c.policy.Spec.MatchConstraints, o.GVR, op, obj) {
+		if mode == ModeOff {
+			continue
+		}
+		matched, err := c.match.matches(attributes)
+		if err == nil && !matched {
 			continue
 		}
 		for _, b := range c.bindings {
-			if b.binding.Spec.MatchResources != nil && !matches(b.binding.Spec.MatchResources, o.GVR, op, obj) {
+			if err != nil {
+				// As the API server: a policy it cannot tell matches fails
+				// as its failurePolicy says.
+				if c.failClosed() {
+					decisions = append(decisions, b.decide(c, moded, mode, -1, what, string(metav1.StatusReasonInvalid), "failed to configure policy: "+err.Error())...)
+				}
+				continue
+			}
+			if ok, berr := b.match.matches(attributes); berr != nil {
+				if c.failClosed() {
+					decisions = append(decisions, b.decide(c, moded, mode, -1, what, string(metav1.StatusReasonInvalid), "failed to configure binding: "+berr.Error())...)
+				}
+				continue
+			} else if !ok {
 				continue
 			}
 			if b.paramMissing {
@@ -65,16 +80,14 @@ func (s *Set) Check(ctx context.Context, o Object) []Decision {
 			}
 			if attrs == nil {
 				attrs = &admission.VersionedAttributes{
-					Attributes: admission.NewAttributesRecord(obj, old, gvk, obj.GetNamespace(), obj.GetName(), o.GVR, "",
-						admission.Operation(op), nil, false, &user.DefaultInfo{Name: "agent-sandbox-policy-check"}),
+					Attributes:         attributes,
 					VersionedKind:      gvk,
 					VersionedObject:    admission.NewLazyObject(obj),
 					VersionedOldObject: admission.NewLazyObject(old),
 				}
-				request = plugincel.CreateAdmissionRequest(attrs.Attributes, metav1.GroupVersionResource(o.GVR), metav1.GroupVersionKind(gvk))
 			}
 			for _, params := range b.params {
-				for _, f := range c.evaluate(ctx, attrs, request, params) {
+				for _, f := range c.evaluate(ctx, o.GVR, attrs, params) {
 					decisions = append(decisions, b.decide(c, moded, mode, f.rule, what, f.reason, f.message)...)
 				}
 			}
@@ -106,60 +119,4 @@ func (b *bound) decide(c *compiled, moded bool, mode Mode, rule int, what, reaso
 		out = append(out, Decision{Policy: c.policy.Name, Binding: b.binding.Name, Rule: rule, Action: a, Reason: reason, Message: message, Object: what, Bundle: c.bundle})
 	}
 	return out
-}
-
-// matches applies MatchResources' resource rules, exclusions and object
-// selector to an object.
-func matches(m *admissionregistrationv1.MatchResources, gvr schema.GroupVersionResource, op admissionregistrationv1.OperationType, obj *unstructured.Unstructured) bool {
-	if m == nil {
-		return true
-	}
-	if m.ObjectSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(m.ObjectSelector)
-		if err != nil || !sel.Matches(labels.Set(obj.GetLabels())) {
-			return false
-		}
-	}
-	in := func(rules []admissionregistrationv1.NamedRuleWithOperations) bool {
-		for _, r := range rules {
-			if ruleMatches(r, gvr, op, obj) {
-				return true
-			}
-		}
-		return false
-	}
-	if len(m.ResourceRules) > 0 && !in(m.ResourceRules) {
-		return false
-	}
-	return !in(m.ExcludeResourceRules)
-}
-
-func ruleMatches(r admissionregistrationv1.NamedRuleWithOperations, gvr schema.GroupVersionResource, op admissionregistrationv1.OperationType, obj *unstructured.Unstructured) bool {
-	has := func(list []string, v string) bool {
-		for _, x := range list {
-			if x == "*" || x == v {
-				return true
-			}
-		}
-		return false
-	}
-	opOK := false
-	for _, o := range r.Operations {
-		if o == admissionregistrationv1.OperationAll || o == op {
-			opOK = true
-		}
-	}
-	if !opOK || !has(r.APIGroups, gvr.Group) || !has(r.APIVersions, gvr.Version) || !has(r.Resources, gvr.Resource) {
-		return false
-	}
-	if len(r.ResourceNames) > 0 && !has(r.ResourceNames, obj.GetName()) {
-		return false
-	}
-	if r.Scope != nil && *r.Scope != admissionregistrationv1.AllScopes {
-		namespaced := obj.GetNamespace() != ""
-		if (*r.Scope == admissionregistrationv1.NamespacedScope) != namespaced {
-			return false
-		}
-	}
-	return true
 }

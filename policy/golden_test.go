@@ -33,14 +33,8 @@ func TestGoldenDecisions(t *testing.T) {
 				t.Fatal(err)
 			}
 			objs := []any{&sb}
-			if desired.Pod != nil {
-				objs = append(objs, desired.Pod)
-			}
-			if desired.Service != nil {
-				objs = append(objs, desired.Service)
-			}
-			for _, p := range desired.PVCs {
-				objs = append(objs, p)
+			for _, c := range desired.Children() {
+				objs = append(objs, c.Object)
 			}
 			ds, err := set.CheckAll(context.Background(), objs...)
 			if err != nil {

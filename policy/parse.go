@@ -145,11 +145,11 @@ func bind(source string, p *admissionregistrationv1.ValidatingAdmissionPolicy, b
 			return nil, fail("validationAction %q is not one of Deny, Warn, Audit", a)
 		}
 	}
-	if b.Spec.MatchResources != nil {
-		if err := checkMatchResources(b.Spec.MatchResources); err != nil {
-			return nil, fail("matchResources: %v", err)
-		}
+	match, err := parseCriteria(b.Spec.MatchResources)
+	if err != nil {
+		return nil, fail("matchResources: %v", err)
 	}
+	out.match = match
 	pk := p.Spec.ParamKind
 	ref := b.Spec.ParamRef
 	switch {

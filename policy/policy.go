@@ -6,7 +6,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 )
 
@@ -111,17 +111,19 @@ type compiled struct {
 	// bundle is the built-in bundle the policy came from ("" for others).
 	bundle   string
 	bindings []*bound
-	matcher  matchconditions.Matcher
-	// validations evaluates every validation expression at once; messages
-	// holds one evaluator per messageExpression (nil where there is none),
-	// evaluated only for a failed validation.
-	validations plugincel.ConditionEvaluator
-	messages    []plugincel.ConditionEvaluator
+	// match selects the requests the policy applies to (matchConstraints);
+	// conditions are its matchConditions (nil: none).
+	match      *criteria
+	conditions matchconditions.Matcher
+	// validator evaluates the validations and their messageExpressions.
+	validator validating.Validator
 }
 
 type bound struct {
 	binding *admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	params  []runtime.Object // nil entry: no params
+	// match is the binding's matchResources (nil: all the policy matches).
+	match  *criteria
+	params []runtime.Object // nil entry: no params
 	// paramMissing is set when the paramRef names params that do not exist.
 	paramMissing bool
 	actions      []Action

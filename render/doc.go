@@ -2,7 +2,9 @@
 // the controller should hold in the cluster, as client-go apply
 // configurations: Sandbox -> Pod, Service, PVCs; SandboxTemplate ->
 // NetworkPolicy; SandboxClaim and SandboxWarmPool -> Sandboxes; and the status
-// of each kind from what was observed.
+// of each kind from what was observed. SandboxObjects renders a Sandbox and
+// lists its children (Pod, Service, PVCs): the one listing the controller's
+// plans, the admission webhook and the CLI share.
 //
 // Reconciles are decided here as Plan values (plan.go): the objects the
 // policies judge, then ordered steps (apply, apply with force to adopt,

@@ -1,9 +1,14 @@
 package render
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
 // Plan is everything one reconcile of an object will do to the cluster, as
@@ -137,4 +142,20 @@ type Check struct {
 	// Object is what the policies see; not in the golden output (it is the
 	// reconciled object, or a step's object).
 	Object any `json:"-"`
+}
+
+// checkedKinds are the group/version/kinds of what plans have judged.
+var checkedKinds = map[string]schema.GroupVersionKind{
+	"Sandbox":               sandboxv1beta1.GroupVersion.WithKind("Sandbox"),
+	"Pod":                   corev1.SchemeGroupVersion.WithKind("Pod"),
+	"Service":               corev1.SchemeGroupVersion.WithKind("Service"),
+	"PersistentVolumeClaim": corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"),
+	"NetworkPolicy":         networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"),
+}
+
+// GVK returns the group, version and kind of the judged object; ok is
+// false for a kind no plan judges.
+func (c Check) GVK() (gvk schema.GroupVersionKind, ok bool) {
+	gvk, ok = checkedKinds[c.Kind]
+	return gvk, ok
 }

@@ -62,21 +62,66 @@ type NewChildren struct {
 	Adopt *corev1.Pod
 }
 
+// PlaceholderUID stands in for the UID of a Sandbox not created yet (a
+// manifest, an object under admission, a pool member or claim's Sandbox
+// about to be created): its children's owner references need one.
+const PlaceholderUID = types.UID("00000000-0000-0000-0000-000000000000")
+
+// SandboxObjects renders a Sandbox as the controller creates it, with the
+// defaults in force, and lists what it renders to (Children). A Sandbox
+// without a UID gets PlaceholderUID; sb is not changed. It is the one
+// "render a Sandbox and list its children" of the controller's plans, the
+// webhook and the CLI.
+func SandboxObjects(sb *sandboxv1beta1.Sandbox, d Defaults) ([]Check, error) {
+	probe := sb.DeepCopy()
+	if probe.UID == "" {
+		probe.UID = PlaceholderUID
+	}
+	desired, err := Sandbox(SandboxInputs{Sandbox: probe, Defaults: d})
+	if err != nil {
+		return nil, err
+	}
+	return desired.Children(), nil
+}
+
+// Children lists the objects d holds, in the order the policies judge
+// them: the Pod, the Service, then the PVCs in template order, each a
+// check of a new child.
+func (d SandboxDesired) Children() []Check {
+	var out []Check
+	if d.Pod != nil {
+		out = append(out, Check{Kind: "Pod", Name: *d.Pod.Name, Reason: "new Pod", Object: d.Pod})
+	}
+	if d.Service != nil {
+		out = append(out, Check{Kind: "Service", Name: *d.Service.Name, Reason: "new Service", Object: d.Service})
+	}
+	for _, p := range d.PVCs {
+		out = append(out, Check{Kind: "PersistentVolumeClaim", Name: *p.Name, Reason: "new PVC", Object: p})
+	}
+	return out
+}
+
 // SandboxChecks lists what the policies judge before a Sandbox's children
 // are written, in this order: the Sandbox, the new Pod, the new Service,
 // the new PVCs, and the Pod about to be adopted as adoption will leave it.
 func SandboxChecks(sb *sandboxv1beta1.Sandbox, desired SandboxDesired, c NewChildren) []Check {
-	checks := []Check{{Kind: "Sandbox", Name: sb.Name, Reason: "the Sandbox", Object: sb}}
-	if c.Pod && desired.Pod != nil {
-		checks = append(checks, Check{Kind: "Pod", Name: *desired.Pod.Name, Reason: "new Pod", Object: desired.Pod})
-	}
-	if c.Service && desired.Service != nil {
-		checks = append(checks, Check{Kind: "Service", Name: *desired.Service.Name, Reason: "new Service", Object: desired.Service})
-	}
-	for _, p := range desired.PVCs {
-		if c.PVCs[*p.Name] {
-			checks = append(checks, Check{Kind: "PersistentVolumeClaim", Name: *p.Name, Reason: "new PVC", Object: p})
+	checks := []Check{sandboxCheck(sb)}
+	for _, child := range desired.Children() {
+		switch child.Kind {
+		case "Pod":
+			if !c.Pod {
+				continue
+			}
+		case "Service":
+			if !c.Service {
+				continue
+			}
+		default:
+			if !c.PVCs[child.Name] {
+				continue
+			}
 		}
+		checks = append(checks, child)
 	}
 	if c.Adopt != nil {
 		checks = append(checks, Check{Kind: "Pod", Name: c.Adopt.Name, Reason: "Pod to adopt, as adoption leaves it", Adopt: true,
@@ -85,25 +130,21 @@ func SandboxChecks(sb *sandboxv1beta1.Sandbox, desired SandboxDesired, c NewChil
 	return checks
 }
 
+func sandboxCheck(sb *sandboxv1beta1.Sandbox) Check {
+	return Check{Kind: "Sandbox", Name: sb.Name, Reason: "the Sandbox", Object: sb}
+}
+
 // NewSandboxChecks lists what the policies judge before the controller
 // creates sb (a pool member, a claim's Sandbox): sb, then every child it
-// will create, rendered with the defaults in force. A Sandbox that cannot
-// be rendered is an error: nothing is to be created from it, and only a
-// change to what it is made from helps.
+// will create (SandboxObjects). A Sandbox that cannot be rendered is an
+// error: nothing is to be created from it, and only a change to what it
+// is made from helps.
 func NewSandboxChecks(sb *sandboxv1beta1.Sandbox, d Defaults) ([]Check, error) {
-	probe := sb.DeepCopy()
-	if probe.UID == "" {
-		probe.UID = types.UID("not-created-yet")
-	}
-	desired, err := Sandbox(SandboxInputs{Sandbox: probe, Defaults: d})
+	children, err := SandboxObjects(sb, d)
 	if err != nil {
 		return nil, fmt.Errorf("rendering for the policy check: %w", err)
 	}
-	c := NewChildren{Pod: true, Service: true, PVCs: map[string]bool{}}
-	for _, p := range desired.PVCs {
-		c.PVCs[*p.Name] = true
-	}
-	return SandboxChecks(sb, desired, c), nil
+	return append([]Check{sandboxCheck(sb)}, children...), nil
 }
 
 // AdoptedPod is live as it will be once the Sandbox adopts it: its spec

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -135,7 +134,7 @@ func (v *Validator) rendered(ctx context.Context, req admission.Request) ([]chec
 			probe.Name = req.Name
 		}
 		if probe.UID == "" {
-			probe.UID = placeholderUID
+			probe.UID = render.PlaceholderUID
 		}
 		ac, err := render.ClaimSandbox(render.ClaimInputs{Claim: probe, Template: t})
 		var rejected *render.ClaimRejection
@@ -164,8 +163,6 @@ func (v *Validator) rendered(ctx context.Context, req admission.Request) ([]chec
 	return nil, fmt.Errorf("kind %s is not validated here", kind)
 }
 
-const placeholderUID = types.UID("00000000-0000-0000-0000-000000000000")
-
 func namespaceOf(ns string, req admission.Request) string {
 	if ns != "" {
 		return ns
@@ -190,7 +187,7 @@ func templateObjects(t *extv1beta1.SandboxTemplate, req admission.Request, d ren
 	}
 	probe := t.DeepCopy()
 	if probe.UID == "" {
-		probe.UID = placeholderUID
+		probe.UID = render.PlaceholderUID
 	}
 	desired, err := render.Template(render.TemplateInputs{Template: probe, ControllerNamespace: controllerNamespace})
 	if err != nil {
@@ -218,8 +215,9 @@ func (v *Validator) template(ctx context.Context, ns, name string) (*extv1beta1.
 	return t, nil
 }
 
-// sandboxObjects is a Sandbox and what it renders to (Pod, Service, PVCs),
-// the way the controller would create them, with its defaults.
+// sandboxObjects is a Sandbox and what it renders to (Pod, Service, PVCs:
+// render.SandboxObjects), the way the controller would create them, with
+// its defaults.
 func sandboxObjects(sb *sandboxv1beta1.Sandbox, req admission.Request, d render.Defaults) ([]checked, error) {
 	probe := sb.DeepCopy()
 	if probe.Namespace == "" {
@@ -231,27 +229,19 @@ func sandboxObjects(sb *sandboxv1beta1.Sandbox, req admission.Request, d render.
 	if probe.Name == "" && probe.GenerateName != "" {
 		probe.Name = probe.GenerateName + "x"
 	}
-	if probe.UID == "" {
-		probe.UID = placeholderUID
-	}
 	out := []checked{{sandboxv1beta1.GroupVersion.WithKind("Sandbox"), sb}}
 	if req.Kind.Kind != "Sandbox" {
 		// A template-made Sandbox is checked through its Pod; the Sandbox
 		// object itself is the controller's.
 		out = nil
 	}
-	desired, err := render.Sandbox(render.SandboxInputs{Sandbox: probe, Defaults: d})
+	children, err := render.SandboxObjects(probe, d)
 	if err != nil {
 		return nil, err
 	}
-	if desired.Pod != nil {
-		out = append(out, checked{corev1.SchemeGroupVersion.WithKind("Pod"), desired.Pod})
-	}
-	if desired.Service != nil {
-		out = append(out, checked{corev1.SchemeGroupVersion.WithKind("Service"), desired.Service})
-	}
-	for _, p := range desired.PVCs {
-		out = append(out, checked{corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), p})
+	for _, c := range children {
+		gvk, _ := c.GVK()
+		out = append(out, checked{gvk, c.Object})
 	}
 	return out, nil
 }

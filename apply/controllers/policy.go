@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/metrics"
@@ -20,19 +18,6 @@ const EventPolicyDenied = sandboxv1beta1.ReasonPolicyDenied
 // EventPolicyWarning is the Warning event for what a bundle in warn mode
 // would have denied; the objects are created.
 const EventPolicyWarning = "PolicyWarning"
-
-var (
-	gvkSandbox       = sandboxv1beta1.GroupVersion.WithKind("Sandbox")
-	gvkPod           = corev1.SchemeGroupVersion.WithKind("Pod")
-	gvkService       = corev1.SchemeGroupVersion.WithKind("Service")
-	gvkPVC           = corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")
-	gvkNetworkPolicy = networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy")
-)
-
-// checkedKinds are the kinds a plan's checks name.
-var checkedKinds = map[string]schema.GroupVersionKind{
-	"Sandbox": gvkSandbox, "Pod": gvkPod, "Service": gvkService, "PersistentVolumeClaim": gvkPVC,
-}
 
 // policyError is a denial by policy: terminal until the object or the
 // policy changes.
@@ -78,7 +63,7 @@ func checkPlanned(ctx context.Context, set *policy.Set, checks []render.Check) (
 	var all []policy.Decision
 	adopting := false
 	for _, c := range checks {
-		gvk, ok := checkedKinds[c.Kind]
+		gvk, ok := c.GVK()
 		if !ok {
 			return nil, fmt.Errorf("policy: no kind %q to check %s as", c.Kind, c.Name)
 		}

@@ -144,7 +144,8 @@ func (r *TemplateReconciler) judge(ctx context.Context, t *extv1beta1.SandboxTem
 			sandbox = append(sandbox, c)
 			continue
 		}
-		ds, err := set.CheckAs(inNS, gvkNetworkPolicy, c.Object)
+		gvk, _ := c.GVK()
+		ds, err := set.CheckAs(inNS, gvk, c.Object)
 		if err != nil {
 			return "", "", err
 		}

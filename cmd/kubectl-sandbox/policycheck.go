@@ -27,38 +27,22 @@ func templateMember(t *extv1beta1.SandboxTemplate, name string) *sandboxv1beta1.
 	if len(validation.IsDNS1035Label(name)) > 0 {
 		sb.Name = "template-member"
 	}
-	sb.UID, sb.Generation = placeholderUID, 1
+	sb.UID, sb.Generation = render.PlaceholderUID, 1
 	return sb
-}
-
-// eachRendered hands add the Pod, Service and PVCs a Sandbox renders to.
-func eachRendered(desired render.SandboxDesired, add func(schema.GroupVersionKind, any)) {
-	if desired.Pod != nil {
-		add(gvkPod, desired.Pod)
-	}
-	if desired.Service != nil {
-		add(gvkService, desired.Service)
-	}
-	for _, p := range desired.PVCs {
-		add(gvkPVC, p)
-	}
 }
 
 // check renders sb as the controller would, with its defaults, and adds
 // its Pod, Service and PVCs to what policy check judges.
 func (r *rendering) check(sb *sandboxv1beta1.Sandbox, defaults func(*sandboxv1beta1.Sandbox) render.Defaults) error {
-	probe := sb.DeepCopy()
-	if probe.UID == "" {
-		probe.UID = placeholderUID
-	}
-	desired, err := render.Sandbox(render.SandboxInputs{Sandbox: probe, Defaults: defaults(probe)})
+	children, err := render.SandboxObjects(sb, defaults(sb))
 	if err != nil {
 		return fmt.Errorf("the Sandbox it makes: %w", err)
 	}
-	eachRendered(desired, func(gvk schema.GroupVersionKind, obj any) {
-		r.checks = append(r.checks, obj)
+	for _, c := range children {
+		gvk, _ := c.GVK()
+		r.checks = append(r.checks, c.Object)
 		r.checkGVKs = append(r.checkGVKs, gvk)
-	})
+	}
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	extv1alpha1 "github.com/agentsandbox/reconciler/api/extensions/v1alpha1"
@@ -15,9 +14,6 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/render"
 )
-
-// placeholderUID stands in for the UID a manifest does not have yet.
-const placeholderUID = types.UID("00000000-0000-0000-0000-000000000000")
 
 // rendering is what one input document renders to.
 type rendering struct {
@@ -79,12 +75,15 @@ func renderAll(o *options, docs []document) []rendering {
 				break
 			}
 			fill(&sb.ObjectMeta, ns(d.Obj))
-			desired, err := render.Sandbox(render.SandboxInputs{Sandbox: sb, Defaults: defaults(sb)})
+			children, err := render.SandboxObjects(sb, defaults(sb))
 			if err != nil {
 				r.problem = err.Error()
 				break
 			}
-			eachRendered(desired, add)
+			for _, c := range children {
+				gvk, _ := c.GVK()
+				add(gvk, c.Object)
+			}
 		case "extensions.agents.x-k8s.io/v1beta1/SandboxTemplate":
 			t := &extv1beta1.SandboxTemplate{}
 			if err := decode(d.Obj, t); err != nil {
@@ -207,9 +206,6 @@ func clusterNote(o *options) string {
 
 var (
 	gvkSandbox       = sandboxv1beta1.GroupVersion.WithKind("Sandbox")
-	gvkPod           = schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
-	gvkService       = schema.GroupVersionKind{Version: "v1", Kind: "Service"}
-	gvkPVC           = schema.GroupVersionKind{Version: "v1", Kind: "PersistentVolumeClaim"}
 	gvkNetworkPolicy = schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"}
 )
 
@@ -269,7 +265,7 @@ func decode(u *unstructured.Unstructured, into any) error {
 func fill(m *metav1.ObjectMeta, ns string) {
 	m.Namespace = ns
 	if m.UID == "" {
-		m.UID = placeholderUID
+		m.UID = render.PlaceholderUID
 	}
 	if m.Generation == 0 {
 		m.Generation = 1

@@ -38,7 +38,7 @@ func (r *SandboxReconciler) forget(key types.NamespacedName, _ *sandboxv1beta1.S
 	for _, kind := range []string{sandboxPodName, sandboxChildren, sandboxDrift, "SandboxStatus"} {
 		r.memory.Forget(ssa.Key{Kind: kind, Namespace: key.Namespace, Name: key.Name})
 	}
-	for _, kind := range []string{"Pod", "Service", "SandboxStatus"} {
+	for _, kind := range []string{"Pod", "Service", "Sandbox", "SandboxStatus"} {
 		r.Engine.Forget(kind, key.Namespace, key.Name)
 	}
 }

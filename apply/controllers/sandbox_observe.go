@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/render"
 )
 
@@ -65,7 +66,7 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 	if obs.pod != nil {
 		// A kept Pod keeps the spec it was created with: the plan needs
 		// what we own of it.
-		owned, err := corev1ac.ExtractPod(obs.pod, r.Engine.FieldManager())
+		owned, err := ssa.Extract(r.Engine, "Pod", obs.pod, r.Engine.FieldManager(), "", corev1ac.ExtractPod)
 		if err != nil {
 			return nil, fmt.Errorf("extracting pod fields: %w", err)
 		}

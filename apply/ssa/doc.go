@@ -17,7 +17,9 @@
 // keeps two: its writes (created moments ago, no-op writes), swept so that
 // only the last minute's stay, and the objects whose owned fields
 // extraction found equal to the desired ones (forgotten with the object).
-// The reconcilers keep theirs in one too.
+// The reconcilers keep theirs in one too. Extractions themselves (Extract)
+// are remembered per object, by UID and our managedFields entry, since the
+// values of the fields a manager owns cannot change while its entry stays.
 //
 // It returns what it did as a change set (Kind/namespace/name: created,
 // configured, unchanged or deleted). It never forces ownership of fields

@@ -95,6 +95,7 @@ func (e *Engine) Forget(kind, namespace, name string) {
 		e.written.Forget(k)
 		e.owned.Forget(k)
 	}
+	e.forgetExtracted(kind, namespace, name)
 }
 
 func key(c Change) Key { return Key{Kind: c.Kind, Namespace: c.Namespace, Name: c.Name} }

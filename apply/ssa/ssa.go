@@ -31,6 +31,11 @@ type Engine struct {
 	// equal to what we want, under which managedFields entry of ours (see
 	// ownsDesired). Forgotten with the object.
 	owned Memory
+
+	// extracted remembers, per object and manager, the last extraction of
+	// what the manager owns (see Extract). Forgotten with the object.
+	extracted   Memory
+	extractions struct{ hits, misses atomic.Int64 }
 }
 
 // Observe sets a function told every outcome (metrics). Call it before use.
@@ -91,6 +96,9 @@ type Stats struct {
 	// NoOps is the number of applies the server found to change nothing:
 	// sent because the cached object was older than the server's.
 	NoOps int64
+	// Extractions counts the extractions of what a manager owns that
+	// were computed; ExtractionsRemembered those answered from memory.
+	Extractions, ExtractionsRemembered int64
 }
 
 // Saved counts a write a caller did not send because it knew the server
@@ -102,7 +110,8 @@ func (e *Engine) Saved(kind, namespace, name string) {
 
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
-	return Stats{Applies: e.applies.Load(), Skipped: e.skipped.Load(), Deletes: e.deletes.Load(), NoOps: e.noops.Load()}
+	return Stats{Applies: e.applies.Load(), Skipped: e.skipped.Load(), Deletes: e.deletes.Load(), NoOps: e.noops.Load(),
+		Extractions: e.extractions.misses.Load(), ExtractionsRemembered: e.extractions.hits.Load()}
 }
 
 // ApplyConfiguration is a generated root apply configuration.
@@ -149,7 +158,7 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 		return change, nil
 	}
 	if !isNil(live) {
-		same, err := e.ownsDesired(memo, live, manager, "", desired, func() (any, error) { return extract(live, manager) })
+		same, err := e.ownsDesired(memo, live, manager, "", desired, func() (any, error) { return Extract(e, kind, live, manager, "", extract) })
 		if err != nil {
 			return change, fmt.Errorf("extracting the fields %s owns of %s: %w", manager, kind, err)
 		}
@@ -181,7 +190,7 @@ func ApplyStatus[O client.Object, AC ApplyConfiguration](ctx context.Context, e 
 	extractStatus func(O, string) (AC, error)) (change Change, err error) {
 	change = Change{Kind: kind + "Status", Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Configured}
 	defer func() { e.observeOK(change, err) }()
-	same, err := e.ownsDesired(change, live, e.statusManager, "status", desired, func() (any, error) { return extractStatus(live, e.statusManager) })
+	same, err := e.ownsDesired(change, live, e.statusManager, "status", desired, func() (any, error) { return Extract(e, kind+"Status", live, e.statusManager, "status", extractStatus) })
 	if err != nil {
 		return change, fmt.Errorf("extracting the status fields %s owns of %s: %w", e.statusManager, kind, err)
 	}

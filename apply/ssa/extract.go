@@ -1,0 +1,71 @@
+package ssa
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Extract returns what manager owns of live (through its Apply entry for
+// subresource, "" for the object itself), as extract gives it: the
+// generated Extract function of the kind (corev1ac.ExtractPod,
+// sandboxac.ExtractSandboxStatus, ...).
+//
+// Extraction converts the whole object into a typed value and walks it: it
+// was the largest share of the controller's CPU while Sandboxes were being
+// created (one Pod extracted on every reconcile, most of them caused by the
+// Pod's own status moving on). Its result is remembered per object, keyed
+// by the object's UID and our manager's managedFields entry: the values of
+// fields a manager owns cannot change without its entry changing (a writer
+// that sets one takes or shares its ownership), so while the entry is the
+// same, so is the result. What is remembered is its JSON; every caller gets
+// a copy of its own, free to change.
+func Extract[O client.Object, AC any](e *Engine, kind string, live O, manager, subresource string, extract func(O, string) (AC, error)) (AC, error) {
+	entry := managedEntry(live, manager, subresource)
+	if entry == "" {
+		// Nothing applied by manager (yet): nothing to remember by.
+		return extract(live, manager)
+	}
+	k := Key{Kind: kind + "|extracted|" + manager + "|" + subresource, Namespace: live.GetNamespace(), Name: live.GetName()}
+	if r, ok := e.extracted.Recall(k, live.GetUID()); ok && r.Owned == entry {
+		if out, err := decodeAs[AC](r.State.([]byte)); err == nil {
+			e.extractions.hits.Add(1)
+			return out, nil
+		}
+	}
+	out, err := extract(live, manager)
+	if err != nil {
+		return out, err
+	}
+	e.extractions.misses.Add(1)
+	if b, err := json.Marshal(out); err == nil {
+		e.extracted.Remember(k, Record{UID: live.GetUID(), Owned: entry, State: b})
+	}
+	return out, nil
+}
+
+// decodeAs decodes JSON into a new value of AC, a pointer to an apply
+// configuration.
+func decodeAs[AC any](b []byte) (AC, error) {
+	var zero AC
+	t := reflect.TypeOf(zero)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return zero, fmt.Errorf("extracting into %T: not a pointer", zero)
+	}
+	v := reflect.New(t.Elem())
+	if err := json.Unmarshal(b, v.Interface()); err != nil {
+		return zero, err
+	}
+	return v.Interface().(AC), nil
+}
+
+// forgetExtracted drops the remembered extractions of an object.
+func (e *Engine) forgetExtracted(kind, namespace, name string) {
+	for _, m := range []string{e.fieldManager, e.statusManager, e.AnnotationManager()} {
+		for _, sub := range []string{"", "status"} {
+			e.extracted.Forget(Key{Kind: kind + "|extracted|" + m + "|" + sub, Namespace: namespace, Name: name})
+		}
+	}
+}

@@ -19,17 +19,7 @@ import (
 // written. member is not changed.
 func Adopted(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, member *sandboxv1beta1.Sandbox) *sandboxv1beta1.Sandbox {
 	sb := member.DeepCopy()
-	owners := make([]metav1.OwnerReference, 0, len(sb.OwnerReferences)+1)
-	for _, ref := range sb.OwnerReferences {
-		if ref.Controller == nil || !*ref.Controller {
-			owners = append(owners, ref)
-		}
-	}
-	yes := true
-	sb.OwnerReferences = append(owners, metav1.OwnerReference{
-		APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxClaim", Name: c.Name, UID: c.UID,
-		Controller: &yes, BlockOwnerDeletion: &yes,
-	})
+	sb.OwnerReferences = adoptedOwners(c, sb.OwnerReferences)
 	if sb.Labels == nil {
 		sb.Labels = map[string]string{}
 	}
@@ -63,6 +53,18 @@ func Adopted(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, member *
 	return sb
 }
 
+// adoptedOwners are refs with the controller reference, if any, replaced by
+// one to the claim c.
+func adoptedOwners(c *extv1beta1.SandboxClaim, refs []metav1.OwnerReference) []metav1.OwnerReference {
+	owners := make([]metav1.OwnerReference, 0, len(refs)+1)
+	for _, ref := range refs {
+		if ref.Controller == nil || !*ref.Controller {
+			owners = append(owners, ref)
+		}
+	}
+	return append(owners, *metav1.NewControllerRef(c, extv1beta1.GroupVersion.WithKind("SandboxClaim")))
+}
+
 // Adoption renders the change that hands a warm member to a claim, as a JSON
 // merge patch: the member's resourceVersion as a precondition (so two claims,
 // or two controllers, can never both take it), ownership moved from the pool
@@ -75,18 +77,7 @@ func Adoption(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, member 
 	if member.ResourceVersion == "" {
 		return nil, fmt.Errorf("render: adopting %s: no resourceVersion to guard the change with", member.Name)
 	}
-	owners := []metav1.OwnerReference{}
-	for _, ref := range member.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller {
-			continue
-		}
-		owners = append(owners, ref)
-	}
-	yes := true
-	owners = append(owners, metav1.OwnerReference{
-		APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxClaim", Name: c.Name, UID: c.UID,
-		Controller: &yes, BlockOwnerDeletion: &yes,
-	})
+	owners := adoptedOwners(c, member.OwnerReferences)
 	labels := map[string]any{}
 	for k, v := range adoptedLabels(c) {
 		if v == "" {

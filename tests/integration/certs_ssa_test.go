@@ -304,8 +304,9 @@ func owned(o client.Object, manager string) []string {
 				continue
 			}
 			path := prefix + strings.TrimPrefix(k, "f:")
-			if sub, ok := v.(map[string]any); ok && len(sub) > 0 && !(len(sub) == 1 && sub["."] != nil) {
-				walk(path+"/", sub)
+			sub, _ := v.(map[string]any)
+			if len(sub) > 1 || (len(sub) == 1 && sub["."] == nil) {
+				walk(path+"/", sub) // "." alone marks an owned list item or map
 				continue
 			}
 			out = append(out, path)
@@ -316,7 +317,7 @@ func owned(o client.Object, manager string) []string {
 			continue
 		}
 		var fields map[string]any
-		if err := json.Unmarshal(m.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(m.FieldsV1.GetRawBytes(), &fields); err != nil {
 			panic(err)
 		}
 		walk("", fields)

@@ -5,7 +5,6 @@ import (
 	"maps"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -21,17 +20,7 @@ import (
 // written. member is not changed.
 func Adopted(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, member *sandboxv1beta1.Sandbox) *sandboxv1beta1.Sandbox {
 	sb := member.DeepCopy()
-	owners := make([]metav1.OwnerReference, 0, len(sb.OwnerReferences)+1)
-	for _, ref := range sb.OwnerReferences {
-		if ref.Controller == nil || !*ref.Controller {
-			owners = append(owners, ref)
-		}
-	}
-	yes := true
-	sb.OwnerReferences = append(owners, metav1.OwnerReference{
-		APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxClaim", Name: c.Name, UID: c.UID,
-		Controller: &yes, BlockOwnerDeletion: &yes,
-	})
+	sb.OwnerReferences = adoptedOwners(c, sb.OwnerReferences)
 	if sb.Labels == nil {
 		sb.Labels = map[string]string{}
 	}
@@ -65,6 +54,18 @@ func Adopted(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, member *
 	return sb
 }
 
+// adoptedOwners are refs with the controller reference, if any, replaced by
+// one to the claim c.
+func adoptedOwners(c *extv1beta1.SandboxClaim, refs []metav1.OwnerReference) []metav1.OwnerReference {
+	owners := make([]metav1.OwnerReference, 0, len(refs)+1)
+	for _, ref := range refs {
+		if ref.Controller == nil || !*ref.Controller {
+			owners = append(owners, ref)
+		}
+	}
+	return append(owners, *metav1.NewControllerRef(c, extv1beta1.GroupVersion.WithKind("SandboxClaim")))
+}
+
 // Adoption renders the server-side apply that hands a warm member to a
 // claim, applied as manager (our field manager): what manager owns of the
 // member already (its Apply entry: the member as the pool created it),
@@ -96,9 +97,7 @@ func Adoption(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, member 
 			ac.WithOwnerReferences(&ref)
 		}
 	}
-	ac.WithOwnerReferences(metav1ac.OwnerReference().
-		WithAPIVersion(extv1beta1.GroupVersion.String()).WithKind("SandboxClaim").WithName(c.Name).WithUID(c.UID).
-		WithController(true).WithBlockOwnerDeletion(true))
+	ac.WithOwnerReferences(controllerRef(c, extv1beta1.GroupVersion.WithKind("SandboxClaim")))
 	for k, v := range adoptedLabels(c) {
 		if v == "" {
 			delete(ac.Labels, k) // removed: ours to give up

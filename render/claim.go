@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -306,7 +305,7 @@ func ClaimSandbox(in ClaimInputs) (*sandboxac.SandboxApplyConfiguration, error) 
 	sb.WithLabels(map[string]string{
 		sandboxv1beta1.LabelClaimUID:   string(c.UID),
 		sandboxv1beta1.LabelLaunchType: sandboxv1beta1.LaunchTypeCold,
-	}).WithOwnerReferences(claimOwner(c)).
+	}).WithOwnerReferences(controllerRef(c, extv1beta1.GroupVersion.WithKind("SandboxClaim"))).
 		WithAnnotations(sandboxv1beta1.ResumeAnnotations(t.Annotations, c.Annotations))
 	// As upstream's cold Sandbox: no template hash (that is for pool
 	// members), and created-by only as the claim's own label says.
@@ -331,16 +330,6 @@ func addPodMetadata(dst *sandboxv1beta1.PodMetadata, extra sandboxv1beta1.PodMet
 		}
 		dst.Annotations[k] = v
 	}
-}
-
-func claimOwner(c *extv1beta1.SandboxClaim) *metav1ac.OwnerReferenceApplyConfiguration {
-	return metav1ac.OwnerReference().
-		WithAPIVersion(extv1beta1.GroupVersion.String()).
-		WithKind("SandboxClaim").
-		WithName(c.Name).
-		WithUID(c.UID).
-		WithController(true).
-		WithBlockOwnerDeletion(true)
 }
 
 // ClaimExpiry is when a claim expires: the earlier of its shutdownTime and

@@ -29,7 +29,7 @@ func PlanClaimExpiry(in ClaimPlanInputs) Plan {
 	}
 	st := in.statusInputs()
 	st.Pending, st.Sandbox, st.Expired = false, nil, true
-	if sb := in.Sandbox; sb != nil && controlledByUID(sb, c) {
+	if sb := in.Sandbox; sb != nil && metav1.IsControlledBy(sb, c) {
 		// Reported (name, Pod IPs, Finished) until the Sandbox is gone.
 		st.Sandbox = sb
 	} else if in.NotOwned != "" {
@@ -63,11 +63,6 @@ func PlanClaimExpiry(in ClaimPlanInputs) Plan {
 	}
 	plan.Steps = append(plan.Steps, claimStatusStep(c, ClaimStatus(st), true, "report the claim expired"))
 	return plan
-}
-
-func controlledByUID(o metav1.Object, c *extv1beta1.SandboxClaim) bool {
-	ref := metav1.GetControllerOf(o)
-	return ref != nil && ref.UID == c.UID
 }
 
 // statusInputs are the claim's status inputs as observed.

@@ -104,8 +104,7 @@ func ClaimMayTake(pool *extv1beta1.SandboxWarmPool, removals []*sandboxv1beta1.S
 		doomed[m.UID] = true
 	}
 	return func(sb *sandboxv1beta1.Sandbox) bool {
-		ref := metav1.GetControllerOf(sb)
-		return ref != nil && ref.UID == pool.UID && sb.DeletionTimestamp == nil && !doomed[sb.UID]
+		return metav1.IsControlledBy(sb, pool) && sb.DeletionTimestamp == nil && !doomed[sb.UID]
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
@@ -45,9 +44,8 @@ func assertClaimPlan(t *testing.T, c golden.Case, claim *extv1beta1.SandboxClaim
 	if obs.Sandbox != nil {
 		// The reconciler sees only Sandboxes the claim controls.
 		sb := obs.Sandbox.DeepCopy()
-		if metav1.GetControllerOf(sb) == nil {
-			sb.OwnerReferences = append(sb.OwnerReferences, metav1.OwnerReference{APIVersion: extv1beta1.GroupVersion.String(),
-				Kind: "SandboxClaim", Name: claim.Name, UID: claim.UID, Controller: ptr.To(true)})
+		if metav1.GetControllerOfNoCopy(sb) == nil {
+			sb.OwnerReferences = append(sb.OwnerReferences, *metav1.NewControllerRef(claim, extv1beta1.GroupVersion.WithKind("SandboxClaim")))
 		}
 		if sb.UID == "" {
 			sb.UID = "5f0d7c2e-0000-4000-8000-sandbox"

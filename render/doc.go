@@ -27,6 +27,10 @@
 // each case shows what a change does to the cluster; the reconcilers only
 // execute plans.
 //
+// Controller references are apimachinery's: metav1.NewControllerRef
+// (controllerRef, owner.go, for apply configurations) and
+// metav1.IsControlledBy.
+//
 // Everything observed from the cluster comes in through an inputs struct.
 // Render must never use a client, the clock, randomness or global state, so
 // every output is reproducible and golden-tested under golden/.

@@ -10,7 +10,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -87,8 +86,7 @@ func TestTemplateGolden(t *testing.T) {
 			if np := obs.NetworkPolicy; np != nil {
 				np.Namespace = tmpl.Namespace
 				if obs.Owned {
-					np.OwnerReferences = []metav1.OwnerReference{{APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxTemplate",
-						Name: tmpl.Name, UID: tmpl.UID, Controller: ptr.To(true)}}
+					np.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(&tmpl, extv1beta1.GroupVersion.WithKind("SandboxTemplate"))}
 				}
 			}
 			in := TemplatePlanInputs{

@@ -98,7 +98,7 @@ func Sandbox(in SandboxInputs) (SandboxDesired, error) {
 		return out, nil
 	}
 	hash := NameHash(sb.Name)
-	owner := ownerReference(sb)
+	owner := controllerRef(sb, sandboxv1beta1.GroupVersion.WithKind("Sandbox"))
 
 	wantService := sb.Spec.Service != nil && *sb.Spec.Service
 	keepService := sb.Spec.Service == nil && in.ServiceExists
@@ -132,16 +132,6 @@ func Sandbox(in SandboxInputs) (SandboxDesired, error) {
 	}
 	out.Pod = pod
 	return out, nil
-}
-
-func ownerReference(sb *sandboxv1beta1.Sandbox) *metav1ac.OwnerReferenceApplyConfiguration {
-	return metav1ac.OwnerReference().
-		WithAPIVersion(sandboxv1beta1.GroupVersion.String()).
-		WithKind("Sandbox").
-		WithName(sb.Name).
-		WithUID(sb.UID).
-		WithController(true).
-		WithBlockOwnerDeletion(true)
 }
 
 // PodName returns the name of a Sandbox's Pod: the pod-name annotation when
@@ -214,7 +204,7 @@ func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerRef
 		annotations[sandboxv1beta1.AnnotationPropagatedAnnotations] = annotationKeys
 	}
 	labels[sandboxv1beta1.LabelSandboxNameHash] = hash
-	if ref := metav1.GetControllerOf(sb); ref != nil && strings.HasPrefix(ref.APIVersion, "extensions."+sandboxv1beta1.GroupName+"/") {
+	if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && strings.HasPrefix(ref.APIVersion, "extensions."+sandboxv1beta1.GroupName+"/") {
 		for _, k := range PodIdentityLabels {
 			if v := sb.Labels[k]; v != "" {
 				labels[k] = v

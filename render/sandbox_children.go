@@ -18,7 +18,7 @@ var errNoSandbox = errors.New("render: plan needs a sandbox")
 // Adoptable reports whether an object without a controller may be taken
 // over by sb: it is labeled adoptable, or carries sb's name-hash label.
 func Adoptable(o metav1.Object, sb *sandboxv1beta1.Sandbox) bool {
-	if metav1.GetControllerOf(o) != nil {
+	if metav1.GetControllerOfNoCopy(o) != nil {
 		return false
 	}
 	l := o.GetLabels()
@@ -26,16 +26,10 @@ func Adoptable(o metav1.Object, sb *sandboxv1beta1.Sandbox) bool {
 		l[sandboxv1beta1.LabelSandboxNameHash] == NameHash(sb.Name)
 }
 
-// controlled reports whether sb is o's controller.
-func controlled(o metav1.Object, sb *sandboxv1beta1.Sandbox) bool {
-	ref := metav1.GetControllerOf(o)
-	return ref != nil && ref.UID == sb.UID
-}
-
 // notTaken is upstream's error for a child object in the way: owned by
 // another controller, or unowned without a label that allows adoption.
 func notTaken(kind string, o metav1.Object, sb *sandboxv1beta1.Sandbox) string {
-	if ref := metav1.GetControllerOf(o); ref != nil {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
 		return fmt.Sprintf("%s %q is owned by %s/%s (UID: %s), not by sandbox %q", kind, o.GetName(), ref.Kind, ref.Name, ref.UID, sb.Name)
 	}
 	return fmt.Sprintf("cannot adopt unowned %s %q: missing required pool authorization label (%q) or sandbox tracking label (%q)",

@@ -176,7 +176,7 @@ func serviceRequired(in SandboxStatusInputs) bool {
 // foreignPodError is upstream's reconcile error for a Pod with the
 // Sandbox's pod name that the Sandbox may not take.
 func foreignPodError(sb *sandboxv1beta1.Sandbox, p *corev1.Pod) string {
-	if ref := metav1.GetControllerOf(p); ref != nil {
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
 		return fmt.Sprintf("pod %q is owned by %s/%s (UID: %s), not by sandbox %q", p.Name, ref.Kind, ref.Name, ref.UID, sb.Name)
 	}
 	return fmt.Sprintf("cannot adopt unowned pod %q: missing required pool authorization label (%q) or sandbox tracking label (%q)",

@@ -177,10 +177,9 @@ func planInputs(t *testing.T, sb *sandboxv1beta1.Sandbox, obs sandboxObserved) S
 		ClusterDomain: obs.ClusterDomain, Now: now,
 	}
 	if obs.ServiceExists && in.Service == nil {
-		yes := true
 		in.Service = &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: sb.Name, Namespace: sb.Namespace, UID: "5f0d7c2e-0000-4000-8000-00000000005e",
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: sandboxv1beta1.GroupVersion.String(), Kind: "Sandbox", Name: sb.Name, UID: sb.UID, Controller: &yes}}},
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sb, sandboxv1beta1.GroupVersion.WithKind("Sandbox"))}},
 			Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone},
 		}
 	}

@@ -84,13 +84,7 @@ func Template(in TemplateInputs) (TemplateDesired, error) {
 		WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress)
 	out.NetworkPolicy = networkingv1ac.NetworkPolicy(NetworkPolicyName(t.Name), t.Namespace).
 		WithLabels(map[string]string{sandboxv1beta1.LabelSandboxTemplateRefHash: hash}).
-		WithOwnerReferences(metav1ac.OwnerReference().
-			WithAPIVersion(extv1beta1.GroupVersion.String()).
-			WithKind("SandboxTemplate").
-			WithName(t.Name).
-			WithUID(t.UID).
-			WithController(true).
-			WithBlockOwnerDeletion(true)).
+		WithOwnerReferences(controllerRef(t, extv1beta1.GroupVersion.WithKind("SandboxTemplate"))).
 		WithSpec(rules)
 	return out, nil
 }

@@ -78,7 +78,7 @@ func PlanTemplate(in TemplatePlanInputs) (Plan, string) {
 	plan.Steps = append(plan.Steps, Step{Action: ActionApply, Kind: "SandboxTemplate", Namespace: t.Namespace, Name: t.Name,
 		Reason: "label the template with its ref hash", Object: desired.Labels, Live: t})
 	np := in.NetworkPolicy
-	owned := np != nil && metav1.GetControllerOf(np) != nil && metav1.GetControllerOf(np).UID == t.UID
+	owned := np != nil && metav1.IsControlledBy(np, t)
 	switch {
 	case desired.NetworkPolicy != nil && np != nil && !owned:
 		plan.Problem = "a NetworkPolicy with the template's policy name exists that the template does not own; leaving it"

@@ -11,7 +11,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/utils/ptr"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -123,13 +122,7 @@ func WarmPoolMember(in WarmPoolInputs, name string) (*sandboxac.SandboxApplyConf
 		sandboxv1beta1.LabelWarmPoolSandbox: NameHash(p.Name),
 		sandboxv1beta1.LabelLaunchType:      sandboxv1beta1.LaunchTypeWarm,
 	}).
-		WithOwnerReferences(metav1ac.OwnerReference().
-			WithAPIVersion(extv1beta1.GroupVersion.String()).
-			WithKind("SandboxWarmPool").
-			WithName(p.Name).
-			WithUID(p.UID).
-			WithController(true).
-			WithBlockOwnerDeletion(true))
+		WithOwnerReferences(controllerRef(p, extv1beta1.GroupVersion.WithKind("SandboxWarmPool")))
 	return sb, nil
 }
 

@@ -67,7 +67,7 @@ type WarmPoolPlanInputs struct {
 func (in WarmPoolPlanInputs) members() []*sandboxv1beta1.Sandbox {
 	out := make([]*sandboxv1beta1.Sandbox, 0, len(in.Members))
 	for _, m := range in.Members {
-		if ref := metav1.GetControllerOf(m); ref != nil && ref.UID != in.Pool.UID {
+		if metav1.GetControllerOfNoCopy(m) != nil && !metav1.IsControlledBy(m, in.Pool) {
 			continue
 		}
 		out = append(out, m)

@@ -4,15 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1ac "k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	admissionregistrationv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/agentsandbox/reconciler/apply/ssa"
 )
 
 // inject sets the CA bundle on every webhook of our configuration and on
@@ -34,68 +35,70 @@ func (c *Certs) inject(ctx context.Context, bundle []byte) (changed bool, err er
 	return changed, nil
 }
 
-// lockedPatch is a merge patch that carries the resourceVersion read, so
-// the API server refuses it if someone else changed the object in between
-// (a merge patch replaces whole lists: without the lock a concurrent edit
-// of another webhook field would be overwritten).
-func lockedPatch(base client.Object) client.Patch {
-	return client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
-}
-
+// injectWebhook applies the CA bundle to our webhook configuration
+// (server-side apply under FieldManager) as just the caBundle of each of its
+// webhooks, by name (the list's merge key): no other field is sent, so no
+// other manager's field is touched, and a concurrent edit of another field
+// is neither lost nor in the way. Ownership of the caBundle fields is
+// forced: they are ours to set, as they were when a merge patch wrote them,
+// and an earlier version of the controller may hold them as another
+// manager. Applying what we own already sends nothing (ssa.Apply). changed
+// says the configuration did not hold the bundle yet.
 func (c *Certs) injectWebhook(ctx context.Context, bundle []byte) (changed bool, err error) {
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		changed = false
-		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := c.Client.Get(ctx, types.NamespacedName{Name: c.WebhookConfigName}, cfg); err != nil {
-			return client.IgnoreNotFound(err)
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := c.Client.Get(ctx, types.NamespacedName{Name: c.WebhookConfigName}, cfg); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
 		}
-		base := cfg.DeepCopy()
-		for i := range cfg.Webhooks {
-			if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, bundle) {
-				cfg.Webhooks[i].ClientConfig.CABundle = slices.Clone(bundle)
-				changed = true
-			}
-		}
-		if !changed {
-			return nil
-		}
-		return c.Client.Patch(ctx, cfg, lockedPatch(base))
-	})
+		return false, fmt.Errorf("injecting the CA bundle into %s: %w", c.WebhookConfigName, err)
+	}
+	if len(cfg.Webhooks) == 0 {
+		return false, nil
+	}
+	desired := admissionregistrationv1ac.ValidatingWebhookConfiguration(cfg.Name)
+	for _, w := range cfg.Webhooks {
+		changed = changed || !bytes.Equal(w.ClientConfig.CABundle, bundle)
+		desired.WithWebhooks(admissionregistrationv1ac.ValidatingWebhook().WithName(w.Name).
+			WithClientConfig(admissionregistrationv1ac.WebhookClientConfig().WithCABundle(bundle...)))
+	}
+	change, err := ssa.Apply(ctx, c.engine, "ValidatingWebhookConfiguration", desired, cfg,
+		admissionregistrationv1ac.ExtractValidatingWebhookConfiguration, ssa.Options{Force: true})
 	if err != nil {
 		return false, fmt.Errorf("injecting the CA bundle into %s: %w", c.WebhookConfigName, err)
 	}
-	if changed {
+	if change.Action != ssa.Unchanged {
 		log.FromContext(ctx).Info("CA bundle injected", "webhookConfiguration", c.WebhookConfigName)
 	}
 	return changed, nil
 }
 
-// injectCRD sets the CA bundle of a CRD's conversion webhook (a CRD
-// without webhook conversion is left alone).
+// injectCRD applies the CA bundle to a CRD's conversion webhook as
+// injectWebhook does: spec.conversion.webhook.clientConfig.caBundle, and
+// nothing else (a CRD without webhook conversion is left alone).
 func (c *Certs) injectCRD(ctx context.Context, name string, bundle []byte) (changed bool, err error) {
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		changed = false
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
-			return client.IgnoreNotFound(err)
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Client.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
 		}
-		conv := crd.Spec.Conversion
-		if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil ||
-			bytes.Equal(conv.Webhook.ClientConfig.CABundle, bundle) {
-			return nil
-		}
-		base := crd.DeepCopy()
-		conv.Webhook.ClientConfig.CABundle = slices.Clone(bundle)
-		changed = true
-		return c.Client.Patch(ctx, crd, lockedPatch(base))
-	})
+		return false, fmt.Errorf("injecting the CA bundle into CRD %s: %w", name, err)
+	}
+	conv := crd.Spec.Conversion
+	if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+		return false, nil
+	}
+	desired := apiextensionsv1ac.CustomResourceDefinition(name).WithSpec(apiextensionsv1ac.CustomResourceDefinitionSpec().
+		WithConversion(apiextensionsv1ac.CustomResourceConversion().WithWebhook(apiextensionsv1ac.WebhookConversion().
+			WithClientConfig(apiextensionsv1ac.WebhookClientConfig().WithCABundle(bundle...)))))
+	change, err := ssa.Apply(ctx, c.engine, "CustomResourceDefinition", desired, crd,
+		apiextensionsv1ac.ExtractCustomResourceDefinition, ssa.Options{Force: true})
 	if err != nil {
 		return false, fmt.Errorf("injecting the CA bundle into CRD %s: %w", name, err)
 	}
-	if changed {
+	if change.Action != ssa.Unchanged {
 		log.FromContext(ctx).Info("CA bundle injected", "crd", name)
 	}
-	return changed, nil
+	return !bytes.Equal(conv.Webhook.ClientConfig.CABundle, bundle), nil
 }
 
 // injectedBundle is the CA bundle the webhook configuration holds now (nil

@@ -17,10 +17,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/policy"
 )
 
@@ -36,12 +38,17 @@ const (
 	OptOutLabel = policy.LegacyOptOutLabel
 )
 
+// FieldManager owns what the certificate manager writes: the Secret and
+// the caBundle fields of the webhook configuration and the CRDs' conversion
+// webhooks (server-side apply through an ssa.Engine).
+const FieldManager = "agent-sandbox-certs"
+
 // The certificate Secret: created (a create cannot be limited to a name),
-// then read, watched and updated by name only. A list or watch is limited
-// to the name by its metadata.name field selector.
+// then read, watched and patched (server-side apply) by name only. A list
+// or watch is limited to the name by its metadata.name field selector.
 //
 // +kubebuilder:rbac:groups="",namespace=agent-sandbox-system,resources=secrets,verbs=create
-// +kubebuilder:rbac:groups="",namespace=agent-sandbox-system,resources=secrets,verbs=get;list;watch;update,resourceNames=agent-sandbox-webhook-cert
+// +kubebuilder:rbac:groups="",namespace=agent-sandbox-system,resources=secrets,verbs=get;list;watch;patch,resourceNames=agent-sandbox-webhook-cert
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;patch,resourceNames=agent-sandbox-validating-webhook
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;patch,resourceNames=sandboxes.agents.x-k8s.io;sandboxtemplates.extensions.agents.x-k8s.io;sandboxclaims.extensions.agents.x-k8s.io;sandboxwarmpools.extensions.agents.x-k8s.io
 
@@ -90,7 +97,8 @@ type Certs struct {
 	Resync time.Duration
 	Now    func() time.Time
 
-	mu      sync.Mutex // one Ensure at a time
+	mu      sync.Mutex  // one Ensure at a time
+	engine  *ssa.Engine // writes, under FieldManager (made by Ensure)
 	serving atomic.Pointer[tls.Certificate]
 	next    atomic.Int64 // unix nanoseconds of the next due step
 }
@@ -155,6 +163,9 @@ func (c *Certs) Ensure(ctx context.Context) ([]byte, error) {
 	c.defaults()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.engine == nil {
+		c.engine = ssa.New(c.Client, FieldManager, "")
+	}
 	key := types.NamespacedName{Namespace: c.Namespace, Name: c.SecretName}
 	for attempt := 0; ; attempt++ {
 		secret := &corev1.Secret{}
@@ -216,26 +227,42 @@ func (c *Certs) Ensure(ctx context.Context) ([]byte, error) {
 	}
 }
 
-// store writes the Secret; retry says another writer came first.
+// store writes the Secret; retry says another writer came first. A
+// missing Secret is created, never overwritten: should another replica
+// create it first, the create fails and its certificate is used. An
+// existing one is applied with the resourceVersion read as a precondition,
+// so a concurrent writer makes the apply fail instead of being overwritten.
+// The Secret is ours alone, as its whole data was when it was written with
+// updates: what updates (our create, earlier versions, someone's edit) set
+// moves into our apply entry first, and the apply takes ownership of what it
+// sets, so a broken Secret is replaced whoever broke it and keys no longer
+// wanted (a promoted tls-next.*) go.
 func (c *Certs) store(ctx context.Context, secret *corev1.Secret, data map[string][]byte) (retry bool, err error) {
 	if secret == nil {
 		fresh := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.SecretName},
 			Type:       corev1.SecretTypeTLS, Data: data,
 		}
-		err = c.Client.Create(ctx, fresh)
-		if apierrors.IsAlreadyExists(err) {
-			return true, nil
-		}
+		_, exists, err := c.engine.Create(ctx, "Secret", fresh)
 		if err != nil {
 			return false, fmt.Errorf("storing webhook certificate: %w", err)
 		}
-		return false, nil
+		return exists, nil
 	}
-	// Update carries the resourceVersion read: a concurrent writer makes
-	// it fail instead of being overwritten.
-	secret.Data = data
-	err = c.Client.Update(ctx, secret)
+	var updaters []string
+	for _, m := range secret.ManagedFields {
+		if m.Operation == metav1.ManagedFieldsOperationUpdate && m.Subresource == "" {
+			updaters = append(updaters, m.Manager)
+		}
+	}
+	_, err = c.engine.UpgradeOwnership(ctx, "Secret", secret, updaters...)
+	if err == nil {
+		desired := corev1ac.Secret(c.SecretName, c.Namespace).
+			WithResourceVersion(secret.ResourceVersion).
+			WithType(corev1.SecretTypeTLS).
+			WithData(data)
+		_, err = ssa.Apply(ctx, c.engine, "Secret", desired, secret, corev1ac.ExtractSecret, ssa.Options{Force: true})
+	}
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return true, nil
 	}

@@ -4,6 +4,8 @@
 // parse, lets only the controller's own identity make a Sandbox or claim
 // controlled by a pool or claim, and manages the webhook serving
 // certificates (rotated with old and new CA trusted, watched by every
-// replica). Admission and conversion request bodies are capped. It must
-// never mutate user objects.
+// replica; the Secret and the CA bundle fields are written with server-side
+// apply through apply/ssa under their own field manager). Admission and
+// conversion request bodies are capped. It must never mutate user objects,
+// nor write any field of the webhook configuration or the CRDs but caBundle.
 package webhooks

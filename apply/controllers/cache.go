@@ -13,7 +13,7 @@ import (
 const IndexControllerUID = ".metadata.controllerUID"
 
 func controllerUID(o client.Object) []string {
-	if ref := metav1.GetControllerOf(o); ref != nil {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
 		return []string{string(ref.UID)}
 	}
 	return nil
@@ -59,7 +59,7 @@ func isSandboxPod(p *corev1.Pod) bool {
 	if p.Labels[sandboxv1beta1.LabelAdoptable] == sandboxv1beta1.AdoptableValue {
 		return true
 	}
-	if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "Sandbox" {
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "Sandbox" {
 		return true
 	}
 	return false

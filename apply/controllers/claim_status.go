@@ -48,7 +48,7 @@ func (r *ClaimReconciler) commit(ctx context.Context, claim *extv1beta1.SandboxC
 		}
 		if other := live.Status.Sandbox.Name; other != "" && other != b.name {
 			log.FromContext(ctx).Info("another controller bound the claim first; releasing ours", "sandbox", b.name, "kept", other)
-			if b.sandbox != nil && controlledBy(b.sandbox, claim.UID) && b.sandbox.Name != other {
+			if b.sandbox != nil && metav1.IsControlledBy(b.sandbox, claim) && b.sandbox.Name != other {
 				if _, err := r.Engine.DeleteIfUnchanged(ctx, "Sandbox", b.sandbox); err != nil {
 					return false, err
 				}

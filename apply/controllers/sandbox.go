@@ -111,7 +111,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 }
 
 func unownedToSandbox(_ context.Context, o client.Object) []reconcile.Request {
-	if metav1.GetControllerOf(o) != nil {
+	if metav1.GetControllerOfNoCopy(o) != nil {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}}

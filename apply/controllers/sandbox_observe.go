@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,7 +80,7 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return nil, fmt.Errorf("reading service: %w", err)
-	case ownedBy(svc, sb) || adoptable(svc, sb):
+	case metav1.IsControlledBy(svc, sb) || adoptable(svc, sb):
 		obs.service = svc
 	default:
 		obs.foreignSvc = svc
@@ -109,5 +110,3 @@ func (e *terminalError) Error() string { return e.msg }
 // adoptable reports whether an object without a controller may be taken over
 // by sb (see render.Adoptable).
 func adoptable(o client.Object, sb *sandboxv1beta1.Sandbox) bool { return render.Adoptable(o, sb) }
-
-func ownedBy(o client.Object, sb *sandboxv1beta1.Sandbox) bool { return controlledBy(o, sb.UID) }

@@ -7,7 +7,6 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -190,9 +189,4 @@ func (r *TemplateReconciler) run(ctx context.Context, t *extv1beta1.SandboxTempl
 		log.FromContext(ctx).V(1).Info("applied", "changes", changes.String())
 	}
 	return nil
-}
-
-func controlledBy(o client.Object, uid types.UID) bool {
-	ref := metav1.GetControllerOf(o)
-	return ref != nil && ref.UID == uid
 }

@@ -92,7 +92,7 @@ func (q *WarmQueue) Handler() toolscache.ResourceEventHandler {
 
 // poolOf returns the pool that controls sb, if a pool does.
 func poolOf(sb *sandboxv1beta1.Sandbox) (types.NamespacedName, bool) {
-	ref := metav1.GetControllerOf(sb)
+	ref := metav1.GetControllerOfNoCopy(sb)
 	if ref == nil || ref.Kind != "SandboxWarmPool" {
 		return types.NamespacedName{}, false
 	}

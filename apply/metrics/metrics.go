@@ -236,7 +236,7 @@ func (c *SandboxCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		owner := none
-		if ref := metav1.GetControllerOf(sb); ref != nil {
+		if ref := metav1.GetControllerOfNoCopy(sb); ref != nil {
 			owner = truncate(ref.Kind)
 		}
 		k := key{truncate(sb.Namespace), ready, launchType(sb), truncate(template(sb)), owner}

@@ -23,6 +23,7 @@
 //
 // It returns what it did as a change set (Kind/namespace/name: created,
 // configured, unchanged or deleted). It never forces ownership of fields
-// another manager holds unless the caller asks (adoption), and it has no
+// another manager holds unless the caller asks (adoption; the webhook
+// certificates' Secret and CA bundle fields), and it has no
 // knowledge of any particular kind beyond the extract function it is given.
 package ssa

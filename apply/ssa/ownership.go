@@ -29,15 +29,22 @@ func (e *Engine) NeedsUpgrade(obj client.Object) bool {
 	return false
 }
 
-// UpgradeOwnership moves the fields our field manager owns of obj through
-// Update entries into its Apply entry (client-go's csaupgrade), so that a
-// later apply of ours removes a field it no longer sets, as it would had
-// it applied the field. Nothing but managedFields changes. The request
-// carries obj's resourceVersion: an object changed since obj was read
-// fails with a Conflict (apierrors.IsConflict) and nothing is written. obj
-// is updated from the response; it reports whether a request was sent.
-func (e *Engine) UpgradeOwnership(ctx context.Context, kind string, obj client.Object) (bool, error) {
-	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(e.fieldManager), e.fieldManager)
+// UpgradeOwnership moves the fields the Update entries of managers from
+// (our field manager when none is given) hold on obj into our field
+// manager's Apply entry (client-go's csaupgrade): what a Create of ours
+// recorded (a create, which must fail when the object exists, cannot be an
+// apply), or what earlier writers of an object that is ours alone set (an
+// older controller's patches). A later apply of ours then removes a field
+// it no longer sets, as it would had it applied the field. Nothing but
+// managedFields changes. The request carries obj's resourceVersion: an
+// object changed since obj was read fails with a Conflict
+// (apierrors.IsConflict) and nothing is written. obj is updated from the
+// response; it reports whether a request was sent.
+func (e *Engine) UpgradeOwnership(ctx context.Context, kind string, obj client.Object, from ...string) (bool, error) {
+	if len(from) == 0 {
+		from = []string{e.fieldManager}
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(from...), e.fieldManager)
 	if err != nil {
 		return false, fmt.Errorf("upgrading ownership of %s %s: %w", kind, obj.GetName(), err)
 	}

@@ -41,9 +41,8 @@ func testSandbox(name, ownerKind string) *sandboxv1beta1.Sandbox {
 func testPod(sb *sandboxv1beta1.Sandbox, name string, ips ...string) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: sb.Namespace, UID: types.UID("pod-" + name),
-			Labels: map[string]string{sandboxv1beta1.LabelSandboxNameHash: "12345678"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: sandboxv1beta1.GroupVersion.String(), Kind: "Sandbox",
-				Name: sb.Name, UID: sb.UID, Controller: ptr.To(true)}}},
+			Labels:          map[string]string{sandboxv1beta1.LabelSandboxNameHash: "12345678"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sb, sandboxv1beta1.GroupVersion.WithKind("Sandbox"))}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 	}
 	for _, ip := range ips {

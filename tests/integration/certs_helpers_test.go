@@ -16,6 +16,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -174,18 +175,38 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 	}
 }
 
-// interceptedClient is env's client with hook run before every patch.
-func interceptedClient(hook func(context.Context, client.Object) error) client.Client {
+// hookedClient is env's client with hook run before every write (verb
+// create, update, patch or apply; obj is the object or the apply
+// configuration sent); an error from hook fails the write.
+func hookedClient(hook func(ctx context.Context, verb string, obj any) error) client.Client {
 	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		panic(err)
 	}
 	return interceptor.NewClient(c, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := hook(ctx, "create", obj); err != nil {
+				return err
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if err := hook(ctx, "update", obj); err != nil {
+				return err
+			}
+			return c.Update(ctx, obj, opts...)
+		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			if err := hook(ctx, obj); err != nil {
+			if err := hook(ctx, "patch", obj); err != nil {
 				return err
 			}
 			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			if err := hook(ctx, "apply", obj); err != nil {
+				return err
+			}
+			return c.Apply(ctx, obj, opts...)
 		},
 	})
 }

@@ -27,7 +27,7 @@ import (
 
 // TestWebhookCertsWithDeployRBAC runs a replica's certificate management
 // as the controller's ServiceAccount with exactly the generated RBAC
-// (config/rbac/role.yaml): it can create, read, watch (by name) and update
+// (config/rbac/role.yaml): it can create, read, watch (by name) and apply to
 // its Secret and inject the bundle, and a broken Secret is replaced through
 // the watch; it cannot list other Secrets.
 func TestWebhookCertsWithDeployRBAC(t *testing.T) {

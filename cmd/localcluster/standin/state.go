@@ -49,7 +49,7 @@ type State struct {
 // KeyOf returns the Sandbox a Pod belongs to: its controller owner of kind
 // Sandbox, or the Pod's own name when it has none.
 func KeyOf(pod *corev1.Pod) (Key, types.UID) {
-	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "Sandbox" &&
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.Kind == "Sandbox" &&
 		strings.HasPrefix(ref.APIVersion, sandboxv1beta1.GroupName+"/") {
 		return Key{pod.Namespace, ref.Name}, ref.UID
 	}

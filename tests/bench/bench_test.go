@@ -83,6 +83,12 @@ type Phase struct {
 	// Requests (consecutive 5 s profiles merged, see profileChunk: the last
 	// runs up to 5 s past it), relative to the repository root.
 	Profile string `json:"cpu_profile,omitempty"`
+	// HeapProfile is the controller's heap profile at the end of the phase
+	// (after a GC), and HeapInuseMB the bytes in use it shows, MiB: what
+	// the controller keeps alive, where RSS adds garbage not yet collected
+	// and the runtime's own overhead.
+	HeapProfile string  `json:"heap_profile,omitempty"`
+	HeapInuseMB float64 `json:"controller_heap_inuse_mb,omitempty"`
 	// CPUSeconds is the CPU time each process used until the phase was
 	// done (without settle): the cluster's processes by binary, the
 	// controller and "bench" (this process: the load generator and its

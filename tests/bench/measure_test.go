@@ -55,6 +55,9 @@ func (pr *probe) end(t *testing.T, p *Phase, n int) {
 		t.Fatal(err)
 	}
 	p.Profile = path
+	if p.HeapProfile, p.HeapInuseMB, err = saveHeap(pr.ctrl.pprof, pr.name); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // mkNamespace creates a namespace and waits for its default ServiceAccount

@@ -20,7 +20,7 @@ func podOwnedBy(manager string, uid, image string, sec int) *corev1.Pod {
 			Name: "box", Namespace: "ns", UID: typesUID(uid), Labels: map[string]string{"app": "box", "other": "x"},
 			ManagedFields: []metav1.ManagedFieldsEntry{{
 				Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
-				Time: &at, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)},
+				Time: &at, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields),
 			}},
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image}}},

@@ -19,10 +19,13 @@ import (
 // by its UID; Retain (the default) deletes the claim's Sandbox, guarded by
 // UID and resourceVersion (never one it does not control, nor one going
 // already), and keeps the claim, reporting ClaimExpired. The ClaimExpired
-// event is recorded once, when the claim is not reported expired yet.
+// event is recorded once, when the claim is not reported expired yet. A
+// second Sandbox a concurrent controller bound the claim to goes first, as
+// for a claim not expired (secondSandboxDeletes).
 func PlanClaimExpiry(in ClaimPlanInputs) Plan {
 	c := in.Claim
-	var plan Plan
+	// A second Sandbox goes first, as for a claim not expired.
+	plan := Plan{Steps: secondSandboxDeletes(in)}
 	if !expiredBefore(c) {
 		plan.Steps = append(plan.Steps, claimEvent(c, corev1.EventTypeNormal, sandboxv1beta1.EventClaimExpired, "Claim Expired",
 			"Claim expired", "the claim passed its expiry", nil))

@@ -64,6 +64,16 @@ type ClaimPlanInputs struct {
 	// annotations record (ClaimAnnotations).
 	Seen, ReadyAt time.Time
 
+	// Others are the Sandboxes the claim controls besides the bound one,
+	// as observed; Holding is one this process bound the claim to moments
+	// ago (its commit may not show yet), never removed as a second.
+	Others  []*sandboxv1beta1.Sandbox
+	Holding string
+	// Version is the claim's resourceVersion as our own last write left
+	// it, newer than the observed claim's; empty: the claim's own. A new
+	// binding's writes are guarded by it.
+	Version string
+
 	// Previous are the conditions last reported; nil: the claim's own.
 	Previous []metav1.Condition
 	// Now is the time of the reconcile; conditions are stamped with it,
@@ -118,9 +128,11 @@ func ClaimMayTake(pool *extv1beta1.SandboxWarmPool, removals []*sandboxv1beta1.S
 // judged by the policies first. A claim that cannot be served comes back
 // as a rejection too, with a plan that holds the events before it and the
 // status reporting it; it is terminal until the claim, its pool or its
-// template changes. The status of a new binding is the commit point: the
-// reconciler writes it guarded by the claim's resourceVersion, rendered
-// again from the Sandbox as its write returned it.
+// template changes. A new binding is committed by PlanClaimBinding's
+// plan, made from the Sandbox as its write returned it. A bound claim's
+// plan removes a second Sandbox the claim controls once its status names
+// the bound one (secondSandboxDeletes), reports its Sandbox, then records
+// the annotations.
 func PlanClaim(in ClaimPlanInputs) (Plan, *ClaimRejection, error) {
 	expired, at := ClaimExpired(in)
 	if expired {
@@ -130,15 +142,18 @@ func PlanClaim(in ClaimPlanInputs) (Plan, *ClaimRejection, error) {
 	if !at.IsZero() {
 		plan.RecheckAt = &metav1.Time{Time: at}
 	}
-	st := in.statusInputs()
 	if in.SandboxName != "" {
-		plan.Steps = append(plan.Steps, claimStatusStep(in.Claim, ClaimStatus(st), false,
+		plan.Steps = append(plan.Steps, secondSandboxDeletes(in)...)
+		st := ClaimStatus(in.statusInputs())
+		plan.Steps = append(plan.Steps, claimStatusStep(in.Claim, st, false,
 			"report the bound Sandbox (written only when it changed)"))
-		seen := in.Seen
-		if seen.IsZero() {
-			seen = in.Now
+		// The annotations follow the status: it may report the claim
+		// Ready for the first time, at Now.
+		readyAt := in.ReadyAt
+		if readyAt.IsZero() && reportsReady(st) && !isReady(in.Claim.Status.Conditions) {
+			readyAt = in.Now
 		}
-		if a := ClaimAnnotations(in.Claim, in.SandboxName, seen, in.ReadyAt); a != nil {
+		if a := ClaimAnnotations(in.Claim, in.SandboxName, in.seen(), readyAt); a != nil {
 			plan.Steps = append(plan.Steps, *a)
 		}
 		return plan, nil, nil
@@ -149,9 +164,8 @@ func PlanClaim(in ClaimPlanInputs) (Plan, *ClaimRejection, error) {
 	}
 	plan.Steps = append(plan.Steps, steps...)
 	if rej != nil {
-		st.Rejection = rej
 		plan.Problem = rej.Message
-		plan.Steps = append(plan.Steps, claimStatusStep(in.Claim, ClaimStatus(st), true, "report why the claim cannot be served"))
+		plan.Steps = append(plan.Steps, ClaimRejectionSteps(in, rej)...)
 	}
 	return plan, rej, nil
 }

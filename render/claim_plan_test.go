@@ -3,9 +3,11 @@ package render
 import (
 	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
@@ -61,6 +63,7 @@ func assertClaimPlan(t *testing.T, c golden.Case, claim *extv1beta1.SandboxClaim
 		in.Candidates = append(in.Candidates, obs.Member)
 	}
 	in.Candidates = append(in.Candidates, obs.Candidates...)
+	in.Others, in.Holding = obs.Others, obs.Holding
 	for _, m := range in.Candidates {
 		if slices.Contains(obs.Removing, m.Name) {
 			in.Removals = append(in.Removals, m)
@@ -72,18 +75,25 @@ func assertClaimPlan(t *testing.T, c golden.Case, claim *extv1beta1.SandboxClaim
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}
-	golden.AssertYAML(t, c.Path("plan.yaml"), map[string]any{"plan": plan, "rejection": rej})
 	again, rej2, _ := PlanClaim(in)
 	if a, b, after := mustYAML(t, plan), mustYAML(t, again), mustYAML(t, in); a != b || before != after || !reflect.DeepEqual(rej, rej2) {
 		t.Errorf("PlanClaim is not pure (outputs equal %v; inputs unchanged %v)", a == b, before == after)
 	}
+	out := map[string]any{"plan": plan, "rejection": rej}
+	if rej == nil {
+		if binding := assertClaimBinding(t, in, plan, obs); binding != nil {
+			out["binding"] = binding
+		}
+	}
+	golden.AssertYAML(t, c.Path("plan.yaml"), out)
 
+	expired, _ := ClaimExpired(in)
 	for _, s := range plan.Steps {
 		switch s.Action {
 		case ActionDelete:
-			p := s.Preconditions
-			if p == nil || p.UID == "" || (s.Kind == "Sandbox" && p.ResourceVersion == "") {
-				t.Errorf("delete of %s %s is not guarded (UID, and a Sandbox's resourceVersion): %+v", s.Kind, s.Name, p)
+			assertGuardedDelete(t, s, claim)
+			if s.Kind == "Sandbox" && !expired && s.Name == in.SandboxName {
+				t.Errorf("the plan deletes %s, the Sandbox bound to the claim", s.Name)
 			}
 		case ActionAdopt:
 			if !slices.ContainsFunc(in.Candidates, func(m *sandboxv1beta1.Sandbox) bool { return m.Name == s.Name }) {
@@ -93,7 +103,7 @@ func assertClaimPlan(t *testing.T, c golden.Case, claim *extv1beta1.SandboxClaim
 				t.Errorf("the plan adopts %s, which the pool is deleting", s.Name)
 			}
 		case ActionStatus:
-			if expired, _ := ClaimExpired(in); expired != obs.Expired {
+			if expired != obs.Expired {
 				continue // status.yaml does not know the claim expired
 			}
 			if obs.SandboxName != "" || obs.Expired || (rej != nil && reflect.DeepEqual(rej, validated)) {
@@ -103,4 +113,92 @@ func assertClaimPlan(t *testing.T, c golden.Case, claim *extv1beta1.SandboxClaim
 			}
 		}
 	}
+}
+
+// assertGuardedDelete checks that a delete is guarded by UID (and a
+// Sandbox's by resourceVersion too) and that a Sandbox it deletes is one
+// the claim controls.
+func assertGuardedDelete(t *testing.T, s Step, claim *extv1beta1.SandboxClaim) {
+	t.Helper()
+	p := s.Preconditions
+	if p == nil || p.UID == "" || (s.Kind == "Sandbox" && p.ResourceVersion == "") {
+		t.Errorf("delete of %s %s is not guarded (UID, and a Sandbox's resourceVersion): %+v", s.Kind, s.Name, p)
+	}
+	if sb, ok := s.Live.(*sandboxv1beta1.Sandbox); s.Kind == "Sandbox" && (!ok || !metav1.IsControlledBy(sb, claim) || sb.UID != p.UID) {
+		t.Errorf("the plan deletes Sandbox %s, which the claim does not control", s.Name)
+	}
+}
+
+// assertClaimBinding makes the binding's plan (PlanClaimBinding) of a plan
+// that adopts or creates a Sandbox, and checks it: the annotations, then
+// the status naming the Sandbox, both guarded by the claim's
+// resourceVersion; or, when the claim is bound elsewhere, only the guarded
+// delete of the Sandbox bound here. The Sandbox as the write returned it
+// is the member as adopted (its resourceVersion one more) or the created
+// one. It returns what plan.yaml shows, nil when the plan binds nothing.
+func assertClaimBinding(t *testing.T, in ClaimPlanInputs, plan Plan, obs claimObserved) map[string]any {
+	t.Helper()
+	var sb *sandboxv1beta1.Sandbox
+	for _, s := range plan.Steps {
+		switch s.Action {
+		case ActionAdopt:
+			sb = Adopted(in.Claim, in.Template, s.Live.(*sandboxv1beta1.Sandbox))
+			if rv, err := strconv.Atoi(sb.ResourceVersion); err == nil {
+				sb.ResourceVersion = strconv.Itoa(rv + 1)
+			}
+		case ActionCreate:
+			sb = &sandboxv1beta1.Sandbox{}
+			if err := convert(s.Object, sb); err != nil {
+				t.Fatal(err)
+			}
+			sb.UID, sb.ResourceVersion = "5f0d7c2e-0000-4000-8000-sandbox", "1"
+		}
+	}
+	if sb == nil {
+		if obs.BoundElsewhere != "" {
+			t.Errorf("boundElsewhere is set, but the plan binds nothing")
+		}
+		return nil
+	}
+	claim := in.Claim.DeepCopy()
+	if claim.ResourceVersion == "" {
+		claim.ResourceVersion = "100"
+	}
+	claim.Status.Sandbox.Name = obs.BoundElsewhere
+	in.Claim, in.SandboxName, in.Sandbox, in.Pending = claim, sb.Name, sb, false
+	in.Candidates, in.Refused = nil, nil
+
+	before := mustYAML(t, in)
+	binding, boundTo := PlanClaimBinding(in)
+	if again, to := PlanClaimBinding(in); mustYAML(t, again) != mustYAML(t, binding) || to != boundTo || mustYAML(t, in) != before {
+		t.Errorf("PlanClaimBinding is not pure")
+	}
+	if obs.BoundElsewhere != "" {
+		if boundTo != obs.BoundElsewhere {
+			t.Errorf("bound to %q, want %q", boundTo, obs.BoundElsewhere)
+		}
+		for _, s := range binding.Steps {
+			if s.Action != ActionDelete || s.Name != sb.Name {
+				t.Errorf("a lost binding's plan holds %s %s %s; want only the delete of %s", s.Action, s.Kind, s.Name, sb.Name)
+			}
+			assertGuardedDelete(t, s, claim)
+		}
+		return map[string]any{"plan": binding, "boundTo": boundTo}
+	}
+	var actions []Action
+	for _, s := range binding.Steps {
+		actions = append(actions, s.Action)
+		ac, ok := s.Object.(*extac.SandboxClaimApplyConfiguration)
+		if !ok || ac.ResourceVersion == nil || *ac.ResourceVersion != claim.ResourceVersion {
+			t.Errorf("binding step %s is not guarded by the claim's resourceVersion", s.Action)
+			continue
+		}
+		if s.Action == ActionStatus && (ac.Status == nil || ac.Status.Sandbox == nil || ptr.Deref(ac.Status.Sandbox.Name, "") != sb.Name) {
+			t.Errorf("the binding's status does not name %s", sb.Name)
+		}
+	}
+	if !slices.Equal(actions, []Action{ActionAnnotate, ActionStatus}) && !slices.Equal(actions, []Action{ActionStatus}) {
+		t.Errorf("binding steps %v, want the annotations, then the status", actions)
+	}
+	return map[string]any{"plan": binding, "boundTo": boundTo}
 }

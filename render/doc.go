@@ -8,24 +8,31 @@
 //
 // Reconciles are decided here as Plan values (plan.go): the objects the
 // policies judge, then ordered steps (apply, apply with force to adopt,
-// create, adopt with a guarded merge patch, delete with preconditions,
-// annotate, events, status), any terminal problem and when to look again. PlanSandbox decides a
-// Sandbox's: adoption, a running Pod's frozen spec and its drift, objects
-// in the way, fail-closed on several Pods and an expired Sandbox's
-// deletion. PlanWarmPool decides a pool's: which members to delete and why
-// (stale under Recreate, the excess, not Ready and newest first; each
-// guarded by UID and resourceVersion; never a Sandbox a claim took), which
-// to create, the status and progress events (WarmPoolReport). PlanTemplate
-// decides a template's: the refusal event for the Sandboxes it makes, its
-// label, and its NetworkPolicy. PlanClaim decides a claim's: for an
-// unbound claim the warm-or-cold choice (a member the queue offers that
-// the pool is not deleting, adopted under its resourceVersion, else the
-// claim's own Sandbox created from the template), what the policies judge
-// and each rejection; for a bound claim its status; for an expired one
-// what its shutdownPolicy deletes (PlanClaimExpiry). A policy denial comes
-// back as an input and the plan is made again. The golden plan.yaml of
-// each case shows what a change does to the cluster; the reconcilers only
-// execute plans.
+// create, adopt with an apply guarded by resourceVersion, delete with
+// preconditions, annotate, events, status), any terminal problem and when
+// to look again. PlanSandbox decides a Sandbox's: adoption, a running Pod's
+// frozen spec and its drift, objects in the way, fail-closed on several
+// Pods and an expired Sandbox's deletion. PlanWarmPool decides a pool's:
+// which members to delete and why (stale under Recreate, the excess, not
+// Ready and newest first; each guarded by UID and resourceVersion; never a
+// Sandbox a claim took), which to create, the status and progress events
+// (WarmPoolReport). PlanTemplate decides a template's: the refusal event
+// for the Sandboxes it makes, its label, and its NetworkPolicy. PlanClaim
+// decides a claim's: for an unbound claim the warm-or-cold choice (a member
+// the queue offers that the pool is not deleting, adopted under its
+// resourceVersion, else the claim's own Sandbox created from the template),
+// what the policies judge and each rejection (ClaimRejectionSteps: the
+// annotations, then the status); for a bound claim the removal of a second
+// Sandbox a concurrent controller bound it to (guarded by UID and
+// resourceVersion; never the bound one), its status, then its annotations;
+// for an expired one what its shutdownPolicy deletes (PlanClaimExpiry).
+// PlanClaimBinding decides a new binding's commit: the binding annotations,
+// then the status naming the Sandbox, both guarded by the claim's
+// resourceVersion, or, when another controller bound the claim first, the
+// guarded delete of the Sandbox bound here. A policy denial comes back as
+// an input and the plan is made again. The golden plan.yaml of each case
+// shows what a change does to the cluster; the reconcilers only execute
+// plans.
 //
 // Controller references are apimachinery's: metav1.NewControllerRef
 // (controllerRef, owner.go, for apply configurations) and

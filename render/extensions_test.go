@@ -124,6 +124,14 @@ type claimObserved struct {
 	// RefusedReason: the API server refused the adoption of member for
 	// this reason.
 	RefusedReason string `json:"refusedReason,omitempty"`
+	// Others are the other Sandboxes the claim controls besides the bound
+	// one (sandbox); Holding names one this process bound it to moments
+	// ago.
+	Others  []*sandboxv1beta1.Sandbox `json:"others,omitempty"`
+	Holding string                    `json:"holding,omitempty"`
+	// BoundElsewhere: the binding's commit met a conflict, and the claim,
+	// read again, names this Sandbox: another controller bound it first.
+	BoundElsewhere string `json:"boundElsewhere,omitempty"`
 }
 
 func TestClaimGolden(t *testing.T) {

@@ -184,20 +184,18 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, claim *extv1beta1.Sandb
 		r.memory.Remember(ssa.KeyOf(claimBinding, claim), ssa.Record{UID: claim.UID, At: now, State: b})
 	}
 
-	sb, name, pending, err := r.bound(ctx, claim, b, now)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
 	in := render.ClaimPlanInputs{
-		Claim: claim, SandboxName: name, Sandbox: sb, Pending: pending, ExpiredHere: b.expired,
-		Seen: b.seen, ReadyAt: b.readyAt, Previous: claimStatus.previous(&r.memory, claim), Now: now,
-		FieldManager: r.Engine.FieldManager(),
+		Claim: claim, ExpiredHere: b.expired, Seen: b.seen, ReadyAt: b.readyAt,
+		Previous: claimStatus.previous(&r.memory, claim), Now: now, FieldManager: r.Engine.FieldManager(),
+	}
+	if err := r.bound(ctx, claim, b, &in); err != nil {
+		return reconcile.Result{}, err
 	}
 	// Expiry comes first: an expired claim never binds again.
 	if expired, _ := render.ClaimExpired(in); expired {
 		return r.expire(ctx, claim, b, in)
 	}
-	if name == "" {
+	if in.SandboxName == "" {
 		return r.bindClaim(ctx, claim, b, in)
 	}
 	plan, _, err := render.PlanClaim(in)
@@ -205,22 +203,30 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, claim *extv1beta1.Sandb
 		return reconcile.Result{}, err
 	}
 	result := recheck(plan, now)
-	if pending && (result.RequeueAfter == 0 || result.RequeueAfter > ssa.CreateExpectation) {
+	if in.Pending && (result.RequeueAfter == 0 || result.RequeueAfter > ssa.CreateExpectation) {
 		result.RequeueAfter = ssa.CreateExpectation
 	}
+	// A second Sandbox goes, the status is reported, then the annotations
+	// are recorded (the status may report the claim Ready for the first
+	// time).
 	for _, s := range plan.Steps {
-		if s.Action != render.ActionStatus {
-			continue
-		}
-		if err := r.writeStatus(ctx, claim, b, s.Object.(*extac.SandboxClaimApplyConfiguration)); err != nil {
-			return result, err
+		switch s.Action {
+		case render.ActionDelete:
+			if _, err := execute(ctx, r.Engine, s); err != nil {
+				return reconcile.Result{}, err
+			}
+			log.FromContext(ctx).Info("removed a second Sandbox bound to the claim by a concurrent controller", "sandbox", s.Name, "kept", in.SandboxName)
+		case render.ActionStatus:
+			if err := r.writeStatus(ctx, claim, b, s.Object.(*extac.SandboxClaimApplyConfiguration)); err != nil {
+				return result, err
+			}
+		case render.ActionAnnotate:
+			if _, err := r.writeAnnotations(ctx, s); err != nil {
+				return result, err
+			}
 		}
 	}
-	// The plan's annotations step is made again, whether the plan has one
-	// or not: the status write may just have recorded when the claim was
-	// first Ready.
-	_, err = r.annotate(ctx, claim, b, name, false)
-	return result, err
+	return result, nil
 }
 
 // recheck is the result that looks at a claim again when its plan says.
@@ -232,13 +238,18 @@ func recheck(plan render.Plan, now time.Time) reconcile.Result {
 }
 
 // bound finds the Sandbox bound to a claim: the one it controls as the cache
-// shows it, or the one this process bound it to moments ago. It returns the
-// Sandbox (nil when not seen), its name (empty when none is bound) and
-// whether it is still expected to show up.
-func (r *ClaimReconciler) bound(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, now time.Time) (*sandboxv1beta1.Sandbox, string, bool, error) {
+// shows it, or the one this process bound it to moments ago. It fills in
+// the Sandbox (nil when not seen), its name (empty when none is bound),
+// whether it is still expected to show up, the other Sandboxes the claim
+// controls and the one this process bound it to moments ago, if any.
+func (r *ClaimReconciler) bound(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in *render.ClaimPlanInputs) error {
 	var list sandboxv1beta1.SandboxList
 	if err := r.Client.List(ctx, &list, client.InNamespace(claim.Namespace), client.MatchingFields{IndexControllerUID: string(claim.UID)}); err != nil {
-		return nil, "", false, fmt.Errorf("listing sandboxes: %w", err)
+		return fmt.Errorf("listing sandboxes: %w", err)
+	}
+	fresh := b.name != "" && in.Now.Sub(b.at) < bindingHold
+	if fresh {
+		in.Holding = b.name
 	}
 	if len(list.Items) > 0 {
 		sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
@@ -252,37 +263,28 @@ func (r *ClaimReconciler) bound(ctx context.Context, claim *extv1beta1.SandboxCl
 				pick = &list.Items[i]
 			}
 		}
-		if len(list.Items) > 1 && claim.Status.Sandbox.Name == pick.Name {
-			// Two controllers raced (leader election overlapped) and both
-			// bound this claim; the status names the winner. The others
-			// were never reported to anyone: remove them.
-			for i := range list.Items {
-				extra := &list.Items[i]
-				if extra.Name == pick.Name || (extra.Name == b.name && now.Sub(b.at) < bindingHold) {
-					continue
-				}
-				if _, err := r.Engine.DeleteIfUnchanged(ctx, "Sandbox", extra); err != nil {
-					return nil, "", false, err
-				}
-				log.FromContext(ctx).Info("removed a second Sandbox bound to the claim by a concurrent controller", "sandbox", extra.Name, "kept", pick.Name)
+		for i := range list.Items {
+			if list.Items[i].Name != pick.Name {
+				in.Others = append(in.Others, &list.Items[i])
 			}
 		}
 		if b.name == "" {
 			b.name = pick.Name
 		}
-		return pick, pick.Name, false, nil
+		in.Sandbox, in.SandboxName = pick, pick.Name
+		return nil
 	}
-	fresh := b.name != "" && now.Sub(b.at) < bindingHold
 	if fresh {
 		// Bound by us moments ago; the cache has not caught up.
-		return b.sandbox, b.name, b.sandbox == nil, nil
+		in.Sandbox, in.SandboxName, in.Pending = b.sandbox, b.name, b.sandbox == nil
+		return nil
 	}
-	name := b.name
-	if name == "" {
-		name = claim.Status.Sandbox.Name
+	in.SandboxName = b.name
+	if in.SandboxName == "" {
+		in.SandboxName = claim.Status.Sandbox.Name
 	}
 	// Bound once, and the Sandbox is gone (or no longer ours): report it
 	// missing rather than binding another, which would lose the state the
 	// user expects to find.
-	return nil, name, false, nil
+	return nil
 }

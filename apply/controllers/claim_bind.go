@@ -21,22 +21,14 @@ import (
 )
 
 // bindClaim gives an unbound claim its Sandbox and commits the binding, or
-// reports why it cannot.
+// reports why it cannot (render.ClaimRejectionSteps).
 func (r *ClaimReconciler) bindClaim(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimPlanInputs) (reconcile.Result, error) {
 	now := in.Now
 	result := recheck(render.Plan{RecheckAt: expiryAt(in)}, now)
-	sb, rej, rejStatus, err := r.bind(ctx, claim, b, in)
-	if err != nil || rej != nil {
-		// controller-first-observed-at goes first, as upstream writes
-		// it at the start of the first reconcile.
-		if _, aerr := r.annotate(ctx, claim, b, "", false); aerr != nil {
-			log.FromContext(ctx).V(1).Info("annotations not updated", "error", aerr)
-		}
-	}
-	statusIn := render.ClaimStatusInputs{Claim: claim, Previous: in.Previous, Now: metav1.NewTime(now.Truncate(time.Second))}
+	sb, rej, err := r.bind(ctx, claim, b, in)
 	if err != nil {
-		statusIn.Rejection = &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: err.Error()}
-		if serr := r.writeStatus(ctx, claim, b, render.ClaimStatus(statusIn)); serr != nil {
+		failed := &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: err.Error()}
+		if serr := r.report(ctx, claim, b, render.ClaimRejectionSteps(in, failed)); serr != nil {
 			log.FromContext(ctx).V(1).Info("status not updated", "error", serr)
 		}
 		return reconcile.Result{}, err
@@ -44,30 +36,15 @@ func (r *ClaimReconciler) bindClaim(ctx context.Context, claim *extv1beta1.Sandb
 	if rej != nil {
 		// Terminal until the claim, its pool or its template changes
 		// (all watched): report, do not retry.
-		if rejStatus == nil {
-			statusIn.Rejection = rej
-			rejStatus = render.ClaimStatus(statusIn)
-		}
-		return result, terminal(rej, r.writeStatus(ctx, claim, b, rejStatus))
+		return result, terminal(rej, r.report(ctx, claim, b, render.ClaimRejectionSteps(in, rej)))
 	}
-	name := b.name
 	if sb != nil && render.IsSandboxReady(sb) && b.readyAt.IsZero() {
-		// The status below reports the claim Ready (a Ready warm member).
+		// The commit reports the claim Ready (a Ready warm member); its
+		// plan records it first Ready now.
 		b.readyAt = now
 	}
-	// The annotations (sandbox-name, first-observed-at) go in before
-	// the status that may report the claim Ready, in one request,
-	// guarded like the commit that follows.
-	rv, err := r.annotate(ctx, claim, b, name, true)
-	if err != nil {
-		log.FromContext(ctx).V(1).Info("annotations not updated", "error", err)
-	} else if rv != "" {
-		claim.ResourceVersion = rv
-		claimStatus.rememberVersion(&r.memory, claim, rv)
-	}
-	statusIn.Claim = claim
-	statusIn.SandboxName, statusIn.Sandbox, statusIn.Pending = name, sb, sb == nil
-	won, err := r.commit(ctx, claim, b, statusIn)
+	in.SandboxName, in.Sandbox, in.Pending, in.ReadyAt = b.name, sb, sb == nil, b.readyAt
+	won, err := r.commit(ctx, claim, b, in)
 	if err != nil || !won {
 		if !won {
 			// Another controller bound the claim: look again at once.
@@ -76,6 +53,22 @@ func (r *ClaimReconciler) bindClaim(ctx context.Context, claim *extv1beta1.Sandb
 		return reconcile.Result{}, err
 	}
 	return result, nil
+}
+
+// report carries out the steps that report a claim's rejection: its
+// annotations (a failure is only logged), then its status.
+func (r *ClaimReconciler) report(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, steps []render.Step) error {
+	for _, s := range steps {
+		switch s.Action {
+		case render.ActionAnnotate:
+			if _, err := r.writeAnnotations(ctx, s); err != nil {
+				log.FromContext(ctx).V(1).Info("annotations not updated", "error", err)
+			}
+		case render.ActionStatus:
+			return r.writeStatus(ctx, claim, b, s.Object.(*extac.SandboxClaimApplyConfiguration))
+		}
+	}
+	return nil
 }
 
 // expiryAt is when the claim expires, nil when it does not.
@@ -88,15 +81,14 @@ func expiryAt(in render.ClaimPlanInputs) *metav1.Time {
 
 // bind gives an unbound claim a Sandbox, as render.PlanClaim decides: a
 // warm member when the claim can take one and the pool's queue offers one
-// (adoptWarm), else a new one from the template. A rejection comes with
-// the status the plan reports it with (nil when execution met it).
-func (r *ClaimReconciler) bind(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimPlanInputs) (*sandboxv1beta1.Sandbox, *render.ClaimRejection, *extac.SandboxClaimApplyConfiguration, error) {
+// (adoptWarm), else a new one from the template.
+func (r *ClaimReconciler) bind(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimPlanInputs) (*sandboxv1beta1.Sandbox, *render.ClaimRejection, error) {
 	pool := &extv1beta1.SandboxWarmPool{}
 	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: claim.Spec.WarmPoolRef.Name}, pool); {
 	case apierrors.IsNotFound(err):
 		pool = nil
 	case err != nil:
-		return nil, nil, nil, fmt.Errorf("failed to get sandbox warm pool %q: %w", claim.Spec.WarmPoolRef.Name, err)
+		return nil, nil, fmt.Errorf("failed to get sandbox warm pool %q: %w", claim.Spec.WarmPoolRef.Name, err)
 	}
 	in.Pool = pool
 	if pool != nil {
@@ -105,7 +97,7 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *extv1beta1.SandboxCla
 		case apierrors.IsNotFound(err):
 			tmpl = nil
 		case err != nil:
-			return nil, nil, nil, fmt.Errorf("reading template: %w", err)
+			return nil, nil, fmt.Errorf("reading template: %w", err)
 		}
 		in.Template = tmpl
 		in.Policies, in.Defaults = r.Policy.Get() != nil, render.CurrentDefaults(r.Defaults)
@@ -113,13 +105,13 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *extv1beta1.SandboxCla
 	if pool != nil && render.ValidateClaimMetadata(claim) == nil && !render.NeedsColdStart(claim) {
 		w, err := r.adoptWarm(ctx, claim, in)
 		if err != nil || w.rej != nil {
-			return nil, w.rej, statusOf(w.plan), err
+			return nil, w.rej, err
 		}
 		if w.sb != nil {
 			r.bindTo(b, w.sb, sandboxv1beta1.LaunchTypeWarm, in.Now)
 			metrics.ObserveClaimCreation(sandboxv1beta1.LaunchTypeWarm, pool.Spec.TemplateRef.Name)
 			r.events(claim, w.plan, w.sb)
-			return w.sb, nil, nil, nil
+			return w.sb, nil, nil
 		}
 		// Cold: no member to take, or the API server refused one.
 		in.Refused, in.RefusedReason = w.refused, w.refusedReason
@@ -127,18 +119,18 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *extv1beta1.SandboxCla
 	in.Candidates = nil
 	plan, rej, err := r.plan(ctx, in)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	r.events(claim, plan, nil)
 	if rej != nil {
-		return nil, rej, statusOf(plan), nil
+		return nil, rej, nil
 	}
 	sb, rej, err := r.coldStart(ctx, claim, in.Template.Name, plan)
 	if err != nil || rej != nil {
-		return nil, rej, nil, err
+		return nil, rej, err
 	}
 	r.bindTo(b, sb, sandboxv1beta1.LaunchTypeCold, in.Now)
-	return sb, nil, nil, nil
+	return sb, nil, nil
 }
 
 // plan makes the claim's plan and has the policies judge its checks; a
@@ -179,17 +171,6 @@ func (r *ClaimReconciler) events(claim *extv1beta1.SandboxClaim, plan render.Pla
 			r.Recorder.Eventf(claim, related, s.Event.Type, s.Event.Reason, s.Event.Action, "%s", s.Event.Message)
 		}
 	}
-}
-
-// statusOf is the status step of a plan, nil when it has none.
-func statusOf(plan render.Plan) *extac.SandboxClaimApplyConfiguration {
-	for _, s := range plan.Steps {
-		if s.Action == render.ActionStatus {
-			st, _ := s.Object.(*extac.SandboxClaimApplyConfiguration)
-			return st
-		}
-	}
-	return nil
 }
 
 func (r *ClaimReconciler) bindTo(b *binding, sb *sandboxv1beta1.Sandbox, launchType string, now time.Time) {

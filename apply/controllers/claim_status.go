@@ -18,22 +18,32 @@ import (
 	"github.com/agentsandbox/reconciler/render"
 )
 
-// commit writes the status that binds a claim to its new Sandbox, guarded by
-// the claim's resourceVersion: the commit point of a binding. Should another
-// controller have bound the claim first (two replicas while leader election
-// overlaps), the write fails, the claim is read again, and the Sandbox bound
-// here, never reported to anyone, is removed. It reports whether this
-// binding stands.
-func (r *ClaimReconciler) commit(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimStatusInputs) (bool, error) {
-	rv := claim.ResourceVersion
+// commit carries out render.PlanClaimBinding: the binding annotations, then
+// the status that binds the claim to its new Sandbox, both guarded by the
+// claim's resourceVersion (the one our own last write left, newer than the
+// cache, else the claim's): the commit point of a binding. A conflict has
+// the claim read again and the plan made again from it: should another
+// controller have bound the claim first (two replicas while leader
+// election overlaps), that plan removes the Sandbox bound here, never
+// reported to anyone. It reports whether this binding stands.
+func (r *ClaimReconciler) commit(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimPlanInputs) (bool, error) {
 	if m, ok := claimStatus.recall(&r.memory, claim); ok && m.ResourceVersion != "" {
 		// Our own last status write is newer than the cache.
-		rv = m.ResourceVersion
+		in.Version = m.ResourceVersion
 	}
 	for range 3 {
-		desired := render.ClaimStatus(in)
-		desired.WithResourceVersion(rv)
-		err := r.applyStatus(ctx, claim, b, desired, true)
+		plan, boundTo := render.PlanClaimBinding(in)
+		if boundTo != in.SandboxName {
+			log.FromContext(ctx).Info("another controller bound the claim first; releasing ours", "sandbox", in.SandboxName, "kept", boundTo)
+			for _, s := range plan.Steps {
+				if _, err := execute(ctx, r.Engine, s); err != nil {
+					return false, err
+				}
+			}
+			b.name, b.sandbox, b.at = boundTo, nil, r.Clock.Now()
+			return false, nil
+		}
+		err := r.executeBinding(ctx, claim, b, plan)
 		if err == nil {
 			return true, nil
 		}
@@ -46,19 +56,45 @@ func (r *ClaimReconciler) commit(ctx context.Context, claim *extv1beta1.SandboxC
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(claim), live); err != nil {
 			return true, client.IgnoreNotFound(err)
 		}
-		if other := live.Status.Sandbox.Name; other != "" && other != b.name {
-			log.FromContext(ctx).Info("another controller bound the claim first; releasing ours", "sandbox", b.name, "kept", other)
-			if b.sandbox != nil && metav1.IsControlledBy(b.sandbox, claim) && b.sandbox.Name != other {
-				if _, err := r.Engine.DeleteIfUnchanged(ctx, "Sandbox", b.sandbox); err != nil {
-					return false, err
-				}
-			}
-			b.name, b.sandbox, b.at = other, nil, r.Clock.Now()
-			return false, nil
-		}
-		in.Claim, rv = live, live.ResourceVersion
+		in.Claim, in.Version = live, ""
 	}
 	return true, fmt.Errorf("binding status of claim %s kept conflicting", claim.Name)
+}
+
+// executeBinding carries out the steps of a binding's plan: its annotations
+// (a failure is logged, a conflict or a claim gone leaves them for the next
+// pass), whose write's resourceVersion then guards the status, and the
+// status, sent even when it is what we wrote last.
+func (r *ClaimReconciler) executeBinding(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, plan render.Plan) error {
+	guard, next := "", ""
+	for _, s := range plan.Steps {
+		desired, _ := s.Object.(*extac.SandboxClaimApplyConfiguration)
+		switch {
+		case desired == nil:
+			return fmt.Errorf("binding step %s %s holds %T", s.Action, s.Name, s.Object)
+		case s.Action == render.ActionAnnotate:
+			guard = deref(desired.ResourceVersion)
+			rv, err := r.writeAnnotations(ctx, s)
+			if err != nil {
+				log.FromContext(ctx).V(1).Info("annotations not updated", "error", err)
+			} else if rv != "" {
+				claim.ResourceVersion, next = rv, rv
+				claimStatus.rememberVersion(&r.memory, claim, rv)
+			}
+		case s.Action == render.ActionStatus:
+			if next != "" && deref(desired.ResourceVersion) == guard {
+				// Our annotations' write moved the claim on: the status
+				// is guarded by the version it left.
+				desired.WithResourceVersion(next)
+			}
+			if err := r.applyStatus(ctx, claim, b, desired, true); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("a binding's plan holds a %s step", s.Action)
+		}
+	}
+	return nil
 }
 
 func (r *ClaimReconciler) writeStatus(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, desired *extac.SandboxClaimApplyConfiguration) error {
@@ -98,32 +134,6 @@ func templateOf(sb *sandboxv1beta1.Sandbox) string {
 		return ""
 	}
 	return sb.Annotations[sandboxv1beta1.AnnotationSandboxTemplateRef]
-}
-
-// annotate writes the claim's annotations upstream's controller writes
-// (render.ClaimAnnotations: first observed, sandbox name, first Ready), in
-// one request and only when one is missing or stale. With guard, the
-// write is conditional on the claim's resourceVersion (the binding's
-// commit follows it and must not skip a concurrent change); the new
-// resourceVersion is returned, empty when nothing was written.
-func (r *ClaimReconciler) annotate(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, name string, guard bool) (string, error) {
-	seen := b.seen
-	if seen.IsZero() {
-		seen = r.Clock.Now()
-	}
-	step := render.ClaimAnnotations(claim, name, seen, b.readyAt)
-	if step == nil {
-		return "", nil
-	}
-	desired := step.Object.(*extac.SandboxClaimApplyConfiguration)
-	if guard {
-		rv := claim.ResourceVersion
-		if m, ok := claimStatus.recall(&r.memory, claim); ok && m.ResourceVersion != "" {
-			rv = m.ResourceVersion
-		}
-		desired.WithResourceVersion(rv)
-	}
-	return r.writeAnnotations(ctx, *step)
 }
 
 // writeAnnotations carries out the annotations step of a claim: a claim

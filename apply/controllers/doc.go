@@ -14,9 +14,12 @@
 // claims take members, and the claim queue guarding each delete; for a
 // claim, taking members from the queue and returning them, what it
 // remembers of its binding, a conflicting adoption tried again or the next
-// member tried, a refused one made a cold start, the binding annotations,
-// and the binding's commit (its status, guarded by the claim's
-// resourceVersion).
+// member tried, a refused one made a cold start, and for the binding's
+// commit (render.PlanClaimBinding: annotations, then status, guarded by
+// the claim's resourceVersion) the resourceVersion the annotations' write
+// leaves carried on to the status, and on a conflict the claim read again
+// and the plan made again (which, when another controller bound the claim
+// first, deletes the Sandbox bound here).
 // Every reconciler runs in one skeleton (skeleton.go): read the object
 // from the cache, forget what it remembers of one that is gone, leave
 // alone one being deleted or in a namespace being deleted (each kind says

@@ -51,6 +51,11 @@ type Result struct {
 	// ControllerPeakRSSMB is the controller process's peak resident memory
 	// over the whole run (VmHWM), in MiB.
 	ControllerPeakRSSMB float64 `json:"controller_peak_rss_mb"`
+	// ControllerStartRSSMB and ControllerStartHeapMB are its resident
+	// memory and live heap (after a GC) once started and synced, before
+	// the first Sandbox: what one replica costs with nothing to manage.
+	ControllerStartRSSMB  float64 `json:"controller_start_rss_mb"`
+	ControllerStartHeapMB float64 `json:"controller_start_heap_inuse_mb"`
 	// Applies are the controller's agent_sandbox_apply_total by kind/action.
 	Applies map[string]int64 `json:"controller_apply_total"`
 	// WarmClaims is the warm pool and claims scenario.
@@ -161,6 +166,11 @@ func TestBench(t *testing.T) {
 
 	ctrl := startController(t, local.Kubeconfig)
 	defer ctrl.stop(t)
+	settle()
+	if _, res.ControllerStartHeapMB, err = saveHeap(ctrl.pprof, "start"); err != nil {
+		t.Fatal(err)
+	}
+	res.ControllerStartRSSMB, _ = ctrl.rssMB()
 
 	ns := mkNamespace(t, c, "sandboxes")
 	measure := func(name string, p *Phase, do func(), done func() bool) {

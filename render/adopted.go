@@ -89,7 +89,11 @@ func Adoption(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, member 
 	if err != nil {
 		return nil, fmt.Errorf("render: adopting %s: reading what %s owns of it: %w", member.Name, manager, err)
 	}
-	ac.WithResourceVersion(member.ResourceVersion)
+	// Both guard the apply: the resourceVersion fails it when the member
+	// changed since it was judged; the UID when it is gone, since an apply
+	// carrying only a resourceVersion would create a Sandbox of that name
+	// anew (the API server honours resourceVersion on updates alone).
+	ac.WithResourceVersion(member.ResourceVersion).WithUID(member.UID)
 	owners := ac.OwnerReferences
 	ac.OwnerReferences = nil
 	for _, ref := range owners {

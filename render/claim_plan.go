@@ -258,7 +258,7 @@ func AdoptionStep(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate, m *
 		return Step{}, err
 	}
 	return Step{Action: ActionAdopt, Kind: "Sandbox", Namespace: m.Namespace, Name: m.Name, Object: ac, Live: m,
-		Reason: "take a Ready warm member of the pool, guarded by its resourceVersion"}, nil
+		Reason: "take a Ready warm member of the pool, guarded by its UID and resourceVersion"}, nil
 }
 
 // judge lists sb, and all it makes, as the plan's checks, when policies are

@@ -55,7 +55,7 @@ func (c *Certs) injectWebhook(ctx context.Context, bundle []byte) (changed bool,
 	if len(cfg.Webhooks) == 0 {
 		return false, nil
 	}
-	desired := admissionregistrationv1ac.ValidatingWebhookConfiguration(cfg.Name)
+	desired := admissionregistrationv1ac.ValidatingWebhookConfiguration(cfg.Name).WithUID(cfg.UID)
 	for _, w := range cfg.Webhooks {
 		changed = changed || !bytes.Equal(w.ClientConfig.CABundle, bundle)
 		desired.WithWebhooks(admissionregistrationv1ac.ValidatingWebhook().WithName(w.Name).
@@ -87,7 +87,7 @@ func (c *Certs) injectCRD(ctx context.Context, name string, bundle []byte) (chan
 	if conv == nil || conv.Strategy != apiextensionsv1.WebhookConverter || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
 		return false, nil
 	}
-	desired := apiextensionsv1ac.CustomResourceDefinition(name).WithSpec(apiextensionsv1ac.CustomResourceDefinitionSpec().
+	desired := apiextensionsv1ac.CustomResourceDefinition(name).WithUID(crd.UID).WithSpec(apiextensionsv1ac.CustomResourceDefinitionSpec().
 		WithConversion(apiextensionsv1ac.CustomResourceConversion().WithWebhook(apiextensionsv1ac.WebhookConversion().
 			WithClientConfig(apiextensionsv1ac.WebhookClientConfig().WithCABundle(bundle...)))))
 	change, err := ssa.Apply(ctx, c.engine, "CustomResourceDefinition", desired, crd,

@@ -258,7 +258,7 @@ func (c *Certs) store(ctx context.Context, secret *corev1.Secret, data map[strin
 	_, err = c.engine.UpgradeOwnership(ctx, "Secret", secret, updaters...)
 	if err == nil {
 		desired := corev1ac.Secret(c.SecretName, c.Namespace).
-			WithResourceVersion(secret.ResourceVersion).
+			WithResourceVersion(secret.ResourceVersion).WithUID(secret.UID).
 			WithType(corev1.SecretTypeTLS).
 			WithData(data)
 		_, err = ssa.Apply(ctx, c.engine, "Secret", desired, secret, corev1ac.ExtractSecret, ssa.Options{Force: true})

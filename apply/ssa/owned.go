@@ -1,8 +1,12 @@
 package ssa
 
 import (
+	"reflect"
+
 	"encoding/json"
 	"time"
+
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,9 +28,19 @@ func (e *Engine) ownsDesired(c Change, live client.Object, manager, subresource 
 	if r, ok := e.owned.Recall(k, live.GetUID()); ok && managed != "" && r.Owned == managed && r.Intent == fp {
 		return true, nil
 	}
+	dm := objectMetaOf(desired)
+	if dm != nil && dm.UID != nil && *dm.UID != live.GetUID() {
+		// Meant for another object of this name: never "already so".
+		return false, nil
+	}
 	owned, err := extract()
 	if err != nil {
 		return false, err
+	}
+	if om := objectMetaOf(owned); dm != nil && om != nil {
+		// A UID or resourceVersion in desired is a precondition of the
+		// write, not a field anyone owns: extraction never returns them.
+		om.UID, om.ResourceVersion = dm.UID, dm.ResourceVersion
 	}
 	if !apiequality.Semantic.DeepEqual(owned, desired) {
 		e.owned.Forget(k)
@@ -36,6 +50,22 @@ func (e *Engine) ownsDesired(c Change, live client.Object, manager, subresource 
 		e.owned.Remember(k, Record{UID: live.GetUID(), Owned: managed, Intent: fp})
 	}
 	return true, nil
+}
+
+// objectMetaOf is the metadata of a root apply configuration (the
+// generated types embed *ObjectMetaApplyConfiguration), nil when it has
+// none.
+func objectMetaOf(ac any) *metav1ac.ObjectMetaApplyConfiguration {
+	v := reflect.ValueOf(ac)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	f := v.Elem().FieldByName("ObjectMetaApplyConfiguration")
+	if !f.IsValid() || f.Kind() != reflect.Pointer || f.IsNil() {
+		return nil
+	}
+	m, _ := f.Interface().(*metav1ac.ObjectMetaApplyConfiguration)
+	return m
 }
 
 // managedEntry identifies our field manager's Apply entry on an object: its

@@ -148,6 +148,32 @@ func TestAdoptionIsAnApplyGuardedByResourceVersion(t *testing.T) {
 	assertAdopted(t, adopted, ghostClaim(ns).UID, render.Adopted(ghostClaim(ns), nil, after))
 }
 
+// TestAdoptionNeverRecreatesADeletedMember: a member deleted after a claim
+// chose it (its pool scaled down, another controller took and released
+// it) is not brought back by the adoption's apply: a server-side apply of
+// an object that does not exist creates it, whatever resourceVersion it
+// carries; the member's UID in the apply is what refuses it.
+func TestAdoptionNeverRecreatesADeletedMember(t *testing.T) {
+	ns := env.Namespace(t)
+	e := ssa.New(env.Client, manager.FieldManager, manager.StatusManager)
+	e.ReadWith(env.Client)
+	member := standaloneMember(t, e, ns, "member")
+	step, err := render.AdoptionStep(ghostClaim(ns), nil, member, manager.FieldManager)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctxFor(t), member.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ssa.Apply(ctxFor(t), e, "Sandbox", step.Object.(*sandboxac.SandboxApplyConfiguration), member, sandboxac.ExtractSandbox, ssa.Options{Force: true})
+	if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		t.Fatalf("adopting a deleted member: %v, want a Conflict or NotFound", err)
+	}
+	if _, err := get(t, ns, "member", &sandboxv1beta1.Sandbox{}); err == nil {
+		t.Fatalf("the adoption of a deleted member created a Sandbox of its name")
+	}
+}
+
 // assertAdopted checks a Sandbox as a claim's adoption must leave it: the
 // claim its only owner, the pool's labels gone, exactly what
 // render.Adopted (what the policies judged) says, our ownership an Apply

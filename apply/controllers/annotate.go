@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,12 +33,43 @@ func annotate(ctx context.Context, e *ssa.Engine, s render.Step) (ssa.Change, er
 		if err != nil || len(s.Remove) == 0 {
 			return c, err
 		}
+		if live, ok := s.Live.(client.Object); ok && !holdsAnyAnnotation(live, e.FieldManager(), s.Remove) {
+			// As the cache shows it, our main manager holds none of them:
+			// nothing to release, and no read. Should the cache be behind
+			// a write that gave it one, the annotation is still there at
+			// the next reconcile, which plans its removal again.
+			return c, nil
+		}
 		return c, releaseAnnotations(ctx, e, s, s.Remove)
 	case *extac.SandboxClaimApplyConfiguration:
 		return ssa.Apply(ctx, e, s.Kind, ac, liveAs[*extv1beta1.SandboxClaim](s.Live), extac.ExtractSandboxClaim, opts)
 	}
 	return ssa.Change{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name},
 		fmt.Errorf("annotate step on %s %s holds %T", s.Kind, s.Name, s.Object)
+}
+
+// holdsAnyAnnotation reports whether manager's entries (Apply or Update,
+// the object itself) on o own one of the annotations keys.
+func holdsAnyAnnotation(o client.Object, manager string, keys []string) bool {
+	for _, m := range o.GetManagedFields() {
+		if m.Manager != manager || m.Subresource != "" || m.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Metadata struct {
+				Annotations map[string]json.RawMessage `json:"f:annotations"`
+			} `json:"f:metadata"`
+		}
+		if err := json.Unmarshal(m.FieldsV1.GetRawBytes(), &fields); err != nil {
+			return true // cannot tell: look
+		}
+		for _, k := range keys {
+			if _, ok := fields.Metadata.Annotations["f:"+k]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // releaseAnnotations has our main field manager give up the annotations

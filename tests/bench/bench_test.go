@@ -54,8 +54,9 @@ type Result struct {
 	// ControllerStartRSSMB and ControllerStartHeapMB are its resident
 	// memory and live heap (after a GC) once started and synced, before
 	// the first Sandbox: what one replica costs with nothing to manage.
-	ControllerStartRSSMB  float64 `json:"controller_start_rss_mb"`
-	ControllerStartHeapMB float64 `json:"controller_start_heap_inuse_mb"`
+	ControllerStartRSSMB   float64            `json:"controller_start_rss_mb"`
+	ControllerStartHeapMB  float64            `json:"controller_start_heap_inuse_mb"`
+	ControllerStartGoMemMB map[string]float64 `json:"controller_start_go_memstats_mb"`
 	// Applies are the controller's agent_sandbox_apply_total by kind/action.
 	Applies map[string]int64 `json:"controller_apply_total"`
 	// WarmClaims is the warm pool and claims scenario.
@@ -94,6 +95,9 @@ type Phase struct {
 	// and the runtime's own overhead.
 	HeapProfile string  `json:"heap_profile,omitempty"`
 	HeapInuseMB float64 `json:"controller_heap_inuse_mb,omitempty"`
+	// GoMemMB are the controller's Go runtime memory gauges at the end of
+	// the phase (see goMemMB).
+	GoMemMB map[string]float64 `json:"controller_go_memstats_mb,omitempty"`
 	// CPUSeconds is the CPU time each process used until the phase was
 	// done (without settle): the cluster's processes by binary, the
 	// controller and "bench" (this process: the load generator and its
@@ -171,6 +175,7 @@ func TestBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.ControllerStartRSSMB, _ = ctrl.rssMB()
+	res.ControllerStartGoMemMB = ctrl.goMemMB(t)
 
 	ns := mkNamespace(t, c, "sandboxes")
 	measure := func(name string, p *Phase, do func(), done func() bool) {

@@ -58,6 +58,7 @@ func (pr *probe) end(t *testing.T, p *Phase, n int) {
 	if p.HeapProfile, p.HeapInuseMB, err = saveHeap(pr.ctrl.pprof, pr.name); err != nil {
 		t.Fatal(err)
 	}
+	p.GoMemMB = pr.ctrl.goMemMB(t)
 }
 
 // mkNamespace creates a namespace and waits for its default ServiceAccount

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,22 +23,9 @@ import (
 func saveHeap(addr, phase string) (string, float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	url := fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", addr)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := httpGet(ctx, fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", addr))
 	if err != nil {
 		return "", 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", 0, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", 0, fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	prof, err := profile.ParseData(body)
 	if err != nil {

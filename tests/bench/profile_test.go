@@ -100,6 +100,15 @@ func fetchProfile(addr string, seconds int) (*profile.Profile, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds)*time.Second+30*time.Second)
 	defer cancel()
 	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds)
+	body, err := httpGet(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	return profile.ParseData(body)
+}
+
+// httpGet returns the body of a GET of url, an error unless it is 200 OK.
+func httpGet(ctx context.Context, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -116,5 +125,5 @@ func fetchProfile(addr string, seconds int) (*profile.Profile, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%s: %s: %s", url, resp.Status, bytes.TrimSpace(body))
 	}
-	return profile.ParseData(body)
+	return body, nil
 }

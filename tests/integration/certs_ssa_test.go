@@ -31,13 +31,7 @@ import (
 // exists; an apply whose resourceVersion precondition no longer holds) and
 // it takes what was written.
 func TestWebhookCertWritersRaceOnSecret(t *testing.T) {
-	ctx := context.Background()
-	ns := env.Namespace(t)
-	remove, err := cluster.InstallLocalWebhook(ctx, env.Client, ns, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = remove() })
+	ctx, ns := localWebhook(t)
 	a, b := certsFor(t, ns), certsFor(t, ns)
 	// race says which write of a's lets b write first; afterB is the
 	// Secret as b left it.
@@ -105,13 +99,7 @@ func TestWebhookCertWritersRaceOnSecret(t *testing.T) {
 // TestWebhookCertReplicasStartTogether: replicas starting at once on an
 // empty namespace all serve the one certificate stored.
 func TestWebhookCertReplicasStartTogether(t *testing.T) {
-	ctx := context.Background()
-	ns := env.Namespace(t)
-	remove, err := cluster.InstallLocalWebhook(ctx, env.Client, ns, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = remove() })
+	ctx, ns := localWebhook(t)
 	replicas := make([]*webhooks.Certs, 4)
 	errs := make([]error, len(replicas))
 	var wg sync.WaitGroup
@@ -214,13 +202,7 @@ func TestWebhookCAInjectionFieldManagers(t *testing.T) {
 // updates) moves into the certificates' apply entry at the next write, so a
 // promotion removes the waiting certificate whoever wrote it.
 func TestWebhookCertSecretOwnership(t *testing.T) {
-	ctx := context.Background()
-	ns := env.Namespace(t)
-	remove, err := cluster.InstallLocalWebhook(ctx, env.Client, ns, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = remove() })
+	ctx, ns := localWebhook(t)
 	certs := certsFor(t, ns)
 	if _, err := certs.Ensure(ctx); err != nil {
 		t.Fatal(err)
@@ -326,4 +308,18 @@ func owned(o client.Object, manager string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// localWebhook gives a test a namespace of its own with the webhook's
+// configuration installed for it (removed when the test ends).
+func localWebhook(t *testing.T) (context.Context, string) {
+	t.Helper()
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	remove, err := cluster.InstallLocalWebhook(ctx, env.Client, ns, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = remove() })
+	return ctx, ns
 }

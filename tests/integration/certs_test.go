@@ -225,13 +225,7 @@ func TestWebhookCertBrokenSecretReplaced(t *testing.T) {
 // applies only the caBundle fields, so the other edit survives and the CA
 // bundle is injected.
 func TestWebhookCAInjectionKeepsConcurrentEdits(t *testing.T) {
-	ctx := context.Background()
-	ns := env.Namespace(t)
-	remove, err := cluster.InstallLocalWebhook(ctx, env.Client, ns, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = remove() })
+	ctx, ns := localWebhook(t)
 	edits := 0
 	racing := hookedClient(func(ctx context.Context, verb string, obj any) error {
 		if _, ok := obj.(*admissionregistrationv1ac.ValidatingWebhookConfigurationApplyConfiguration); !ok || edits > 0 {

@@ -146,13 +146,7 @@ spec:
 // TestWebhookCertificateRenewal: a certificate due for renewal is replaced
 // (Secret, files and CA bundle), one that is not is kept.
 func TestWebhookCertificateRenewal(t *testing.T) {
-	ctx := context.Background()
-	ns := env.Namespace(t)
-	remove, err := cluster.InstallLocalWebhook(ctx, env.Client, ns, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = remove() })
+	ctx, ns := localWebhook(t)
 	now := time.Now()
 	certs := &webhooks.Certs{Client: env.Client, Namespace: ns, CertDir: t.TempDir(), Now: func() time.Time { return now }}
 	first, err := certs.Ensure(ctx)

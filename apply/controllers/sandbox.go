@@ -74,6 +74,9 @@ type SandboxReconciler struct {
 	// memory holds, per Sandbox, what this process last wrote and
 	// reported (sandbox_memo.go).
 	memory ssa.Memory
+	// backlog counts the Sandboxes whose transitional status is deferred
+	// (sandbox_backlog.go).
+	backlog statusBacklog
 
 	// skeleton loads, skips, forgets and retries around reconcile.
 	skeleton skeleton[*sandboxv1beta1.Sandbox]

@@ -35,6 +35,7 @@ const (
 
 // forget drops what this process remembers about a Sandbox that is gone.
 func (r *SandboxReconciler) forget(key types.NamespacedName, _ *sandboxv1beta1.Sandbox) {
+	r.backlog.done(key)
 	for _, kind := range []string{sandboxPodName, sandboxChildren, sandboxDrift, "SandboxStatus"} {
 		r.memory.Forget(ssa.Key{Kind: kind, Namespace: key.Namespace, Name: key.Name})
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -19,14 +21,19 @@ import (
 // being scheduled or being deleted) is held until StatusCoalesceWindow after
 // our last write for the Sandbox, and the deferred reconcile writes whatever
 // is true by then. A Pod that becomes Ready within the window thus costs one
-// status write instead of three, and so does a suspend.
+// status write instead of three, and so does a suspend. While many
+// Sandboxes wait so (a burst), the window is longer (statusBacklog).
 func (r *SandboxReconciler) deferStatus(sb *sandboxv1beta1.Sandbox, desired *sandboxac.SandboxApplyConfiguration, now time.Time) time.Duration {
+	key := client.ObjectKeyFromObject(sb)
 	if r.StatusCoalesceWindow < 0 || !transitional(desired) {
+		r.backlog.done(key)
 		return 0
 	}
-	if wait := r.lastWrite(sb).Add(r.StatusCoalesceWindow).Sub(now); wait > 0 {
+	if wait := r.lastWrite(sb).Add(r.backlog.window(r.StatusCoalesceWindow)).Sub(now); wait > 0 {
+		r.backlog.wait(key)
 		return wait
 	}
+	r.backlog.done(key)
 	return 0
 }
 
@@ -60,6 +67,7 @@ func transitional(desired *sandboxac.SandboxApplyConfiguration) bool {
 // writeStatus writes sb's status through the status writer, remembering
 // it as reported, and observes a new Sandbox's first Ready.
 func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.Sandbox, desired *sandboxac.SandboxApplyConfiguration) error {
+	r.backlog.done(client.ObjectKeyFromObject(sb)) // no longer waiting, whatever the write's outcome
 	reported := &sandboxv1beta1.SandboxStatus{Conditions: conditionsOf(desired.Status.Conditions)}
 	if s := desired.Status; s != nil {
 		reported.Service, reported.ServiceFQDN, reported.LabelSelector = deref(s.Service), deref(s.ServiceFQDN), deref(s.LabelSelector)

@@ -9,7 +9,8 @@
 // in order (execute, one small executor over the engine). What depends on
 // carrying them out stays with them: API errors and conflicts, their
 // memory of what they last wrote and reported, the status write
-// coalescing window, and for a pool the expectations of members created
+// coalescing window (longer while many Sandboxes wait, in a burst), and
+// for a pool the expectations of members created
 // and deleted moments ago, concurrent creates, putting off refills while
 // claims take members, and the claim queue guarding each delete; for a
 // claim, taking members from the queue and returning them, what it

@@ -24,16 +24,14 @@ import (
 // status write instead of three, and so does a suspend. While many
 // Sandboxes wait so (a burst), the window is longer (statusBacklog).
 func (r *SandboxReconciler) deferStatus(sb *sandboxv1beta1.Sandbox, desired *sandboxac.SandboxApplyConfiguration, now time.Time) time.Duration {
-	key := client.ObjectKeyFromObject(sb)
 	if r.StatusCoalesceWindow < 0 || !transitional(desired) {
-		r.backlog.done(key)
 		return 0
 	}
 	if wait := r.lastWrite(sb).Add(r.backlog.window(r.StatusCoalesceWindow)).Sub(now); wait > 0 {
-		r.backlog.wait(key)
+		// No longer waiting once writeStatus writes it (or forget).
+		r.backlog.wait(client.ObjectKeyFromObject(sb))
 		return wait
 	}
-	r.backlog.done(key)
 	return 0
 }
 

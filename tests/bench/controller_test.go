@@ -64,26 +64,33 @@ func startController(t *testing.T, kubeconfig string) *controller {
 // metric by its label set (as printed, without braces).
 func (c *controller) series(t *testing.T, name string) map[string]int64 {
 	t.Helper()
+	out := map[string]int64{}
+	c.scrape(t, func(line string) {
+		if !strings.HasPrefix(line, name+"{") {
+			return
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			return
+		}
+		out[strings.TrimSuffix(strings.TrimPrefix(line[:i], name+"{"), "}")] += int64(v)
+	})
+	return out
+}
+
+// scrape calls each with every line of the controller's /metrics.
+func (c *controller) scrape(t *testing.T, each func(line string)) {
+	t.Helper()
 	resp, err := http.Get("http://" + c.metrics + "/metrics")
 	if err != nil {
 		t.Fatalf("scraping the controller: %v", err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	out := map[string]int64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[strings.TrimSuffix(strings.TrimPrefix(line[:i], name+"{"), "}")] += int64(v)
+		each(sc.Text())
 	}
-	return out
 }
 
 // requestsByVerb sums rest_client_requests_total by its method label.

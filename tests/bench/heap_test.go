@@ -1,10 +1,8 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,25 +64,19 @@ func inuseMB(p *profile.Profile) float64 {
 // the runtime obtained from the OS (RSS adds the binary's touched pages).
 func (c *controller) goMemMB(t *testing.T) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + c.metrics + "/metrics")
-	if err != nil {
-		t.Fatalf("scraping the controller: %v", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
 	want := map[string]string{
 		"go_memstats_heap_inuse_bytes": "heap_inuse", "go_memstats_heap_idle_bytes": "heap_idle",
 		"go_memstats_heap_released_bytes": "heap_released", "go_memstats_stack_sys_bytes": "stack_sys",
 		"go_memstats_sys_bytes": "sys", "go_memstats_next_gc_bytes": "next_gc",
 	}
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
+	c.scrape(t, func(line string) {
+		name, value, ok := strings.Cut(line, " ")
 		if key, known := want[name]; ok && known {
 			if v, err := strconv.ParseFloat(value, 64); err == nil {
 				out[key] = round2(v / (1 << 20))
 			}
 		}
-	}
+	})
 	return out
 }

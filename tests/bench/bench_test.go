@@ -167,6 +167,8 @@ func TestBench(t *testing.T) {
 	res.Floor = measureFloor(t, local.Config, watched, n)
 	t.Logf("floor done: %.2fs", res.Floor.Seconds)
 	res.Raw.RatioToFloor = res.Raw.Seconds / res.Floor.Seconds
+	claimsFloor := measureClaimsFloor(t, local.Config, c, watched, claims, min(20, claims))
+	t.Logf("claims floor done: p99 %.0f ms, paced p99 %.0f ms", claimsFloor.P99Ms, claimsFloor.PacedP99Ms)
 
 	ctrl := startController(t, local.Kubeconfig)
 	defer ctrl.stop(t)
@@ -239,6 +241,9 @@ func TestBench(t *testing.T) {
 	})
 
 	res.WarmClaims = benchClaims(t, c, watched, ctrl, mkNamespace(t, c, "claims"), claims)
+	res.WarmClaims.Floor = claimsFloor
+	res.WarmClaims.P99RatioToFloor = res.WarmClaims.P99Ms / claimsFloor.P99Ms
+	res.WarmClaims.PacedP99RatioToFloor = res.WarmClaims.PacedP99Ms / claimsFloor.PacedP99Ms
 
 	res.ControllerRequestsByVerb = ctrl.requestsByVerb(t)
 	res.Applies = ctrl.series(t, "agent_sandbox_apply_total")

@@ -2,15 +2,11 @@ package bench
 
 import (
 	"context"
-	"fmt"
-	"sort"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,28 +47,27 @@ type Claims struct {
 	// sent while the claims were served and the pool refilled.
 	ClaimPathRequestsPerClaim float64 `json:"claim_path_requests_per_claim"`
 	ClaimPhase                Phase   `json:"claim_phase"`
+	// ClaimPathApplies is the controller's agent_sandbox_apply_total over
+	// the burst and the refill, by action and kind.
+	ClaimPathApplies map[string]int64 `json:"claim_phase_applies,omitempty"`
 	// Paced is the same pool serving claims one at a time (each created
 	// when the previous one is Ready): the latency of a claim on a cluster
 	// that is not saturated by the burst.
 	PacedClaims int     `json:"paced_claims"`
 	PacedP50Ms  float64 `json:"paced_claim_ready_p50_ms"`
 	PacedP99Ms  float64 `json:"paced_claim_ready_p99_ms"`
+	// Floor is the same claims served by a client with no controller
+	// (measureClaimsFloor), measured before the controller starts; the
+	// ratios are of the p99 latencies above to the floor's.
+	Floor                ClaimsFloor `json:"floor"`
+	P99RatioToFloor      float64     `json:"claim_ready_p99_ratio_to_floor"`
+	PacedP99RatioToFloor float64     `json:"paced_claim_ready_p99_ratio_to_floor"`
 }
 
 func benchClaims(t *testing.T, c client.Client, watched cache.Cache, ctrl *controller, ns string, m int) Claims {
 	ctx := context.Background()
 	res := Claims{Claims: m}
-	tmpl := &extv1beta1.SandboxTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
-		Spec: extv1beta1.SandboxTemplateSpec{PodTemplate: sandboxv1beta1.PodTemplate{Spec: corev1.PodSpec{
-			RuntimeClassName: ptr.To("gvisor"),
-			Containers:       []corev1.Container{{Name: "agent", Image: "python:3.13-slim", Ports: []corev1.ContainerPort{{ContainerPort: 8888}}}},
-		}}},
-	}
-	pool := &extv1beta1.SandboxWarmPool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool"},
-		Spec:       extv1beta1.SandboxWarmPoolSpec{Replicas: ptr.To(int32(m)), TemplateRef: extv1beta1.SandboxTemplateRef{Name: "agent"}},
-	}
+	tmpl, pool := claimsTemplate(ns), claimsPool(ns, m)
 	// The pool is full when m Ready Sandboxes carry its label (counted
 	// from the watch; the pool's own status may lag while claims are
 	// being served).
@@ -107,83 +102,14 @@ func benchClaims(t *testing.T, c client.Client, watched cache.Cache, ctrl *contr
 	res.PoolFillSeconds = time.Since(start).Seconds()
 	settle()
 
-	// Watch for Ready claims; record when each is first seen Ready.
-	var mu sync.Mutex
-	sent := map[string]time.Time{}
-	created := map[string]time.Duration{}
-	seenAt := map[string]time.Time{}
-	readyAt := map[string]time.Time{}
-	informer, err := watched.GetInformer(ctx, &extv1beta1.SandboxClaim{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := func(obj any) {
-		cl, ok := obj.(*extv1beta1.SandboxClaim)
-		if !ok || cl.Namespace != ns {
-			return
-		}
-		mu.Lock()
-		if _, ok := seenAt[cl.Name]; !ok {
-			seenAt[cl.Name] = time.Now()
-		}
-		mu.Unlock()
-		for _, cond := range cl.Status.Conditions {
-			if cond.Type == extv1beta1.ConditionReady && cond.Status == metav1.ConditionTrue {
-				mu.Lock()
-				if _, ok := readyAt[cl.Name]; !ok {
-					readyAt[cl.Name] = time.Now()
-				}
-				mu.Unlock()
-			}
-		}
-	}
-	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: seen, UpdateFunc: func(_, o any) { seen(o) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = informer.RemoveEventHandler(reg) }()
+	clock, stop := startClaimClock(t, watched, ns)
+	defer stop()
 
 	appliesBefore := ctrl.series(t, "agent_sandbox_apply_total")
 	pr := ctrl.begin(t, "claim_phase")
 	cpu := cpuByProcess(clusterDirOf)
 	start = time.Now()
-	// Every claim's request is ready to go before the first is sent, so
-	// they reach the API server together.
-	gate := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range m {
-		name := fmt.Sprintf("claim-%d", i)
-		wg.Go(func() {
-			cl := &extv1beta1.SandboxClaim{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-				Spec:       extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: "pool"}},
-			}
-			<-gate
-			mu.Lock()
-			sent[name] = time.Now()
-			mu.Unlock()
-			began := time.Now()
-			if err := c.Create(ctx, cl); err != nil {
-				t.Error(err)
-			}
-			mu.Lock()
-			created[name] = time.Since(began)
-			mu.Unlock()
-		})
-	}
-	close(gate)
-	wg.Wait()
-	for {
-		mu.Lock()
-		n := len(readyAt)
-		mu.Unlock()
-		if n == m {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	clock.burst(t, c, "claim", m)
 	res.AllReadySeconds = time.Since(start).Seconds()
 	for !poolReady() {
 		time.Sleep(20 * time.Millisecond)
@@ -203,16 +129,9 @@ func benchClaims(t *testing.T, c client.Client, watched cache.Cache, ctrl *contr
 		}
 	}
 	res.ClaimPathRequestsPerClaim = float64(claimPath) / float64(m)
+	res.ClaimPathApplies = applies
 
-	var lat, seenLat, createLat []float64
-	for name, at := range readyAt {
-		lat = append(lat, ms(at.Sub(sent[name])))
-		seenLat = append(seenLat, ms(at.Sub(seenAt[name])))
-		createLat = append(createLat, ms(created[name]))
-	}
-	for _, l := range [][]float64{lat, seenLat, createLat} {
-		sort.Float64s(l)
-	}
+	lat, seenLat, createLat := clock.latencies("claim", m)
 	res.P50Ms, res.P99Ms, res.MaxMs = quantile(lat, 0.50), quantile(lat, 0.99), lat[len(lat)-1]
 	res.SeenP50Ms, res.SeenP99Ms = quantile(seenLat, 0.50), quantile(seenLat, 0.99)
 	res.CreateP99Ms = quantile(createLat, 0.99)
@@ -220,30 +139,7 @@ func benchClaims(t *testing.T, c client.Client, watched cache.Cache, ctrl *contr
 	// Paced claims, once the pool is full again.
 	settle()
 	res.PacedClaims = min(20, m)
-	var paced []float64
-	for i := range res.PacedClaims {
-		name := fmt.Sprintf("paced-%d", i)
-		cl := &extv1beta1.SandboxClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec:       extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: "pool"}},
-		}
-		began := time.Now()
-		if err := c.Create(ctx, cl); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			mu.Lock()
-			at, ok := readyAt[name]
-			mu.Unlock()
-			if ok {
-				paced = append(paced, ms(at.Sub(began)))
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	sort.Float64s(paced)
+	paced := clock.paced(t, c, "paced", res.PacedClaims)
 	res.PacedP50Ms, res.PacedP99Ms = quantile(paced, 0.5), quantile(paced, 0.99)
 
 	var list sandboxv1beta1.SandboxList
@@ -273,4 +169,23 @@ func quantile(sorted []float64, q float64) float64 {
 	}
 	i := int(q*float64(len(sorted))+0.999999) - 1
 	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// claimsTemplate and claimsPool are the template and the pool of m members
+// the claims are served from.
+func claimsTemplate(ns string) *extv1beta1.SandboxTemplate {
+	return &extv1beta1.SandboxTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
+		Spec: extv1beta1.SandboxTemplateSpec{PodTemplate: sandboxv1beta1.PodTemplate{Spec: corev1.PodSpec{
+			RuntimeClassName: ptr.To("gvisor"),
+			Containers:       []corev1.Container{{Name: "agent", Image: "python:3.13-slim", Ports: []corev1.ContainerPort{{ContainerPort: 8888}}}},
+		}}},
+	}
+}
+
+func claimsPool(ns string, m int) *extv1beta1.SandboxWarmPool {
+	return &extv1beta1.SandboxWarmPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool"},
+		Spec:       extv1beta1.SandboxWarmPoolSpec{Replicas: ptr.To(int32(m)), TemplateRef: extv1beta1.SandboxTemplateRef{Name: "agent"}},
+	}
 }

@@ -1,0 +1,167 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+)
+
+// claimClock times claims of one namespace from the bench's watch: when
+// each create was sent and took, when the watch first saw each claim and
+// when it first saw it Ready. The controller's claims and the claims floor
+// are timed by the same clock.
+type claimClock struct {
+	ns      string
+	mu      sync.Mutex
+	sent    map[string]time.Time
+	created map[string]time.Duration
+	seenAt  map[string]time.Time
+	readyAt map[string]time.Time
+}
+
+// startClaimClock watches the claims of ns until stop is called.
+func startClaimClock(t *testing.T, watched cache.Cache, ns string) (k *claimClock, stop func()) {
+	t.Helper()
+	k = &claimClock{ns: ns, sent: map[string]time.Time{}, created: map[string]time.Duration{},
+		seenAt: map[string]time.Time{}, readyAt: map[string]time.Time{}}
+	informer, err := watched.GetInformer(context.Background(), &extv1beta1.SandboxClaim{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: k.seen, UpdateFunc: func(_, o any) { k.seen(o) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, func() { _ = informer.RemoveEventHandler(reg) }
+}
+
+func (k *claimClock) seen(obj any) {
+	cl, ok := obj.(*extv1beta1.SandboxClaim)
+	if !ok || cl.Namespace != k.ns {
+		return
+	}
+	now := time.Now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.seenAt[cl.Name]; !ok {
+		k.seenAt[cl.Name] = now
+	}
+	for _, cond := range cl.Status.Conditions {
+		if cond.Type == extv1beta1.ConditionReady && cond.Status == metav1.ConditionTrue {
+			if _, ok := k.readyAt[cl.Name]; !ok {
+				k.readyAt[cl.Name] = now
+			}
+		}
+	}
+}
+
+func benchClaim(ns, name string) *extv1beta1.SandboxClaim {
+	return &extv1beta1.SandboxClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: "pool"}},
+	}
+}
+
+// burst creates m claims named <prefix>-<i> at once (every request is
+// ready before the first is sent, so they reach the API server together)
+// and waits until the watch has seen each Ready.
+func (k *claimClock) burst(t *testing.T, c client.Client, prefix string, m int) {
+	t.Helper()
+	ctx := context.Background()
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range m {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		wg.Go(func() {
+			cl := benchClaim(k.ns, name)
+			<-gate
+			began := time.Now()
+			k.mu.Lock()
+			k.sent[name] = began
+			k.mu.Unlock()
+			if err := c.Create(ctx, cl); err != nil {
+				t.Error(err)
+			}
+			k.mu.Lock()
+			k.created[name] = time.Since(began)
+			k.mu.Unlock()
+		})
+	}
+	close(gate)
+	wg.Wait()
+	for _, name := range k.names(prefix, m) {
+		k.waitReady(name)
+	}
+}
+
+// paced creates n claims named <prefix>-<i> one at a time, each once the
+// previous one is Ready and 200 ms have passed: claims on a cluster not
+// saturated by them. It returns their latencies, sorted.
+func (k *claimClock) paced(t *testing.T, c client.Client, prefix string, n int) []float64 {
+	t.Helper()
+	var lat []float64
+	for _, name := range k.names(prefix, n) {
+		began := time.Now()
+		k.mu.Lock()
+		k.sent[name] = began
+		k.mu.Unlock()
+		if err := c.Create(context.Background(), benchClaim(k.ns, name)); err != nil {
+			t.Fatal(err)
+		}
+		lat = append(lat, ms(k.waitReady(name).Sub(began)))
+		time.Sleep(200 * time.Millisecond)
+	}
+	sort.Float64s(lat)
+	return lat
+}
+
+func (k *claimClock) names(prefix string, n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	return names
+}
+
+// waitReady returns when the watch first saw the claim Ready.
+func (k *claimClock) waitReady(name string) time.Time {
+	for {
+		k.mu.Lock()
+		at, ok := k.readyAt[name]
+		k.mu.Unlock()
+		if ok {
+			return at
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// latencies returns, sorted, for the claims named <prefix>-<i>: from
+// sending each create to seeing the claim Ready, from first seeing it to
+// seeing it Ready, and the create requests' durations.
+func (k *claimClock) latencies(prefix string, n int) (lat, seenLat, createLat []float64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, name := range k.names(prefix, n) {
+		at := k.readyAt[name]
+		lat = append(lat, ms(at.Sub(k.sent[name])))
+		seenLat = append(seenLat, ms(at.Sub(k.seenAt[name])))
+		createLat = append(createLat, ms(k.created[name]))
+	}
+	for _, l := range [][]float64{lat, seenLat, createLat} {
+		sort.Float64s(l)
+	}
+	return lat, seenLat, createLat
+}

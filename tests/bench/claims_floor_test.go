@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/render"
+)
+
+// claimWorkers is the controller's default
+// --sandbox-claim-concurrent-workers.
+const claimWorkers = 50
+
+// ClaimsFloor is the least work any controller of this API causes to serve
+// claims from a Ready pool, done by one client with no controller running
+// (measureClaimsFloor). The claims are created and timed as the controller's
+// are (claimClock).
+type ClaimsFloor struct {
+	// From sending a claim's create to the bench's watch seeing it Ready:
+	// claims created at once, then paced ones.
+	P50Ms       float64 `json:"claim_ready_p50_ms"`
+	P99Ms       float64 `json:"claim_ready_p99_ms"`
+	PacedP50Ms  float64 `json:"paced_claim_ready_p50_ms"`
+	PacedP99Ms  float64 `json:"paced_claim_ready_p99_ms"`
+	AllReadySec float64 `json:"all_claims_ready_seconds"`
+	// Requests the floor's client sent per claim (the claims' creates are
+	// the bench's, not counted), by HTTP method.
+	RequestsPerClaim float64          `json:"requests_per_claim"`
+	ByVerb           map[string]int64 `json:"requests_by_verb,omitempty"`
+	// CPUSeconds is what each process used during the claims created at
+	// once ("bench" is the floor's client and the bench together).
+	CPUSeconds map[string]float64 `json:"cpu_seconds,omitempty"`
+}
+
+// measureClaimsFloor serves m claims created at once, then paced ones, from
+// a pool whose Ready members exist already, with the least any controller
+// must write: for each claim, as the bench's watch first sees it, it takes
+// a member with the adoption the controller applies (render.Adoption: the
+// claim as controller, the claim's labels, the pool's removed, the
+// pod-name annotation; forced, guarded by the member's resourceVersion)
+// and applies the claim's status naming that member Ready
+// (render.ClaimStatus). Two requests per claim, claimWorkers at once as the
+// controller's workers; not the binding annotations upstream's contract
+// adds to each claim (one more write), nor events, nor any refill. The
+// members are applied, not timed, by the controller's field manager; they
+// have no Pods (the floor never looks at them). The namespace is gone when
+// it returns.
+func measureClaimsFloor(t *testing.T, cfg *rest.Config, user client.Client, watched cache.Cache, m, paced int) ClaimsFloor {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, counts := countingClient(t, cfg)
+	ns := mkNamespace(t, c, "claims-floor")
+	tmpl, pool := claimsTemplate(ns), claimsPool(ns, m)
+	for _, o := range []client.Object{tmpl, pool} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	free := make(chan *sandboxv1beta1.Sandbox, m+paced)
+	for i := range m + paced {
+		ac, err := render.WarmPoolMember(render.WarmPoolInputs{Pool: pool, Template: tmpl}, render.MemberName(pool, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Apply(ctx, ac, client.FieldOwner(fieldManager)); err != nil {
+			t.Fatal(err)
+		}
+		sb := &sandboxv1beta1.Sandbox{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: *ac.Name}, sb); err != nil {
+			t.Fatal(err)
+		}
+		free <- sb
+	}
+	if _, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: extv1beta1.GroupVersion.Group, Kind: "SandboxClaim"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Each claim the watch sees for the first time is a job.
+	jobs := make(chan *extv1beta1.SandboxClaim, m+paced)
+	informer, err := watched.GetInformer(ctx, &extv1beta1.SandboxClaim{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		if cl, ok := obj.(*extv1beta1.SandboxClaim); ok && cl.Namespace == ns {
+			jobs <- cl
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = informer.RemoveEventHandler(reg) }()
+	serve := func(claim *extv1beta1.SandboxClaim) error {
+		member := <-free
+		adopt, err := render.Adoption(claim, tmpl, member, fieldManager)
+		if err != nil {
+			return err
+		}
+		if err := c.Apply(ctx, adopt, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+			return err
+		}
+		now := metav1.NewTime(time.Now().Truncate(time.Second))
+		ready := member.DeepCopy()
+		ready.Status.Conditions = []metav1.Condition{{Type: sandboxv1beta1.ConditionReady, Status: metav1.ConditionTrue,
+			Reason: sandboxv1beta1.ReasonDependenciesReady, Message: "Pod is Ready; Service Exists", LastTransitionTime: now}}
+		status := render.ClaimStatus(render.ClaimStatusInputs{Claim: claim, SandboxName: member.Name, Sandbox: ready, Now: now})
+		return c.Status().Apply(ctx, status, client.FieldOwner(statusManager), client.ForceOwnership)
+	}
+	for range claimWorkers {
+		go func() {
+			for {
+				select {
+				case claim := <-jobs:
+					if err := serve(claim); err != nil {
+						t.Errorf("claims floor: %v", err)
+					}
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+
+	clock, stop := startClaimClock(t, watched, ns)
+	defer stop()
+	var res ClaimsFloor
+	cpu := cpuByProcess(clusterDirOf)
+	counts.reset()
+	start := time.Now()
+	clock.burst(t, user, "claim", m)
+	res.AllReadySec = time.Since(start).Seconds()
+	res.CPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
+	lat, _, _ := clock.latencies("claim", m)
+	res.P50Ms, res.P99Ms = quantile(lat, 0.50), quantile(lat, 0.99)
+	settle()
+	lat = clock.paced(t, user, "paced", paced)
+	res.PacedP50Ms, res.PacedP99Ms = quantile(lat, 0.50), quantile(lat, 0.99)
+	var b Baseline
+	counts.fill(&b, m+paced)
+	res.RequestsPerClaim, res.ByVerb = b.RequestsPerSandbox, b.ByVerb
+	dropNamespace(t, c, ns)
+	return res
+}

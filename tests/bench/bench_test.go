@@ -33,6 +33,12 @@ type Result struct {
 	// status write when its Pod is Ready (see measureFloor). Every phase's
 	// ratio_to_floor is to its seconds.
 	Floor Baseline `json:"floor"`
+	// FloorSuspend and FloorResume are the floor's Sandboxes suspended,
+	// then resumed, with the least any controller does (floorCycle): the
+	// lower bounds of suspend_all and resume_all (ratio_to_own_floor).
+	// Their requests are the floor client's only, not the users' patches.
+	FloorSuspend Baseline `json:"floor_suspend"`
+	FloorResume  Baseline `json:"floor_resume"`
 	// Raw is one client creating N Pods + N headless Services directly (no
 	// Sandbox, no status), until every Pod is Ready.
 	Raw Baseline `json:"raw_pods_and_services"`
@@ -71,8 +77,10 @@ type Phase struct {
 	// RatioToFloor is Seconds over the floor's (the Sandbox phases; not the
 	// claim phase, whose count differs from N).
 	RatioToFloor float64 `json:"ratio_to_floor,omitempty"`
-	// RatioToCold is Seconds over cold create's (suspend and resume).
-	RatioToCold float64 `json:"ratio_to_cold,omitempty"`
+	// RatioToCold is Seconds over cold create's (suspend and resume), and
+	// RatioToOwnFloor over floor_suspend's or floor_resume's.
+	RatioToCold     float64 `json:"ratio_to_cold,omitempty"`
+	RatioToOwnFloor float64 `json:"ratio_to_own_floor,omitempty"`
 	// Requests is what the controller sent from the phase's start to 3 s
 	// after it was done (settle, so that its tail counts).
 	Requests           int64            `json:"controller_requests"`
@@ -164,8 +172,8 @@ func TestBench(t *testing.T) {
 	// starts: raw first (it also warms the cluster up), then the floor.
 	res.Raw = measureRaw(t, local.Config, watched, n)
 	t.Logf("raw done: %.2fs", res.Raw.Seconds)
-	res.Floor = measureFloor(t, local.Config, watched, n)
-	t.Logf("floor done: %.2fs", res.Floor.Seconds)
+	res.Floor, res.FloorSuspend, res.FloorResume = measureFloor(t, local.Config, c, watched, n)
+	t.Logf("floor done: %.2fs (suspend %.2fs, resume %.2fs)", res.Floor.Seconds, res.FloorSuspend.Seconds, res.FloorResume.Seconds)
 	res.Raw.RatioToFloor = res.Raw.Seconds / res.Floor.Seconds
 	claimsFloor := measureClaimsFloor(t, local.Config, c, watched, claims, min(20, claims))
 	t.Logf("claims floor done: p99 %.0f ms, paced p99 %.0f ms", claimsFloor.P99Ms, claimsFloor.PacedP99Ms)
@@ -190,8 +198,11 @@ func TestBench(t *testing.T) {
 		}
 		p.Seconds = time.Since(start).Seconds()
 		p.RatioToFloor = p.Seconds / res.Floor.Seconds
-		if name == "suspend_all" || name == "resume_all" {
-			p.RatioToCold = p.Seconds / res.Cold.Seconds
+		switch name {
+		case "suspend_all":
+			p.RatioToCold, p.RatioToOwnFloor = p.Seconds/res.Cold.Seconds, p.Seconds/res.FloorSuspend.Seconds
+		case "resume_all":
+			p.RatioToCold, p.RatioToOwnFloor = p.Seconds/res.Cold.Seconds, p.Seconds/res.FloorResume.Seconds
 		}
 		p.CPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
 		settle()

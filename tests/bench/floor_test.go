@@ -150,9 +150,10 @@ const floorWorkers = 100
 // The concurrency is the cold phase's: 50 goroutines create the Sandboxes
 // (as the bench does) and floorWorkers apply the rest from one queue (as
 // the controller's workers do). It ends when the bench's watch sees every
-// Sandbox Ready, as the cold phase does. The namespace is gone when it
-// returns.
-func measureFloor(t *testing.T, cfg *rest.Config, watched cache.Cache, n int) Baseline {
+// Sandbox Ready, as the cold phase does. Then the same Sandboxes are
+// suspended and resumed (floorCycle), the lower bounds of those phases.
+// The namespace is gone when it returns.
+func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched cache.Cache, n int) (floor, suspend, resume Baseline) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c, counts := countingClient(t, cfg)
@@ -257,10 +258,13 @@ func measureFloor(t *testing.T, cfg *rest.Config, watched cache.Cache, n int) Ba
 	for countReady(t, watched, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) != n {
 		time.Sleep(50 * time.Millisecond)
 	}
-	res := Baseline{Seconds: time.Since(start).Seconds(), CPUSeconds: cpuDiff(cpuByProcess(clusterDirOf), cpu)}
-	counts.fill(&res, n)
+	floor = Baseline{Seconds: time.Since(start).Seconds(), CPUSeconds: cpuDiff(cpuByProcess(clusterDirOf), cpu)}
+	counts.fill(&floor, n)
+	cancel()
+	settle()
+	suspend, resume = (&floorCycle{c: c, user: user, counts: counts, watched: watched, ns: ns, n: n}).run(t)
 	dropNamespace(t, c, ns)
-	return res
+	return floor, suspend, resume
 }
 
 // dropNamespace deletes a namespace and waits until it is gone: deleting its

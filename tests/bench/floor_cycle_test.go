@@ -1,0 +1,182 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/render"
+)
+
+// floorCycle suspends, then resumes, the floor's n Ready Sandboxes in ns
+// with the least work any controller of this API causes, done by the
+// floor's client c (counted) with the bench's client user sending the
+// users' patches (not counted, as in the controller's phases):
+//   - suspend: the user sets spec.operatingMode Suspended; the floor deletes
+//     the Pod, and once the bench's watch sees it gone applies the status
+//     render.SandboxStatus gives then (2 requests per Sandbox);
+//   - resume: the user sets it Running; the floor applies the Pod as
+//     render.Sandbox renders it, and once the watch sees it Ready applies
+//     the status (2 requests per Sandbox; the Service stayed).
+//
+// Each ends as the controller's phase does, when the watch sees every
+// Sandbox Suspended (PodTerminated), then Ready.
+type floorCycle struct {
+	c, user client.Client
+	counts  *requestCounter
+	watched cache.Cache
+	ns      string
+	n       int
+
+	jobs chan func() error
+	mu   sync.Mutex
+	sbs  map[string]*sandboxv1beta1.Sandbox
+	done map[string]bool
+	// onPod is the phase's reaction to a Pod of ns (gone: deleted).
+	onPod func(pod *corev1.Pod, gone bool)
+}
+
+func (f *floorCycle) run(t *testing.T) (suspend, resume Baseline) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.jobs = make(chan func() error, 2*f.n)
+	f.sbs = map[string]*sandboxv1beta1.Sandbox{}
+	for range floorWorkers {
+		go func() {
+			for {
+				select {
+				case job := <-f.jobs:
+					if err := job(); err != nil {
+						t.Errorf("floor cycle: %v", err)
+					}
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	informer, err := f.watched.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := func(obj any, gone bool) {
+		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if p, ok := obj.(*corev1.Pod); ok && p.Namespace == f.ns {
+			f.mu.Lock()
+			on := f.onPod
+			f.mu.Unlock()
+			if on != nil {
+				on(p, gone)
+			}
+		}
+	}
+	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { pod(o, false) },
+		UpdateFunc: func(_, o any) { pod(o, false) },
+		DeleteFunc: func(o any) { pod(o, true) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = informer.RemoveEventHandler(reg) }()
+
+	suspend = f.phase(t, sandboxv1beta1.SandboxOperatingModeSuspended,
+		func(sb *sandboxv1beta1.Sandbox) error {
+			return client.IgnoreNotFound(f.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: sb.Name}}))
+		},
+		func(p *corev1.Pod, gone bool) (*corev1.Pod, bool) { return nil, gone },
+		func() bool {
+			return countCondition(t, f.watched, f.ns, sandboxv1beta1.ConditionSuspended, metav1.ConditionTrue, sandboxv1beta1.ReasonPodTerminated) == f.n
+		})
+	resume = f.phase(t, sandboxv1beta1.SandboxOperatingModeRunning,
+		func(sb *sandboxv1beta1.Sandbox) error {
+			desired, err := render.Sandbox(render.SandboxInputs{Sandbox: sb, PodName: sb.Name})
+			if err != nil {
+				return err
+			}
+			return f.c.Apply(ctx, desired.Pod, client.FieldOwner(fieldManager))
+		},
+		func(p *corev1.Pod, gone bool) (*corev1.Pod, bool) {
+			return p, !gone && p.DeletionTimestamp == nil && podReady(p)
+		},
+		func() bool {
+			return countReady(t, f.watched, f.ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) == f.n
+		})
+	return suspend, resume
+}
+
+// phase sets every Sandbox's operating mode to mode (the user's patch),
+// then has the floor's workers carry out podJob for it; each Pod event for
+// which statusFor says so queues the Sandbox's one status write, with the
+// Pod it returns. It ends when done says so.
+func (f *floorCycle) phase(t *testing.T, mode sandboxv1beta1.SandboxOperatingMode, podJob func(*sandboxv1beta1.Sandbox) error,
+	statusFor func(*corev1.Pod, bool) (*corev1.Pod, bool), done func() bool) Baseline {
+	ctx := context.Background()
+	f.mu.Lock()
+	f.done = map[string]bool{}
+	f.onPod = func(p *corev1.Pod, gone bool) {
+		pod, write := statusFor(p, gone)
+		if !write {
+			return
+		}
+		// Called with f.mu unlocked (see run).
+		f.mu.Lock()
+		sb := f.sbs[p.Name]
+		queue := sb != nil && sb.Spec.OperatingMode == mode && !f.done[p.Name]
+		if queue {
+			f.done[p.Name] = true
+		}
+		f.mu.Unlock()
+		if queue {
+			pods := 0
+			if pod != nil {
+				pods = 1
+			}
+			f.jobs <- func() error {
+				status := render.SandboxStatus(render.SandboxStatusInputs{
+					Sandbox: sb, Pod: pod, Pods: pods, Service: true,
+					ClusterDomain: "cluster.local", Now: metav1.NewTime(time.Now().Truncate(time.Second)),
+				})
+				return f.c.Status().Apply(ctx, status, client.FieldOwner(statusManager), client.ForceOwnership)
+			}
+		}
+	}
+	f.mu.Unlock()
+	cpu := cpuByProcess(clusterDirOf)
+	f.counts.reset()
+	start := time.Now()
+	body := fmt.Sprintf(`{"spec":{"operatingMode":%q}}`, mode)
+	parallel(f.n, func(i int) error {
+		sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: fmt.Sprintf("sb-%d", i)}}
+		if err := f.user.Patch(ctx, sb, client.RawPatch(types.MergePatchType, []byte(body))); err != nil {
+			return err
+		}
+		f.mu.Lock()
+		f.sbs[sb.Name] = sb
+		f.mu.Unlock()
+		f.jobs <- func() error { return podJob(sb) }
+		return nil
+	}, t)
+	for !done() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	res := Baseline{Seconds: time.Since(start).Seconds(), CPUSeconds: cpuDiff(cpuByProcess(clusterDirOf), cpu)}
+	f.counts.fill(&res, f.n)
+	f.mu.Lock()
+	f.onPod = nil
+	f.mu.Unlock()
+	settle()
+	return res
+}

@@ -2,5 +2,7 @@
 // reconcilers, the policy engine and the validating admission webhook of the
 // agent-sandbox API. It is flags and wiring only; behaviour lives in apply/, render/ and
 // policy/. Flag names and defaults match the public agent-sandbox controller,
-// so existing deployments keep working.
+// so existing deployments keep working; flags of its own are added, never
+// changed. Without GOMEMLIMIT it sets the Go runtime's soft memory limit
+// from its container's memory limit (memlimit.go).
 package main

@@ -49,6 +49,7 @@ type options struct {
 	policyBundles           string
 	policyDir               string
 	policyReload            time.Duration
+	memoryLimitRatio        float64
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -100,6 +101,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.policyDir, "policy-dir", "",
 		"Directory of ValidatingAdmissionPolicy YAML (policies, bindings, params) enforced in addition to the bundles; reloaded on change.")
 	fs.DurationVar(&o.policyReload, "policy-reload-interval", 10*time.Second, "How often --policy-dir is checked for changes.")
+	fs.Float64Var(&o.memoryLimitRatio, "memory-limit-ratio", 0.9,
+		"Without GOMEMLIMIT, the Go runtime's soft memory limit as this share of the container's memory limit (cgroup), so the collector works harder before the container is killed; 0 leaves it unset.")
 	fs.DurationVar(&o.warmPoolGrace, "warm-pool-grace-period", 5*time.Minute,
 		"How long a warm pool member may take to become Ready before its pool reports it (Progressing=False and a WarmPoolNotProgressing event).")
 }
@@ -136,6 +139,9 @@ func (o *options) validate() error {
 	}
 	if _, err := o.policyConfig(); err != nil {
 		errs = append(errs, err)
+	}
+	if o.memoryLimitRatio < 0 || o.memoryLimitRatio > 1 {
+		errs = append(errs, fmt.Errorf("--memory-limit-ratio=%g: must be between 0 and 1", o.memoryLimitRatio))
 	}
 	if o.policyReload <= 0 {
 		errs = append(errs, fmt.Errorf("--policy-reload-interval=%s: must be positive", o.policyReload))

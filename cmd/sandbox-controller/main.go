@@ -89,6 +89,11 @@ func main() {
 
 func run(o options) error {
 	log := ctrl.Log.WithName("setup")
+	if soft, why := applyMemoryLimit(o.memoryLimitRatio); soft > 0 {
+		log.Info("Go soft memory limit set", "bytes", soft, "from", why)
+	} else {
+		log.V(1).Info("Go soft memory limit left alone", "because", why)
+	}
 	scheme := clientgoscheme.Scheme
 	for _, add := range []func(*k8sruntime.Scheme) error{sandboxv1beta1.AddToScheme, extv1beta1.AddToScheme, apiextensionsv1.AddToScheme} {
 		if err := add(scheme); err != nil {

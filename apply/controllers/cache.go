@@ -3,9 +3,11 @@ package controllers
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
@@ -19,15 +21,64 @@ func controllerUID(o client.Object) []string {
 	return nil
 }
 
-// CacheOptions returns the cache options the reconcilers rely on: Pods that
-// are not ours (no Sandbox controller, no sandbox label) are kept as bare
-// metadata, so a cluster full of unrelated Pods costs little memory while
-// name clashes and adoptable Pods stay visible without extra API requests.
-func CacheOptions() cache.Options {
+// CacheOptions returns the cache options the reconcilers rely on.
+//
+// Pods that are not ours (no Sandbox controller, no sandbox label) are kept
+// as bare metadata, so a cluster full of unrelated Pods costs little memory
+// while name clashes and adoptable Pods stay visible without extra API
+// requests.
+//
+// Sandboxes, their Pods and Services, and claims (the kinds there are one
+// or more of per Sandbox) keep only the managedFields entries of managers,
+// the controller's own: all the reconcilers read of them (what our
+// managers own, for extraction and for "already applied"). The rest
+// (kubelet's or kwok's status entry of a Pod, the creator's entry of a
+// Sandbox) was half of what each cached object cost. A cached object is
+// therefore never the source of a whole managedFields list: an ownership
+// upgrade (ssa.Engine.UpgradeOwnership) is made from an object read past
+// the cache. nil managers keeps every entry.
+func CacheOptions(managers []string) cache.Options {
+	trim := keepManagedFields(managers)
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Transform: TrimForeignPod},
+			&corev1.Pod{}: {Transform: func(obj any) (any, error) {
+				obj, err := TrimForeignPod(obj)
+				if err != nil {
+					return nil, err
+				}
+				return trim(obj)
+			}},
+			&corev1.Service{}:          {Transform: trim},
+			&sandboxv1beta1.Sandbox{}:  {Transform: trim},
+			&extv1beta1.SandboxClaim{}: {Transform: trim},
 		},
+	}
+}
+
+// keepManagedFields is a cache transform that keeps only the managedFields
+// entries of managers (all of them when managers is nil).
+func keepManagedFields(managers []string) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		o, ok := obj.(client.Object)
+		if !ok || managers == nil {
+			// Tombstones and other values pass through unchanged.
+			return obj, nil
+		}
+		entries := o.GetManagedFields()
+		kept := entries[:0]
+		for _, m := range entries {
+			for _, name := range managers {
+				if m.Manager == name {
+					kept = append(kept, m)
+					break
+				}
+			}
+		}
+		if len(kept) < len(entries) {
+			// A fresh slice: the dropped entries' memory is released.
+			o.SetManagedFields(append([]metav1.ManagedFieldsEntry(nil), kept...))
+		}
+		return obj, nil
 	}
 }
 
@@ -63,4 +114,13 @@ func isSandboxPod(p *corev1.Pod) bool {
 		return true
 	}
 	return false
+}
+
+// OwnManagers are the field managers whose managedFields entries the cache
+// keeps for a controller running as fieldManager: that manager, its
+// status and annotation managers (ssa.Engine), and the operating-mode and
+// activity managers it shares with the router and the SDK.
+func OwnManagers(fieldManager string) []string {
+	return []string{fieldManager, fieldManager + "-status", fieldManager + "-annotations",
+		sandboxv1beta1.FieldManagerOperatingMode, sandboxv1beta1.FieldManagerActivity}
 }

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,5 +42,53 @@ func TestTrimForeignPod(t *testing.T) {
 	}
 	if v, _ := TrimForeignPod("not a pod"); v != "not a pod" {
 		t.Errorf("non-pods must pass through")
+	}
+}
+
+func TestCacheKeepsOnlyOurManagedFields(t *testing.T) {
+	entries := func(managers ...string) []metav1.ManagedFieldsEntry {
+		var out []metav1.ManagedFieldsEntry
+		for _, m := range managers {
+			out = append(out, metav1.ManagedFieldsEntry{Manager: m, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{}}`)}})
+		}
+		return out
+	}
+	ours := OwnManagers("agent-sandbox-controller")
+	trim := keepManagedFields(ours)
+	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: "s", ManagedFields: entries(
+		"kubectl-client-side-apply", "agent-sandbox-controller", "agent-sandbox-controller-status",
+		"agent-sandbox-controller-annotations", sandboxv1beta1.FieldManagerOperatingMode, sandboxv1beta1.FieldManagerActivity,
+		"agent-sandbox-controllerX")}}
+	got, err := trim(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, m := range got.(*sandboxv1beta1.Sandbox).ManagedFields {
+		kept = append(kept, m.Manager)
+	}
+	want := []string{"agent-sandbox-controller", "agent-sandbox-controller-status", "agent-sandbox-controller-annotations",
+		sandboxv1beta1.FieldManagerOperatingMode, sandboxv1beta1.FieldManagerActivity}
+	if strings.Join(kept, ",") != strings.Join(want, ",") {
+		t.Errorf("kept %v, want %v (a name merely starting with ours is not ours)", kept, want)
+	}
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{sandboxv1beta1.LabelSandboxNameHash: "abc"},
+		ManagedFields: entries("kwok-controller", "agent-sandbox-controller")}}
+	opts := CacheOptions(ours)
+	for obj, by := range opts.ByObject {
+		if _, isPod := obj.(*corev1.Pod); isPod {
+			got, _ := by.Transform(pod)
+			if mf := got.(*corev1.Pod).ManagedFields; len(mf) != 1 || mf[0].Manager != "agent-sandbox-controller" {
+				t.Errorf("a Sandbox's Pod keeps %v", mf)
+			}
+		}
+	}
+	if v, _ := trim("tombstone"); v != "tombstone" {
+		t.Error("non-objects must pass through")
+	}
+	all := &corev1.Service{ObjectMeta: metav1.ObjectMeta{ManagedFields: entries("a", "b")}}
+	if got, _ := keepManagedFields(nil)(all); len(got.(*corev1.Service).ManagedFields) != 2 {
+		t.Error("nil managers must keep every entry")
 	}
 }

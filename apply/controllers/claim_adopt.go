@@ -133,7 +133,20 @@ func (r *ClaimReconciler) take(ctx context.Context, claim *extv1beta1.SandboxCla
 		return nil, fmt.Errorf("adopting Sandbox %s: read without managedFields", m.Name)
 	}
 	if r.Engine.NeedsUpgrade(m) {
-		up := m.DeepCopy()
+		// The upgrade rewrites the member's whole managedFields list, so
+		// it is made from the member as the API server holds it: the
+		// cache keeps only our managers' entries (CacheOptions).
+		up := &sandboxv1beta1.Sandbox{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), up); err != nil {
+			return nil, err
+		}
+		switch {
+		case up.UID != m.UID:
+			return nil, apierrors.NewNotFound(sandboxesResource, m.Name)
+		case up.ResourceVersion != m.ResourceVersion:
+			// Changed since it was judged: the caller looks again.
+			return nil, apierrors.NewConflict(sandboxesResource, m.Name, fmt.Errorf("changed since it was judged"))
+		}
 		if _, err := r.Engine.UpgradeOwnership(ctx, "Sandbox", up); err != nil {
 			return nil, err
 		}
@@ -146,6 +159,8 @@ func (r *ClaimReconciler) take(ctx context.Context, claim *extv1beta1.SandboxCla
 	sb, _, err := adoptSandbox(ctx, r.Engine, step)
 	return sb, err
 }
+
+var sandboxesResource = sandboxv1beta1.GroupVersion.WithResource("sandboxes").GroupResource()
 
 // adoptStep is the adopt step of a plan.
 func adoptStep(plan render.Plan) (render.Step, bool) {

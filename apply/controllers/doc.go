@@ -44,4 +44,9 @@
 // a pool withdraws a member from it before deleting it, and the Sandbox
 // deletes of pools and claims carry UID and resourceVersion preconditions,
 // so a Sandbox a claim has taken is never deleted by its former pool.
+// The cache (CacheOptions) keeps Pods unrelated to Sandboxes as bare
+// metadata, and of Sandboxes, their Pods and Services, and claims only the
+// managedFields entries of the controller's own managers (OwnManagers), the
+// only ones read: an ownership upgrade, which rewrites the whole list, is
+// made from an object read past the cache.
 package controllers

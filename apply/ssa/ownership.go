@@ -39,7 +39,10 @@ func (e *Engine) NeedsUpgrade(obj client.Object) bool {
 // managedFields changes. The request carries obj's resourceVersion: an
 // object changed since obj was read fails with a Conflict
 // (apierrors.IsConflict) and nothing is written. obj is updated from the
-// response; it reports whether a request was sent.
+// response; it reports whether a request was sent. The patch replaces the
+// whole managedFields list, so obj must be as the API server returned it
+// (a create's response, a read past the cache), never a cached object the
+// cache trimmed to our managers' entries (controllers.CacheOptions).
 func (e *Engine) UpgradeOwnership(ctx context.Context, kind string, obj client.Object, from ...string) (bool, error) {
 	if len(from) == 0 {
 		from = []string{e.fieldManager}

@@ -113,7 +113,7 @@ func run(o options) error {
 	}
 	mgrOpts := ctrl.Options{
 		Scheme: scheme,
-		Cache:  controllers.CacheOptions(),
+		Cache:  controllers.CacheOptions(controllers.OwnManagers(o.fieldManager)),
 		// Our own servers (servers.go) have timeouts; controller-runtime's
 		// metrics, probe and pprof servers are off.
 		Metrics:                       metricsserver.Options{BindAddress: "0"},

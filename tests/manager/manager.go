@@ -117,7 +117,7 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running,
 	})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
-		Cache:   controllers.CacheOptions(),
+		Cache:   controllers.CacheOptions(controllers.OwnManagers(FieldManager)),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Tests may start a manager again in the same process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},

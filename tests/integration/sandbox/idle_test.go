@@ -57,7 +57,7 @@ func startIdle(t *testing.T) *idleRequests {
 		})
 	})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: env.Scheme, Cache: controllers.CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Scheme: env.Scheme, Cache: controllers.CacheOptions(controllers.OwnManagers("agent-sandbox-controller")), Metrics: metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {

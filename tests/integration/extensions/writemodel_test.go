@@ -212,7 +212,7 @@ func assertAdopted(t *testing.T, got *sandboxv1beta1.Sandbox, claim types.UID, w
 // fields our manager owns through an Update entry (made by an older
 // controller, or its upgrade after the create was lost) is still taken
 // whole: upgraded first, then applied, it loses the pool's labels and
-// reference.
+// reference, and another manager's entry stays.
 func TestAdoptionOfAMemberOwnedThroughAnUpdateEntry(t *testing.T) {
 	ns := env.Namespace(t)
 	env.StartKubelet(t, ns)
@@ -251,4 +251,10 @@ func TestAdoptionOfAMemberOwnedThroughAnUpdateEntry(t *testing.T) {
 	}
 	adopted, _ := get(t, ns, m.Name, &sandboxv1beta1.Sandbox{})
 	assertAdopted(t, adopted, claim.UID, render.Adopted(claim, nil, old))
+	// The upgrade rewrites the whole managedFields list: made from the
+	// cached member, which keeps only our managers' entries, it would
+	// have dropped someone else's.
+	if a, u := entries(adopted, "someone-else"); a+u != 1 || adopted.Labels["keep"] != "me" {
+		t.Errorf("someone-else's entry (%d Apply, %d Update) or label %q lost on adoption", a, u, adopted.Labels["keep"])
+	}
 }

@@ -154,7 +154,7 @@ func (r *ClaimReconciler) recall(c *extv1beta1.SandboxClaim) *binding {
 }
 
 func (r *ClaimReconciler) forget(key types.NamespacedName, _ *extv1beta1.SandboxClaim) {
-	for _, kind := range []string{claimBinding, "SandboxClaimStatus"} {
+	for _, kind := range []string{claimBinding, claimAnnotations, "SandboxClaimStatus"} {
 		r.memory.Forget(ssa.Key{Kind: kind, Namespace: key.Namespace, Name: key.Name})
 	}
 	r.Engine.Forget("SandboxClaimStatus", key.Namespace, key.Name)

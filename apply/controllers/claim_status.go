@@ -136,9 +136,32 @@ func templateOf(sb *sandboxv1beta1.Sandbox) string {
 	return sb.Annotations[sandboxv1beta1.AnnotationSandboxTemplateRef]
 }
 
+// claimAnnotations is the kind of the annotations last written on a claim
+// in the claim reconciler's memory.
+const claimAnnotations = "SandboxClaimAnnotations"
+
+// annotationsLag is how long after writing a claim's annotations a cached
+// claim without them is taken for one the cache has not caught up with
+// yet: a reconcile soon after the binding (its adopted Sandbox's events
+// come first) would otherwise write the same annotations again, one
+// request in two claims of a burst. Past it, the cache is believed.
+const annotationsLag = ssa.CreateExpectation
+
 // writeAnnotations carries out the annotations step of a claim: a claim
-// deleted or changed meanwhile (the guard) is left alone.
+// deleted or changed meanwhile (the guard) is left alone. An unguarded
+// step asking for the annotations this process wrote moments ago is
+// skipped (annotationsLag); the binding's guarded one is always sent.
 func (r *ClaimReconciler) writeAnnotations(ctx context.Context, step render.Step) (string, error) {
+	desired := step.Object.(*extac.SandboxClaimApplyConfiguration)
+	claim, _ := step.Live.(*extv1beta1.SandboxClaim)
+	intent := ssa.IntentOf(desired.Annotations)
+	if claim != nil && desired.ResourceVersion == nil {
+		k := ssa.KeyOf(claimAnnotations, claim)
+		if rec, ok := r.memory.Recall(k, claim.UID); ok && rec.Intent == intent && r.Clock.Now().Sub(rec.At) < annotationsLag {
+			r.Engine.Saved("SandboxClaim", claim.Namespace, claim.Name)
+			return "", nil
+		}
+	}
 	_, err := execute(ctx, r.Engine, step)
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) || ssa.IsConflict(err) {
 		return "", nil
@@ -146,5 +169,8 @@ func (r *ClaimReconciler) writeAnnotations(ctx context.Context, step render.Step
 	if err != nil {
 		return "", err
 	}
-	return deref(step.Object.(*extac.SandboxClaimApplyConfiguration).ResourceVersion), nil
+	if claim != nil {
+		r.memory.Remember(ssa.KeyOf(claimAnnotations, claim), ssa.Record{UID: claim.UID, Intent: intent, At: r.Clock.Now()})
+	}
+	return deref(desired.ResourceVersion), nil
 }

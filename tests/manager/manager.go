@@ -44,6 +44,7 @@ type Running struct {
 	mu          sync.Mutex
 	requests    map[string]int64 // by HTTP verb
 	byNamespace map[string]int64 // by namespace in the request path
+	byPath      map[string]int64 // by "METHOD path"
 	cancel      context.CancelFunc
 	done        chan error
 }
@@ -70,6 +71,21 @@ func (r *Running) RequestsIn(namespace string) int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.byNamespace[namespace]
+}
+
+// RequestsTo returns the number of requests the manager's clients sent with
+// an HTTP method to a path relative to the namespace, as
+// "sandboxclaims/my-claim" or "sandboxclaims/my-claim/status".
+func (r *Running) RequestsTo(method, namespace, path string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var n int64
+	for k, v := range r.byPath {
+		if strings.HasSuffix(k, "/namespaces/"+namespace+"/"+path) && strings.HasPrefix(k, method+" ") {
+			n += v
+		}
+	}
+	return n
 }
 
 // Options of a test manager.
@@ -101,12 +117,13 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running,
 		o.SandboxWorkers = 8
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	r := &Running{done: make(chan error, 1), requests: map[string]int64{}, byNamespace: map[string]int64{}}
+	r := &Running{done: make(chan error, 1), requests: map[string]int64{}, byNamespace: map[string]int64{}, byPath: map[string]int64{}}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			r.mu.Lock()
 			r.requests[req.Method]++
+			r.byPath[req.Method+" "+req.URL.Path]++
 			if _, rest, ok := strings.Cut(req.URL.Path, "/namespaces/"); ok {
 				ns, _, _ := strings.Cut(rest, "/")
 				r.byNamespace[ns]++

@@ -49,7 +49,7 @@ func TestCacheKeepsOnlyOurManagedFields(t *testing.T) {
 	entries := func(managers ...string) []metav1.ManagedFieldsEntry {
 		var out []metav1.ManagedFieldsEntry
 		for _, m := range managers {
-			out = append(out, metav1.ManagedFieldsEntry{Manager: m, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{}}`)}})
+			out = append(out, metav1.ManagedFieldsEntry{Manager: m, FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{}}`)})
 		}
 		return out
 	}

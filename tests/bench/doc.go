@@ -4,7 +4,10 @@
 // bound (Pods and Services created directly), cold create, a metadata-only
 // touch, suspend, resume and delete of N Sandboxes, each as a ratio to the
 // floor with the controller's API requests by verb, CPU-seconds, RSS and a
-// CPU profile (.work/bench-profiles/). TestBenchDataplane measures the
+// CPU and heap profile (.work/bench-profiles/); suspend and resume also as
+// ratios to their own floors (the floor's Sandboxes suspended and resumed
+// by the same client), and warm claims, at once and paced, as ratios to a
+// claims floor (a client adopting a member and writing the claim's status). TestBenchDataplane measures the
 // data plane on a local cluster with the stand-in kubelet: claim -> first
 // command (SDK Create then Run, paced and at once, by port-forward and
 // through bin/sandbox-router) as a ratio to claim Ready, and commands per

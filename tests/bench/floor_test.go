@@ -44,6 +44,10 @@ type Baseline struct {
 	Requests           int64            `json:"requests"`
 	RequestsPerSandbox float64          `json:"requests_per_sandbox"`
 	ByVerb             map[string]int64 `json:"requests_by_verb,omitempty"`
+	// Repairs counts the floor cycle's jobs done again: a request that
+	// failed, or a Pod the cluster lost (see floorCycle.resync); included
+	// in Requests.
+	Repairs int64 `json:"repairs,omitempty"`
 	// CPUSeconds is the CPU time each process used meanwhile ("bench" is
 	// the client).
 	CPUSeconds map[string]float64 `json:"cpu_seconds,omitempty"`

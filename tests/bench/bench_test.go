@@ -247,7 +247,7 @@ func TestBench(t *testing.T) {
 		}, t)
 	}, func() bool {
 		var l sandboxv1beta1.SandboxList
-		_ = watched.List(ctx, &l, client.InNamespace(ns))
+		_ = watched.List(ctx, &l, client.InNamespace(ns), client.UnsafeDisableDeepCopy)
 		return len(l.Items) == 0
 	})
 

@@ -2,10 +2,10 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
@@ -55,16 +55,12 @@ func holdsAnyAnnotation(o client.Object, manager string, keys []string) bool {
 		if m.Manager != manager || m.Subresource != "" || m.FieldsV1 == nil {
 			continue
 		}
-		var fields struct {
-			Metadata struct {
-				Annotations map[string]json.RawMessage `json:"f:annotations"`
-			} `json:"f:metadata"`
-		}
-		if err := json.Unmarshal(m.FieldsV1.GetRawBytes(), &fields); err != nil {
+		owned := &fieldpath.Set{}
+		if err := owned.FromJSON(m.FieldsV1.GetRawReader()); err != nil {
 			return true // cannot tell: look
 		}
 		for _, k := range keys {
-			if _, ok := fields.Metadata.Annotations["f:"+k]; ok {
+			if owned.Has(fieldpath.MakePathOrDie("metadata", "annotations", k)) {
 				return true
 			}
 		}

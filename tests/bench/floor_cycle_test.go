@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -84,8 +85,35 @@ func (f *floorCycle) resync(t *testing.T, mode sandboxv1beta1.SandboxOperatingMo
 			f.mu.Unlock()
 			f.jobs <- f.podJobFor(sb, podJob)
 		case mode == sandboxv1beta1.SandboxOperatingModeSuspended && !exists && !queued:
-			f.onPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: cur.Name}}, true)
+			f.queueStatus(mode, cur.Name, nil)
 		}
+	}
+}
+
+// queueStatus queues the one status write of the Sandbox name in the phase
+// that sets mode, with its Pod (nil: gone), unless it is queued already or
+// the Sandbox is not patched yet. Called with f.mu unlocked.
+func (f *floorCycle) queueStatus(mode sandboxv1beta1.SandboxOperatingMode, name string, pod *corev1.Pod) {
+	f.mu.Lock()
+	sb := f.sbs[name]
+	queue := sb != nil && sb.Spec.OperatingMode == mode && !f.done[name]
+	if queue {
+		f.done[name] = true
+	}
+	f.mu.Unlock()
+	if !queue {
+		return
+	}
+	pods := 0
+	if pod != nil {
+		pods = 1
+	}
+	f.jobs <- func() error {
+		status := render.SandboxStatus(render.SandboxStatusInputs{
+			Sandbox: sb, Pod: pod, Pods: pods, Service: true,
+			ClusterDomain: "cluster.local", Now: metav1.NewTime(time.Now().Truncate(time.Second)),
+		})
+		return f.c.Status().Apply(context.Background(), status, client.FieldOwner(statusManager), client.ForceOwnership)
 	}
 }
 
@@ -102,18 +130,21 @@ func (f *floorCycle) podJobFor(sb *sandboxv1beta1.Sandbox, podJob func(*sandboxv
 	}
 }
 
-// phaseDone says whether sb shows the status the phase ends with.
-func phaseDone(sb *sandboxv1beta1.Sandbox, mode sandboxv1beta1.SandboxOperatingMode) bool {
-	typ, reason := sandboxv1beta1.ConditionReady, sandboxv1beta1.ReasonDependenciesReady
+// phaseCondition is the condition a Sandbox shows once a phase that sets
+// mode is done with it: Suspended (PodTerminated), or Ready
+// (DependenciesReady).
+func phaseCondition(mode sandboxv1beta1.SandboxOperatingMode) (typ, reason string) {
 	if mode == sandboxv1beta1.SandboxOperatingModeSuspended {
-		typ, reason = sandboxv1beta1.ConditionSuspended, sandboxv1beta1.ReasonPodTerminated
+		return sandboxv1beta1.ConditionSuspended, sandboxv1beta1.ReasonPodTerminated
 	}
-	for _, c := range sb.Status.Conditions {
-		if c.Type == typ {
-			return c.Status == metav1.ConditionTrue && c.Reason == reason
-		}
-	}
-	return false
+	return sandboxv1beta1.ConditionReady, sandboxv1beta1.ReasonDependenciesReady
+}
+
+// phaseDone says whether sb shows the condition the phase ends with.
+func phaseDone(sb *sandboxv1beta1.Sandbox, mode sandboxv1beta1.SandboxOperatingMode) bool {
+	typ, reason := phaseCondition(mode)
+	c := apimeta.FindStatusCondition(sb.Status.Conditions, typ)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason
 }
 
 func (f *floorCycle) run(t *testing.T) (suspend, resume Baseline) {
@@ -170,10 +201,7 @@ func (f *floorCycle) run(t *testing.T) (suspend, resume Baseline) {
 		func(sb *sandboxv1beta1.Sandbox) error {
 			return client.IgnoreNotFound(f.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: sb.Name}}))
 		},
-		func(p *corev1.Pod, gone bool) (*corev1.Pod, bool) { return nil, gone },
-		func() bool {
-			return countCondition(t, f.watched, f.ns, sandboxv1beta1.ConditionSuspended, metav1.ConditionTrue, sandboxv1beta1.ReasonPodTerminated) == f.n
-		})
+		func(p *corev1.Pod, gone bool) (*corev1.Pod, bool) { return nil, gone })
 	resume = f.phase(t, sandboxv1beta1.SandboxOperatingModeRunning,
 		func(sb *sandboxv1beta1.Sandbox) error {
 			desired, err := render.Sandbox(render.SandboxInputs{Sandbox: sb, PodName: sb.Name})
@@ -184,9 +212,6 @@ func (f *floorCycle) run(t *testing.T) (suspend, resume Baseline) {
 		},
 		func(p *corev1.Pod, gone bool) (*corev1.Pod, bool) {
 			return p, !gone && p.DeletionTimestamp == nil && podReady(p)
-		},
-		func() bool {
-			return countReady(t, f.watched, f.ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) == f.n
 		})
 	return suspend, resume
 }
@@ -194,42 +219,21 @@ func (f *floorCycle) run(t *testing.T) (suspend, resume Baseline) {
 // phase sets every Sandbox's operating mode to mode (the user's patch),
 // then has the floor's workers carry out podJob for it; each Pod event for
 // which statusFor says so queues the Sandbox's one status write, with the
-// Pod it returns. It ends when done says so.
+// Pod it returns. It ends when every Sandbox shows phaseCondition(mode).
 func (f *floorCycle) phase(t *testing.T, mode sandboxv1beta1.SandboxOperatingMode, podJob func(*sandboxv1beta1.Sandbox) error,
-	statusFor func(*corev1.Pod, bool) (*corev1.Pod, bool), done func() bool) Baseline {
+	statusFor func(*corev1.Pod, bool) (*corev1.Pod, bool)) Baseline {
 	ctx := context.Background()
 	f.mu.Lock()
 	f.done, f.podDone = map[string]bool{}, map[string]bool{}
 	f.onPod = func(p *corev1.Pod, gone bool) {
-		pod, write := statusFor(p, gone)
-		if !write {
-			return
-		}
-		// Called with f.mu unlocked (see run).
-		f.mu.Lock()
-		sb := f.sbs[p.Name]
-		queue := sb != nil && sb.Spec.OperatingMode == mode && !f.done[p.Name]
-		if queue {
-			f.done[p.Name] = true
-		}
-		f.mu.Unlock()
-		if queue {
-			pods := 0
-			if pod != nil {
-				pods = 1
-			}
-			f.jobs <- func() error {
-				status := render.SandboxStatus(render.SandboxStatusInputs{
-					Sandbox: sb, Pod: pod, Pods: pods, Service: true,
-					ClusterDomain: "cluster.local", Now: metav1.NewTime(time.Now().Truncate(time.Second)),
-				})
-				return f.c.Status().Apply(ctx, status, client.FieldOwner(statusManager), client.ForceOwnership)
-			}
+		if pod, write := statusFor(p, gone); write {
+			f.queueStatus(mode, p.Name, pod)
 		}
 	}
 	f.mu.Unlock()
 	cpu := cpuByProcess(clusterDirOf)
 	f.counts.reset()
+	f.repairs.Store(0)
 	start := time.Now()
 	body := fmt.Sprintf(`{"spec":{"operatingMode":%q}}`, mode)
 	parallel(f.n, func(i int) error {
@@ -243,8 +247,8 @@ func (f *floorCycle) phase(t *testing.T, mode sandboxv1beta1.SandboxOperatingMod
 		f.jobs <- f.podJobFor(sb, podJob)
 		return nil
 	}, t)
-	f.repairs.Store(0)
-	for last := time.Now(); !done(); time.Sleep(50 * time.Millisecond) {
+	typ, reason := phaseCondition(mode)
+	for last := time.Now(); countCondition(t, f.watched, f.ns, typ, metav1.ConditionTrue, reason) != f.n; time.Sleep(50 * time.Millisecond) {
 		if time.Since(last) > 2*time.Second {
 			f.resync(t, mode, podJob)
 			last = time.Now()

@@ -34,9 +34,11 @@
 // shows what a change does to the cluster; the reconcilers only execute
 // plans.
 //
-// Controller references are apimachinery's: metav1.NewControllerRef
-// (controllerRef, owner.go, for apply configurations) and
-// metav1.IsControlledBy.
+// Controller references are apimachinery's metav1.NewControllerRef
+// (controllerRef, owner.go, for apply configurations). Whether an object
+// belongs to a Sandbox, pool, claim or template is decided by API group,
+// kind, name and UID (api/v1beta1.IsControlledBy and the helpers built on
+// it), never by the kind or the UID alone, nor by a field manager's name.
 //
 // Everything observed from the cluster comes in through an inputs struct.
 // Render must never use a client, the clock, randomness or global state, so

@@ -9,12 +9,12 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/utils/ptr"
 
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
@@ -204,7 +204,7 @@ func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerRef
 		annotations[sandboxv1beta1.AnnotationPropagatedAnnotations] = annotationKeys
 	}
 	labels[sandboxv1beta1.LabelSandboxNameHash] = hash
-	if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && strings.HasPrefix(ref.APIVersion, "extensions."+sandboxv1beta1.GroupName+"/") {
+	if pool, claim := extv1beta1.PoolOf(sb), extv1beta1.ClaimOf(sb); pool != nil || claim != nil {
 		for _, k := range PodIdentityLabels {
 			if v := sb.Labels[k]; v != "" {
 				labels[k] = v
@@ -213,7 +213,7 @@ func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerRef
 		// A warm pool member's Pod is marked as one until a claim takes
 		// the Sandbox (as upstream; it costs one Pod write per warm claim,
 		// off the claim's path to Ready).
-		if v := sb.Labels[sandboxv1beta1.LabelWarmPoolSandbox]; v != "" && ref.Kind == "SandboxWarmPool" {
+		if v := sb.Labels[sandboxv1beta1.LabelWarmPoolSandbox]; v != "" && pool != nil {
 			labels[sandboxv1beta1.LabelWarmPoolSandbox] = v
 		}
 	}

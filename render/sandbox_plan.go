@@ -87,7 +87,7 @@ func PlanSandbox(in SandboxPlanInputs) (Plan, error) {
 		defaults = Defaults{RuntimeClassName: ptr.Deref(pod.Spec.RuntimeClassName, "")}
 	}
 	desired, err := Sandbox(SandboxInputs{
-		Sandbox: sb, ServiceExists: in.Service != nil && metav1.IsControlledBy(in.Service, sb), PodName: podName, Expired: in.Expired, Defaults: defaults,
+		Sandbox: sb, ServiceExists: in.Service != nil && ownedBy(in.Service, sb), PodName: podName, Expired: in.Expired, Defaults: defaults,
 	})
 	if err != nil {
 		return p.stop(err.Error()), nil
@@ -123,7 +123,7 @@ func PlanSandbox(in SandboxPlanInputs) (Plan, error) {
 // policyDenied the denial of its checks. An unowned Service was not taken.
 func SandboxStatusOnFailure(in SandboxPlanInputs, reconcileError, policyDenied string) *sandboxac.SandboxApplyConfiguration {
 	s := in.statusInputs()
-	s.Service = in.Service != nil && metav1.IsControlledBy(in.Service, in.Sandbox)
+	s.Service = in.Service != nil && ownedBy(in.Service, in.Sandbox)
 	s.Error, s.PolicyDenied = reconcileError, policyDenied
 	return SandboxStatus(s)
 }
@@ -134,7 +134,7 @@ func (in SandboxPlanInputs) statusInputs() SandboxStatusInputs {
 	s := SandboxStatusInputs{
 		Sandbox: sb, Pod: in.Pod, ForeignPod: in.ForeignPod, Pods: len(in.Pods),
 		// An unowned Service is taken only when spec.service asks for one.
-		Service: in.Service != nil && (metav1.IsControlledBy(in.Service, sb) || wantService),
+		Service: in.Service != nil && (ownedBy(in.Service, sb) || wantService),
 		Expired: in.Expired, ClusterDomain: in.ClusterDomain, Now: in.Now,
 		Previous: in.Previous, Reported: in.Reported,
 	}
@@ -200,7 +200,7 @@ func (p *sandboxPlanner) pvcs(desired SandboxDesired) bool {
 			Reason: "create PVC", Object: want}
 		switch live := p.in.PVCs[*want.Name]; {
 		case live == nil:
-		case metav1.IsControlledBy(live, p.sb):
+		case ownedBy(live, p.sb):
 			step.Reason, step.Live = "keep PVC as rendered", live
 		case Adoptable(live, p.sb):
 			step.Action, step.Reason, step.Live = ActionApplyForce, "adopt unowned PVC", live
@@ -223,7 +223,7 @@ func (p *sandboxPlanner) service(desired SandboxDesired) bool {
 	case desired.Service != nil && in.ForeignService != nil:
 		p.stop(notTaken("service", in.ForeignService, sb))
 		return false
-	case desired.Service != nil && svc != nil && !metav1.IsControlledBy(svc, sb) &&
+	case desired.Service != nil && svc != nil && !ownedBy(svc, sb) &&
 		svc.Spec.ClusterIP != corev1.ClusterIPNone && svc.Spec.ClusterIP != "":
 		p.stop(clusterIPInTheWay(svc))
 		return false
@@ -232,13 +232,13 @@ func (p *sandboxPlanner) service(desired SandboxDesired) bool {
 			Reason: "create headless Service", Object: desired.Service}
 		switch {
 		case svc == nil:
-		case metav1.IsControlledBy(svc, sb):
+		case ownedBy(svc, sb):
 			step.Reason, step.Live = "keep headless Service as rendered", svc
 		default:
 			step.Action, step.Reason, step.Live = ActionApplyForce, "adopt unowned Service", svc
 		}
 		p.add(step)
-	case desired.DeleteService && svc != nil && metav1.IsControlledBy(svc, sb):
+	case desired.DeleteService && svc != nil && ownedBy(svc, sb):
 		why := "spec.service is false"
 		if in.Expired {
 			why = "expired"

@@ -67,7 +67,7 @@ type WarmPoolPlanInputs struct {
 func (in WarmPoolPlanInputs) members() []*sandboxv1beta1.Sandbox {
 	out := make([]*sandboxv1beta1.Sandbox, 0, len(in.Members))
 	for _, m := range in.Members {
-		if metav1.GetControllerOfNoCopy(m) != nil && !metav1.IsControlledBy(m, in.Pool) {
+		if metav1.GetControllerOfNoCopy(m) != nil && !extv1beta1.IsPoolMember(m, in.Pool) {
 			continue
 		}
 		out = append(out, m)

@@ -44,7 +44,7 @@ func (r *ClaimReconciler) adoptWarm(ctx context.Context, claim *extv1beta1.Sandb
 		return warm{}, nil
 	}
 	var list sandboxv1beta1.SandboxList
-	if err := r.Client.List(ctx, &list, client.InNamespace(in.Pool.Namespace), client.MatchingFields{IndexControllerUID: string(in.Pool.UID)}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(in.Pool.Namespace), controlledBy(in.Pool, extv1beta1.WarmPoolKind)); err != nil {
 		return warm{}, fmt.Errorf("listing members: %w", err)
 	}
 	members := make([]*sandboxv1beta1.Sandbox, len(list.Items))

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,7 +30,7 @@ type observed struct {
 func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*observed, error) {
 	obs := &observed{pvcs: map[string]*corev1.PersistentVolumeClaim{}}
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(sb.Namespace), client.MatchingFields{IndexControllerUID: string(sb.UID)}); err != nil {
+	if err := r.Client.List(ctx, &pods, client.InNamespace(sb.Namespace), controlledBy(sb, sandboxv1beta1.SandboxKind)); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	for i := range pods.Items {
@@ -80,7 +79,7 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return nil, fmt.Errorf("reading service: %w", err)
-	case metav1.IsControlledBy(svc, sb) || adoptable(svc, sb):
+	case sandboxv1beta1.IsControlledBy(svc, sb, sandboxv1beta1.SandboxKind) || adoptable(svc, sb):
 		obs.service = svc
 	default:
 		obs.foreignSvc = svc

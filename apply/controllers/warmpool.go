@@ -206,7 +206,7 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, pool *extv1beta1.San
 	}
 
 	var list sandboxv1beta1.SandboxList
-	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), client.MatchingFields{IndexControllerUID: string(pool.UID)}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), controlledBy(pool, extv1beta1.WarmPoolKind)); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing members: %w", err)
 	}
 	exp := r.expectationsFor(pool.UID)

@@ -162,7 +162,7 @@ func (c *Client) Open(ctx context.Context, namespace, name string, opts ...Optio
 		return nil, fmt.Errorf("getting sandbox %s/%s: %w", namespace, name, waitError(ctx, err))
 	}
 	claimName := ""
-	if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && ref.Kind == "SandboxClaim" {
+	if ref := extv1beta1.ClaimOf(sb); ref != nil {
 		claimName = ref.Name
 	}
 	return c.openSandbox(ctx, &o, sb, claimName)

@@ -126,7 +126,7 @@ func Route(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod, t Target) (Endpoint, *Er
 	if pod == nil {
 		return notReady("it has no pod")
 	}
-	if !metav1.IsControlledBy(pod, sb) {
+	if !sandboxv1beta1.IsControlledBy(pod, sb, sandboxv1beta1.SandboxKind) {
 		return notReady("pod " + pod.Name + " is not controlled by it")
 	}
 	switch {

@@ -195,7 +195,7 @@ func (s *StandIn) pvcsLeft(ctx context.Context, k Key, uid types.UID) (left, ter
 	}
 	for _, pvc := range list.Items {
 		for _, ref := range pvc.OwnerReferences {
-			if ref.UID == uid {
+			if ref.UID == uid && ref.Name == k.Name && sandboxv1beta1.RefersTo(ref, sandboxv1beta1.SandboxKind) {
 				left = true
 				terminating = terminating || pvc.DeletionTimestamp != nil
 			}

@@ -10,9 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/tests/manager"
 )
 
 // forged is a Sandbox a user makes directly (no webhook runs here, as on a
@@ -41,9 +43,11 @@ func holdsFor(t *testing.T, d time.Duration, what string, cond func() error) {
 
 // TestForgedPoolMemberIsNotThePools: a Ready Sandbox whose controller
 // reference says SandboxWarmPool under another API group, with the real
-// pool's name and UID (and a real member's labels), is not a member: the
-// pool does not count it (nor delete it as excess), and claims on the pool
-// take only the pool's own members or get Sandboxes of their own.
+// pool's name and UID (and a real member's labels), written under the
+// controller's own field manager name (anyone may use any), is not a
+// member: the pool does not count it (nor delete it as excess), and claims
+// on the pool take only the pool's own members or get Sandboxes of their
+// own.
 func TestForgedPoolMemberIsNotThePools(t *testing.T) {
 	ns := env.Namespace(t)
 	env.StartKubelet(t, ns)
@@ -51,7 +55,9 @@ func TestForgedPoolMemberIsNotThePools(t *testing.T) {
 	pool, members := waitPool(t, ns, "pool", 1)
 
 	fake := forged(ns, "forged", &members[0], "evil.example.com/v1", "SandboxWarmPool", pool)
-	create(t, fake)
+	if err := env.Client.Create(ctxFor(t), fake, client.FieldOwner(manager.FieldManager)); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "the forged Sandbox is Ready", func() error {
 		sb, err := get(t, ns, "forged", &sandboxv1beta1.Sandbox{})
 		if err != nil || !ready(sb) {
@@ -59,19 +65,26 @@ func TestForgedPoolMemberIsNotThePools(t *testing.T) {
 		}
 		return nil
 	})
-	holdsFor(t, 3*time.Second, "the pool ignores the forged member", func() error {
+	ignored := func() error {
 		p, err := get(t, ns, "pool", &extv1beta1.SandboxWarmPool{})
 		if err != nil {
 			return err
 		}
 		if p.Status.Replicas != 1 {
+			// For the post-mortem: every Sandbox and its controller.
+			var l sandboxv1beta1.SandboxList
+			_ = env.Client.List(ctxFor(t), &l, client.InNamespace(ns))
+			for _, sb := range l.Items {
+				t.Logf("Sandbox %s: controller %v, Ready %v, deleting %v", sb.Name, metav1.GetControllerOf(&sb), ready(&sb), sb.DeletionTimestamp != nil)
+			}
 			return fmt.Errorf("pool counts %d members, want 1 (the forged one counted)", p.Status.Replicas)
 		}
 		if sb, err := get(t, ns, "forged", &sandboxv1beta1.Sandbox{}); err != nil || sb.DeletionTimestamp != nil {
 			return fmt.Errorf("the forged Sandbox was deleted by the pool (err %v)", err)
 		}
 		return nil
-	})
+	}
+	holdsFor(t, 3*time.Second, "the pool ignores the forged member", ignored)
 
 	for i := range 3 {
 		create(t, newClaim(ns, fmt.Sprintf("c%d", i), "pool"))
@@ -83,6 +96,10 @@ func TestForgedPoolMemberIsNotThePools(t *testing.T) {
 			t.Errorf("claim %s adopted the forged Sandbox", name)
 		}
 	}
+	// The claims' adoptions made the pool look again: it refills to one
+	// member of its own, and still leaves the forged one alone.
+	waitPool(t, ns, "pool", 1)
+	holdsFor(t, 3*time.Second, "the pool ignores the forged member", ignored)
 	sb, err := get(t, ns, "forged", &sandboxv1beta1.Sandbox{})
 	if err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func TestJSON(t *testing.T) {
 	for ct, want := range map[string]bool{
 		"application/json": true, "application/json; charset=utf-8": true, "Application/JSON": true,
 		"application/merge-patch+json": true,
-		"": false, "text/plain": false, "text/plain; charset=utf-8": false, "application/x-www-form-urlencoded": false,
+		"":                             false, "text/plain": false, "text/plain; charset=utf-8": false, "application/x-www-form-urlencoded": false,
 		"multipart/form-data; boundary=x": false, "application/jsonx": false, "text/json": false, "application/json;;": false,
 	} {
 		r := httptest.NewRequest(http.MethodPost, "/execute", nil)

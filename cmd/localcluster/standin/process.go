@@ -61,8 +61,12 @@ func startProcess(ctx context.Context, p processSpec) (int, int, error) {
 	}
 	defer func() { _ = out.Close() }() // the child has its own descriptor
 	addr := net.JoinHostPort(Loopback, strconv.Itoa(port))
+	// --allowed-hosts: the runtime listens on the developer's machine, so it
+	// answers only requests addressed to it (loopback names, or an IP
+	// address: a Pod IP, as the router's port-forward transport sends), not
+	// a page that DNS rebinding pointed at it.
 	cmd := exec.Command(p.Runtime, "--listen-address", addr, "--base-dir", work,
-		"--shutdown-timeout", p.ShutdownTimeout.String())
+		"--shutdown-timeout", p.ShutdownTimeout.String(), "--allowed-hosts", "localhost")
 	cmd.Dir = work
 	cmd.Env = append(append(os.Environ(), p.Env...), markerEnv(p.SbDir))
 	cmd.Stdout, cmd.Stderr = out, out

@@ -34,7 +34,7 @@ func IdentityOf(cfg *rest.Config) (ClusterIdentity, error) {
 	if err := rest.LoadTLSFiles(c); err != nil {
 		return ClusterIdentity{}, fmt.Errorf("reading the kubeconfig's CA: %w", err)
 	}
-	id := ClusterIdentity{Server: strings.TrimSuffix(strings.ToLower(c.Host), "/")}
+	id := ClusterIdentity{Server: strings.TrimRight(strings.ToLower(c.Host), "/")}
 	if len(c.CAData) > 0 {
 		sum := sha256.Sum256(c.CAData)
 		id.CASHA256 = hex.EncodeToString(sum[:])

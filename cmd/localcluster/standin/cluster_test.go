@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -34,9 +36,19 @@ func TestKubeletRefusesAnotherCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	runKubelet := func(dir string) (int, string) {
-		var stderr bytes.Buffer
-		code := standin.Main([]string{"--kubeconfig", other, "--dir", dir, "--runtime", "/bin/true"}, &stderr)
-		return code, stderr.String()
+		t.Helper()
+		var stderr syncBuffer
+		done := make(chan int, 1)
+		go func() { done <- standin.Main([]string{"--kubeconfig", other, "--dir", dir, "--runtime", "/bin/true"}, &stderr) }()
+		select {
+		case code := <-done:
+			return code, stderr.String()
+		case <-time.After(30 * time.Second):
+			// It runs: it started against the other cluster (and is
+			// left to end with the test binary).
+			t.Fatalf("the stand-in kubelet started against another API server:\n%s", stderr.String())
+			return 0, ""
+		}
 	}
 	code, out := runKubelet(dir)
 	if code != 1 || !strings.Contains(out, "is not the local cluster this stand-in was started for (https://127.0.0.1:1") {
@@ -87,4 +99,22 @@ func TestKubeletRefusesAnotherCluster(t *testing.T) {
 	if err := standin.CheckCluster(dir, remote); err == nil || !strings.Contains(err.Error(), "is not on this machine") {
 		t.Errorf("a remote API server: %v", err)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

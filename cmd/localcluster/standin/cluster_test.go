@@ -39,7 +39,9 @@ func TestKubeletRefusesAnotherCluster(t *testing.T) {
 		t.Helper()
 		var stderr syncBuffer
 		done := make(chan int, 1)
-		go func() { done <- standin.Main([]string{"--kubeconfig", other, "--dir", dir, "--runtime", "/bin/true"}, &stderr) }()
+		go func() {
+			done <- standin.Main([]string{"--kubeconfig", other, "--dir", dir, "--runtime", "/bin/true"}, &stderr)
+		}()
 		select {
 		case code := <-done:
 			return code, stderr.String()

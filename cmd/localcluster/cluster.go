@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+
+	"github.com/agentsandbox/reconciler/cmd/localcluster/standin"
 )
 
 // Options configure a local cluster.
@@ -201,6 +203,10 @@ func (c *Cluster) loadConfig() error {
 
 func (c *Cluster) setup(ctx context.Context, opts Options) error {
 	if err := c.loadConfig(); err != nil {
+		return err
+	}
+	// The stand-in kubelet serves this cluster and no other.
+	if err := standin.RecordCluster(c.SandboxDir(), c.Config); err != nil {
 		return err
 	}
 	if err := c.ScaleNodes(ctx, opts.Nodes); err != nil {

@@ -27,6 +27,7 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/dataplane/resume"
 	"github.com/agentsandbox/reconciler/dataplane/router"
+	"github.com/agentsandbox/reconciler/dataplane/webguard"
 )
 
 // Build information, injected with -ldflags "-X main.version=... -X main.commit=...".
@@ -54,6 +55,7 @@ type options struct {
 	qps                        float64
 	burst                      int
 	showVersion                bool
+	allowedHosts               string
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -85,6 +87,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.pfIdle, "port-forward-idle-timeout", 15*time.Minute, "With --transport=port-forward, close a pod's port-forward connection idle this long.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Client-side queries per second to the API server (TokenReviews, SubjectAccessReviews); negative: no limit.")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Client-side burst to the API server.")
+	fs.StringVar(&o.allowedHosts, "allowed-hosts", "", "Refuse (403) requests whose Host is not localhost, 127.0.0.1, [::1], an IP address or one of these comma-separated names, and requests from pages of other sites (a foreign Origin, Sec-Fetch-Site: cross-site): for a router listening on a developer's machine (the local cluster sets it), against DNS rebinding and CSRF. Empty: no such check.")
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 }
 
@@ -144,6 +147,11 @@ func (o *options) validate() error {
 	}
 	if o.maxHeaderBytes < 4<<10 {
 		errs = append(errs, fmt.Errorf("--max-header-bytes=%d: must be at least 4096", o.maxHeaderBytes))
+	}
+	if o.allowedHosts != "" {
+		if _, err := webguard.ParseHosts(splitList(o.allowedHosts)); err != nil {
+			errs = append(errs, fmt.Errorf("--allowed-hosts: %w", err))
+		}
 	}
 	if o.burst < 1 && o.qps > 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst=%d: must be at least 1 when --kube-api-qps is set", o.burst))
@@ -312,9 +320,13 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("listening on --http-bind-address: %w", err)
 		}
 		log.Info("routing", "address", l.Addr().String(), "transport", o.transport, "auth", o.auth, "version", version)
-		return router.Serve(gctx, l, handler, router.ServerOptions{
+		so := router.ServerOptions{
 			ReadHeaderTimeout: o.readHeaderTimeout, IdleTimeout: o.idle, MaxHeaderBytes: o.maxHeaderBytes, ShutdownTimeout: o.shutdownTimeout,
-		})
+		}
+		if o.allowedHosts != "" {
+			so.AllowedHosts, _ = webguard.ParseHosts(splitList(o.allowedHosts)) // validated
+		}
+		return router.Serve(gctx, l, handler, so)
 	})
 	err = g.Wait()
 	if stopping.Load() && err == nil {

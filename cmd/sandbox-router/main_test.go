@@ -52,3 +52,14 @@ func TestInvalidFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestAllowedHostsFlag(t *testing.T) {
+	o := parse(t, "--allowed-hosts=localhost, sandbox.test")
+	if err := o.validate(); err != nil {
+		t.Errorf("valid names: %v", err)
+	}
+	o = parse(t, "--allowed-hosts=http://attacker.example")
+	if err := o.validate(); err == nil || !strings.Contains(err.Error(), "--allowed-hosts") {
+		t.Errorf("a URL as a host name: %v", err)
+	}
+}

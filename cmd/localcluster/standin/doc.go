@@ -2,7 +2,8 @@
 // sandbox Pods of a kwok cluster real enough to use. For every sandbox Pod
 // (labelled agents.x-k8s.io/sandbox-name-hash, bound to a node, not
 // terminating) it runs one sandbox-runtime process on 127.0.0.1 with a free
-// port and a work directory of its own, and creates the Pod's kwok
+// port and a work directory of its own (with --allowed-hosts, so that a web
+// page cannot drive it through DNS rebinding), and creates the Pod's kwok
 // PortForward (port 8888 to that process), Exec (local, in the work
 // directory) and Logs (the process's log, in the CRI format kwok reads)
 // objects, named like the Pod. Then the API server's pods/portforward,

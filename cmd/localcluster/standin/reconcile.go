@@ -77,7 +77,7 @@ func (s *StandIn) ensure(ctx context.Context, k Key, pod *corev1.Pod, st State) 
 		}
 	} else {
 		pid, port, err := startProcess(ctx, processSpec{
-			Runtime: s.o.Runtime, SbDir: sbDir, Env: envStrings(literalEnv(pod)), FreshLogs: st.PodUID != pod.UID,
+			Runtime: s.o.Runtime, SbDir: sbDir, Env: envStrings(literalEnv(pod)), Pod: pod.Name, FreshLogs: st.PodUID != pod.UID,
 			ShutdownTimeout: s.o.StopGrace / 2, ReadyTimeout: s.o.ReadyTimeout,
 		})
 		if err != nil {

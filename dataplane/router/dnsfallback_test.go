@@ -18,12 +18,12 @@ import (
 func TestDNSFallbackChecksAddresses(t *testing.T) {
 	ctx := context.Background()
 	dns := startDNS(t, map[string][]netip.Addr{
-		"ok.team.svc.cluster.local":       {netip.MustParseAddr("fd00::7"), netip.MustParseAddr("10.1.2.3")},
-		"loop.team.svc.cluster.local":     {netip.MustParseAddr("127.0.0.1")},
-		"meta.team.svc.cluster.local":     {netip.MustParseAddr("169.254.169.254")},
-		"meta6.team.svc.cluster.local":    {netip.MustParseAddr("fd00:ec2::254")},
+		"ok.team.svc.cluster.local":        {netip.MustParseAddr("fd00::7"), netip.MustParseAddr("10.1.2.3")},
+		"loop.team.svc.cluster.local":      {netip.MustParseAddr("127.0.0.1")},
+		"meta.team.svc.cluster.local":      {netip.MustParseAddr("169.254.169.254")},
+		"meta6.team.svc.cluster.local":     {netip.MustParseAddr("fd00:ec2::254")},
 		"linklocal.team.svc.cluster.local": {netip.MustParseAddr("169.254.1.1")},
-		"mixed.team.svc.cluster.local":    {netip.MustParseAddr("10.1.2.4"), netip.MustParseAddr("127.0.0.1")},
+		"mixed.team.svc.cluster.local":     {netip.MustParseAddr("10.1.2.4"), netip.MustParseAddr("127.0.0.1")},
 	})
 	r := &CacheResolver{Reader: testReader(t), DNSFallback: true, ClusterDomain: "cluster.local", DNS: dns.Resolver()}
 	target := func(id string) Target { return Target{ID: id, Namespace: "team", Port: 8888} }

@@ -2,9 +2,9 @@ package router
 
 import (
 	"math"
-	"slices"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 

@@ -295,8 +295,9 @@ func run(ctx context.Context, o options) error {
 	handler := router.NewHandler(router.Options{
 		Resolver: &router.CacheResolver{Reader: cache, DNSFallback: o.dnsFallback, ClusterDomain: o.clusterDomain, Namespaces: cacheOpts.Namespaces,
 			AllowLocalAddresses: o.allowLocal},
-		RuntimeToken: runtimeToken,
-		Transport:    transport, Authorizer: authz,
+		Transport:            transport,
+		Authorizer:           authz,
+		RuntimeToken:         runtimeToken,
 		Limits:               router.Limits{DefaultTimeout: o.proxyTimeout, MaxTimeout: o.maxTimeout, AllowLocalAddresses: o.allowLocal},
 		ResolveWait:          o.resolveWait,
 		Resume:               writer,

@@ -295,3 +295,31 @@ func TestJunkTokensDoNotStarveCallers(t *testing.T) {
 	t.Logf("%d made-up tokens in %s: %d reviewed, %d refused 429; the user's slowest request %s", junk.Load(), elapsed.Round(time.Millisecond),
 		junkReviews, throttled.Load(), slowest.Round(time.Millisecond))
 }
+
+// TestWatchesOnlySandboxPods: the router's cache lists and watches only
+// Pods with the sandbox-name-hash label the controller puts on every
+// sandbox Pod; a Pod without it is not seen, even one named after a
+// Sandbox and controlled by it.
+func TestWatchesOnlySandboxPods(t *testing.T) {
+	ns := env.Namespace(t)
+	port := backend(t)
+	sb := createSandbox(t, ns, "box", nil, nil, nil)
+	p := createPod(t, sb, "box", "127.0.0.1")
+	other := createSandbox(t, ns, "unlabelled", nil, nil, nil)
+	q := createPod(t, other, "unlabelled", "127.0.0.1")
+	delete(q.Labels, sandboxv1beta1.LabelSandboxNameHash)
+	if err := env.Client.Update(ctxFor(t), q); err != nil {
+		t.Fatal(err)
+	}
+	url, _ := startRouter(t, routerIdentity(t, ns), router.CacheOptions{}, nil)
+	h := func(id string) map[string]string {
+		return map[string]string{"X-Sandbox-ID": id, "X-Sandbox-Namespace": ns, "X-Sandbox-Port": port}
+	}
+	if code, body := call(t, url, h("box")); code != http.StatusOK {
+		t.Errorf("a labelled sandbox Pod: %d %s", code, body)
+	}
+	if code, body := call(t, url, h("unlabelled")); code != http.StatusConflict || !strings.Contains(body, "it has no pod") {
+		t.Errorf("a Pod without the label: %d %s, want 409 (no pod)", code, body)
+	}
+	_ = p
+}

@@ -71,18 +71,6 @@ func installRouterPolicy(t *testing.T, ns string) {
 		_ = env.Client.Delete(context.Background(), binding)
 		_ = env.Client.Delete(context.Background(), vap)
 	})
-	// The policy must type-check against the Sandbox CRD: a warning here
-	// is an expression the API server could not check.
-	waitUntil(t, 10*time.Second, "the policy is type-checked", func() bool {
-		got := &admissionv1.ValidatingAdmissionPolicy{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Name: name}, got); err != nil {
-			return false
-		}
-		if got.Status.TypeChecking != nil && len(got.Status.TypeChecking.ExpressionWarnings) > 0 {
-			t.Fatalf("the policy does not type-check: %+v", got.Status.TypeChecking.ExpressionWarnings)
-		}
-		return got.Status.ObservedGeneration == got.Generation
-	})
 }
 
 // TestRouterWritesAreNarrowed: with config/router/admission-policy.yaml
@@ -118,6 +106,9 @@ func TestRouterWritesAreNarrowed(t *testing.T) {
 	waitUntil(t, 20*time.Second, "the policy is in force", func() bool {
 		n++
 		err := patch(fmt.Sprintf(`{"spec":{"shutdownTime":"2031-01-01T00:00:%02dZ"}}`, n%60))
+		if err != nil && n%20 == 1 {
+			t.Logf("probe: %v", err)
+		}
 		return err != nil && strings.Contains(err.Error(), "may change no field of a Sandbox's spec but operatingMode")
 	})
 	// The probe's change (if one got through before the policy was in

@@ -9,8 +9,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/agentsandbox/reconciler/dataplane/router"
 )
 
 // TestSandboxExecAggregatesToEditNotView: on a cluster with the
@@ -34,7 +32,8 @@ func TestSandboxExecAggregatesToEditNotView(t *testing.T) {
 	cs := kubernetes.NewForConfigOrDie(local.Config)
 	may := func(user string) (bool, error) {
 		sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: user, Groups: []string{"system:authenticated"}, ResourceAttributes: router.AccessAttributes(ns, "any-sandbox"),
+			User: user, Groups: []string{"system:authenticated"}, ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Name: "any-sandbox", Verb: "create", Group: "agents.x-k8s.io", Resource: "sandboxes", Subresource: "exec"},
 		}}, metav1.CreateOptions{})
 		if err != nil {
 			return false, err

@@ -58,7 +58,8 @@ func bind(t *testing.T, ns, sa, kind, role string) {
 func mayExec(t *testing.T, ns, sa, name string) bool {
 	t.Helper()
 	sar, err := kubernetes.NewForConfigOrDie(env.Config).AuthorizationV1().SubjectAccessReviews().Create(ctxFor(t), &authorizationv1.SubjectAccessReview{
-		Spec: authorizationv1.SubjectAccessReviewSpec{User: "system:serviceaccount:" + ns + ":" + sa, ResourceAttributes: router.AccessAttributes(ns, name)},
+		Spec: authorizationv1.SubjectAccessReviewSpec{User: "system:serviceaccount:" + ns + ":" + sa, ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: ns, Name: name, Verb: "create", Group: "agents.x-k8s.io", Resource: "sandboxes", Subresource: "exec"}},
 	}, metav1.CreateOptions{})
 	return err == nil && sar.Status.Allowed
 }

@@ -271,6 +271,9 @@ func run(ctx context.Context, o options) error {
 				KnownQPS: o.authReviewQPS, KnownBurst: o.authBurst}),
 		})
 	}
+	if o.auth == "none" {
+		log.Info("--auth=none: every caller that reaches the proxy port may run code in every sandbox it routes to; use it only where the network already limits who reaches the router")
+	}
 	runtimeToken, err := readRuntimeToken(o.runtimeTokenFile)
 	if err != nil {
 		return err

@@ -58,12 +58,14 @@ type Router struct {
 }
 
 // RouterKubeconfig gives the local router the identity it has when
-// deployed: the ServiceAccount and ClusterRole of config/router (watch Pods
-// and Sandboxes, pods/portforward, TokenReviews, SubjectAccessReviews), by
-// impersonation, in the admin kubeconfig's path with ".router" added (the
-// marker `down` looks for).
+// deployed with --transport=port-forward: the ServiceAccount and
+// ClusterRoles of config/router and its portforward component (watch Pods
+// and Sandboxes, pods/portforward, TokenReviews, SubjectAccessReviews) and
+// the ValidatingAdmissionPolicy that narrows its writes, by impersonation,
+// in the admin kubeconfig's path with ".router" added (the marker `down`
+// looks for).
 func RouterKubeconfig(ctx context.Context, c *Cluster, cl client.Client) (string, error) {
-	if err := applyYAML(ctx, cl, routerconfig.RBAC); err != nil {
+	if err := applyYAML(ctx, cl, routerconfig.RBAC, routerconfig.RBACPortForward, routerconfig.AdmissionPolicy); err != nil {
 		return "", err
 	}
 	return impersonatingKubeconfig(c, RouterUser, "router")

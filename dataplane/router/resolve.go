@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -39,7 +40,8 @@ type Endpoint struct {
 	PodUID types.UID
 	// IP is the Pod IP to dial (invalid with the DNS form).
 	IP netip.Addr
-	// Host is the DNS name to dial when there is no IP.
+	// Host is the DNS name IP was resolved from (the DNS fallback): the
+	// Host header the sandbox sees.
 	Host string
 	// Port is the port in the Pod.
 	Port int
@@ -198,9 +200,17 @@ type CacheResolver struct {
 	Reader client.Reader
 	// DNSFallback sends a request for a Sandbox the cache does not hold to
 	// X-Sandbox-Pod-IP, else to <id>.<ns>.svc.<ClusterDomain>, as upstream's
-	// router does; off, such requests get 404.
+	// router does; off, such requests get 404. The name is resolved here
+	// and every address it resolves to must pass AllowedAddress; the
+	// request is sent to the address checked, never to the name again (so
+	// a second answer, DNS rebinding, cannot swap it).
 	DNSFallback   bool
 	ClusterDomain string
+	// DNS resolves the fallback's names; nil is net.DefaultResolver.
+	DNS *net.Resolver
+	// AllowLocalAddresses lets the fallback's names resolve to loopback
+	// and link-local addresses (Limits.AllowLocalAddresses).
+	AllowLocalAddresses bool
 	// Namespaces, if set, are the only namespaces routed to (the ones the
 	// cache watches); Sandboxes elsewhere are not found.
 	Namespaces []string
@@ -217,10 +227,10 @@ func (r *CacheResolver) Resolve(ctx context.Context, t Target) (Endpoint, error)
 	switch {
 	case apierrors.IsNotFound(err) && r.DNSFallback:
 		ep := Endpoint{Namespace: t.Namespace, Sandbox: t.ID, Port: t.Port, IP: t.PodIP, Source: SourcePodIP}
-		if !t.PodIP.IsValid() {
-			ep.Host, ep.Source = t.ID+"."+t.Namespace+".svc."+r.ClusterDomain, SourceDNS
+		if t.PodIP.IsValid() {
+			return ep, nil
 		}
-		return ep, nil
+		return r.lookup(ctx, t)
 	case apierrors.IsNotFound(err):
 		return Endpoint{}, &Error{Status: http.StatusNotFound, Reason: ReasonNotFound, Retry: true,
 			Detail: fmt.Sprintf("Sandbox %s/%s not found.", t.Namespace, t.ID)}
@@ -240,4 +250,34 @@ func (r *CacheResolver) Resolve(ctx context.Context, t Target) (Endpoint, error)
 		return ep, rerr
 	}
 	return ep, nil
+}
+
+// lookup resolves the DNS fallback's name for t and checks every address
+// it resolves to; the endpoint is the first allowed one (IPv4 first).
+func (r *CacheResolver) lookup(ctx context.Context, t Target) (Endpoint, error) {
+	host := t.ID + "." + t.Namespace + ".svc." + r.ClusterDomain
+	dns := r.DNS
+	if dns == nil {
+		dns = net.DefaultResolver
+	}
+	addrs, err := dns.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(addrs) == 0 {
+		return Endpoint{}, &Error{Status: http.StatusBadGateway, Reason: ReasonNotFound,
+			Detail: fmt.Sprintf("Could not connect to the backend sandbox: %s (%s does not resolve).", t.ID, host)}
+	}
+	var v4, v6 []netip.Addr
+	for _, a := range addrs {
+		a = a.Unmap()
+		if !AllowedAddress(a, r.AllowLocalAddresses) {
+			return Endpoint{}, &Error{Status: http.StatusBadGateway, Reason: ReasonAddressForbidden,
+				Detail: fmt.Sprintf("Could not connect to the backend sandbox: %s (%s resolves to %s, which is not allowed).", t.ID, host, a)}
+		}
+		if a.Is4() {
+			v4 = append(v4, a)
+		} else {
+			v6 = append(v6, a.WithZone(""))
+		}
+	}
+	ip := append(v4, v6...)[0]
+	return Endpoint{Namespace: t.Namespace, Sandbox: t.ID, Port: t.Port, IP: ip, Host: host, Source: SourceDNS}, nil
 }

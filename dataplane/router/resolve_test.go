@@ -167,7 +167,8 @@ func TestCacheResolver(t *testing.T) {
 	}
 
 	r.DNSFallback = true
-	if ep, err := r.Resolve(ctx, target("missing")); err != nil || ep.Host != "missing.team.svc.cluster.local" || ep.Source != SourceDNS {
+	r.DNS = startDNS(t, map[string][]netip.Addr{"missing.team.svc.cluster.local": {netip.MustParseAddr("10.0.0.9")}}).Resolver()
+	if ep, err := r.Resolve(ctx, target("missing")); err != nil || ep.Host != "missing.team.svc.cluster.local" || ep.IP.String() != "10.0.0.9" || ep.Source != SourceDNS {
 		t.Errorf("DNS fallback: %+v, %v", ep, err)
 	}
 	withIP := target("missing")

@@ -15,7 +15,11 @@
 // reachable (a kwok cluster), through the API server's pods/portforward
 // with one kept-alive connection per Pod. Callers may be authenticated with
 // a TokenReview and authorized with a SubjectAccessReview (get on the
-// Sandbox). The Authorization header never reaches the sandbox.
+// Sandbox). The Authorization header never reaches the sandbox. A router
+// that listens on a developer's machine runs behind LocalGuard
+// (ServerOptions.AllowedHosts): a Host that is not this machine's or an IP
+// address (DNS rebinding) and requests from pages of other sites are
+// refused 403.
 //
 // Resume on connect: a request for a Suspended Sandbox that opted in
 // (annotation agents.x-k8s.io/resume-on-connect or idle-timeout) sets it

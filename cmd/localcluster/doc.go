@@ -18,7 +18,10 @@
 // finds what `up` started. It creates the cluster with kwok's PortForward,
 // Exec and Logs CRDs enabled and runs the stand-in kubelet (package standin,
 // as `kubectl-sandbox kubelet`), which gives every sandbox Pod a real
-// sandbox-runtime process on this machine. With Kind set it creates a kind
+// sandbox-runtime process on this machine; it records the new cluster's API
+// server (URL and CA) in the stand-in's directory, and the stand-in serves
+// that cluster only. The local router and the runtimes refuse requests a
+// web page could make (--allowed-hosts). With Kind set it creates a kind
 // cluster instead (Docker needed).
 //
 // It is a library of cmd/: only binaries and the test harness import it.

@@ -23,6 +23,10 @@
 // reach the sandbox; the router sends its own runtime token when
 // configured. The DNS fallback resolves names itself, checks every address
 // as it checks literal IPs, and dials the checked address.
+// A router that listens on a developer's machine runs behind LocalGuard
+// (ServerOptions.AllowedHosts): a Host that is not this machine's or an IP
+// address (DNS rebinding) and requests from pages of other sites are
+// refused 403.
 //
 // Resume on connect: a request for a Suspended Sandbox that opted in
 // (annotation agents.x-k8s.io/resume-on-connect or idle-timeout) sets it

@@ -105,7 +105,7 @@ func validName(s string) bool {
 			return false
 		}
 		for _, c := range label {
-			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '_' {
 				return false
 			}
 		}

@@ -98,9 +98,14 @@ func PlanSandbox(in SandboxPlanInputs) (Plan, error) {
 	}
 	drift := p.pod(desired)
 	if in.Expired && sb.Spec.ShutdownPolicy != nil && *sb.Spec.ShutdownPolicy == sandboxv1beta1.ShutdownPolicyDelete {
+		// Guarded by the resourceVersion the expiry was judged on as well
+		// as the UID: a shutdownTime extended (or a policy changed to
+		// Retain) since then fails the delete, and the next reconcile
+		// judges the Sandbox as it is now.
 		p.add(Step{Action: ActionDelete, Kind: "Sandbox", Namespace: sb.Namespace, Name: sb.Name,
-			Reason: "expired with shutdownPolicy Delete", Preconditions: &Preconditions{UID: sb.UID},
-			Propagation: ptr.To(metav1.DeletePropagationBackground), Live: sb})
+			Reason:        "expired with shutdownPolicy Delete",
+			Preconditions: &Preconditions{UID: sb.UID, ResourceVersion: sb.ResourceVersion},
+			Propagation:   ptr.To(metav1.DeletePropagationBackground), Live: sb})
 		return p.plan, nil
 	}
 	if !in.Expired {

@@ -66,7 +66,18 @@ func TestPolicyModeLabelsOnlyTighten(t *testing.T) {
 	roleBinding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: tenant},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: tenant}},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: tenant}}
-	for _, o := range []client.Object{modes, vap, binding, role, roleBinding} {
+	// A second user gets the shipped relaxer role on top.
+	relaxerName := "relaxer-" + ns
+	relaxer.Name = relaxerName
+	relaxerBindings := []client.Object{
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: relaxerName},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: relaxerName}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: relaxerName}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: relaxerName + "-ns"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: relaxerName}},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: tenant}},
+	}
+	for _, o := range append([]client.Object{modes, vap, binding, role, roleBinding, relaxer}, relaxerBindings...) {
 		if err := env.Client.Create(ctx, o); err != nil {
 			t.Fatalf("creating %T: %v", o, err)
 		}
@@ -148,8 +159,17 @@ func TestPolicyModeLabelsOnlyTighten(t *testing.T) {
 			}
 		})
 	}
-	// Whoever may relax policy modes may loosen them (cluster-admin may
-	// do anything).
+	// Whoever may relax policy modes may loosen them: a user bound to
+	// the shipped relaxer ClusterRole, and cluster-admin.
+	rcfg := rest.CopyConfig(env.Config)
+	rcfg.Impersonate = rest.ImpersonationConfig{UserName: relaxerName}
+	asRelaxer, err := client.New(rcfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := label(asRelaxer, map[string]string{"policy.agents.x-k8s.io/baseline": "warn"}); err != nil {
+		t.Errorf("a user with the relaxer role refused: %v", err)
+	}
 	if err := label(env.Client, map[string]string{"policy.agents.x-k8s.io/baseline": "off"}); err != nil {
 		t.Errorf("cluster-admin refused: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -46,6 +47,12 @@ func TestExtendedShutdownTimeWinsOverAStaleExpiry(t *testing.T) {
 		sb.Spec.ShutdownTime = &at
 		sb.Spec.ShutdownPolicy = ptr.To(sandboxv1beta1.ShutdownPolicyDelete)
 	}))
+	var pod *corev1.Pod
+	eventually(t, "the Sandbox's Pod", func() error {
+		var err error
+		pod, err = get(t, ns, "extended", &corev1.Pod{})
+		return err
+	})
 	stale, err := get(t, ns, "extended", stale)
 	if err != nil {
 		t.Fatal(err)
@@ -72,5 +79,10 @@ func TestExtendedShutdownTimeWinsOverAStaleExpiry(t *testing.T) {
 	}
 	if !sb.Spec.ShutdownTime.Equal(&later) {
 		t.Errorf("shutdownTime %v, want %v", sb.Spec.ShutdownTime, later)
+	}
+	// Nothing else was done on the stale judgment: the Pod, and what runs
+	// in it, is the one it had.
+	if now, err := get(t, ns, "extended", &corev1.Pod{}); err != nil || now.UID != pod.UID || now.DeletionTimestamp != nil {
+		t.Errorf("the Sandbox's Pod was deleted on the stale expiry (err %v)", err)
 	}
 }

@@ -62,7 +62,7 @@ func TestExtendedShutdownTimeWinsOverAStaleExpiry(t *testing.T) {
 	update(t, ns, "extended", func(sb *sandboxv1beta1.Sandbox) { sb.Spec.ShutdownTime = &later })
 
 	// Its clock is past the old shutdownTime, before the new one.
-	c := staleSandboxClient{Client: env.Client, stale: stale}
+	c := staleSandboxClient{Client: reconciler.Client, stale: stale} // the manager's cache, for its indexes
 	r := &controllers.SandboxReconciler{
 		Client: c, Engine: ssa.New(c, manager.FieldManager, manager.StatusManager),
 		Recorder: events.NewFakeRecorder(100), ClusterDomain: "cluster.local",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/controllers"
+	"github.com/agentsandbox/reconciler/dataplane/resume"
 	"github.com/agentsandbox/reconciler/dataplane/router"
 )
 
@@ -67,24 +69,31 @@ func runIdleSuspend(t *testing.T) {
 }
 
 // TestInFlightRequestKeepsSandboxRunning: a request through the router
-// that lasts several idle timeouts (1s, the shortest allowed, with the
-// router's production flush tick of 1s) is activity for as long as it is
-// open: idle suspend never suspends the Sandbox (which would delete its
-// Pod) while it is in flight, and does once it has ended and the timeout
-// has passed.
+// that lasts three idle timeouts (4s, reports every 1.33s, the router's
+// production flush tick of 1s) is activity for as long as it is open, even
+// when the API server takes 3.5s to take each activity write after the
+// first (as under load): idle suspend never suspends the Sandbox (which
+// would delete its Pod) while it is in flight, and does once it has ended
+// and the timeout has passed.
 func TestInFlightRequestKeepsSandboxRunning(t *testing.T) {
 	ns := env.Namespace(t)
-	port := slowBackend(t, 6*time.Second)
-	sb := createSandbox(t, ns, "long", nil, nil, map[string]string{sandboxv1beta1.AnnotationIdleTimeout: "1s"})
+	port := slowBackend(t, 12*time.Second)
+	sb := createSandbox(t, ns, "long", nil, nil, map[string]string{sandboxv1beta1.AnnotationIdleTimeout: "4s"})
 	createPod(t, sb, "long", "127.0.0.1")
-	sb.Status.Conditions = []metav1.Condition{{Type: sandboxv1beta1.ConditionReady, Status: metav1.ConditionTrue,
-		Reason: "DependenciesReady", Message: "Pod is Ready", LastTransitionTime: metav1.Now()}}
-	if err := env.Client.Status().Update(ctxFor(t), sb); err != nil {
-		t.Fatal(err)
-	}
 	identity := routerIdentity(t, ns)
 	writer, withResume := resumeOptions(t, identity)
-	reporter := router.NewActivityReporter(writer.ReportActivity, nil, testr.New(t))
+	var writes atomic.Int32
+	slowWrite := func(ctx context.Context, k resume.Key, at time.Time) error {
+		if writes.Add(1) > 1 {
+			select {
+			case <-time.After(3500 * time.Millisecond):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return writer.ReportActivity(ctx, k, at)
+	}
+	reporter := router.NewActivityReporter(slowWrite, nil, testr.New(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	reported := make(chan struct{})
 	go func() { reporter.Run(ctx, time.Second); close(reported) }()
@@ -94,12 +103,30 @@ func TestInFlightRequestKeepsSandboxRunning(t *testing.T) {
 		o.Activity, o.ActivityInterval = reporter, 30*time.Second
 	})
 	runIdleSuspend(t)
+	// Ready now: idle from this moment, and the request follows at once.
+	sb.Status.Conditions = []metav1.Condition{{Type: sandboxv1beta1.ConditionReady, Status: metav1.ConditionTrue,
+		Reason: "DependenciesReady", Message: "Pod is Ready", LastTransitionTime: metav1.Now()}}
+	if err := env.Client.Status().Update(ctxFor(t), sb); err != nil {
+		t.Fatal(err)
+	}
 
 	result := make(chan int, 1)
 	started := time.Now()
+	req, err := http.NewRequestWithContext(ctxFor(t), http.MethodGet, url+"/long/command", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"X-Sandbox-ID": "long", "X-Sandbox-Namespace": ns, "X-Sandbox-Port": port} {
+		req.Header.Set(k, v)
+	}
 	go func() {
-		code, _ := call(t, url, map[string]string{"X-Sandbox-ID": "long", "X-Sandbox-Namespace": ns, "X-Sandbox-Port": port})
-		result <- code
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+		if err != nil {
+			result <- 0
+			return
+		}
+		_ = resp.Body.Close()
+		result <- resp.StatusCode
 	}()
 	var code int
 	for done := false; !done; {

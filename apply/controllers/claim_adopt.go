@@ -63,6 +63,16 @@ func (r *ClaimReconciler) adoptWarm(ctx context.Context, claim *extv1beta1.Sandb
 		if m == nil {
 			return warm{}, nil
 		}
+		// What runs is judged too: a member whose Pod the policies deny
+		// is not handed out, and its pool replaces it.
+		switch denial, err := r.memberPodDenied(ctx, claim, m); {
+		case err != nil:
+			r.Queue.Return(m)
+			return warm{}, err
+		case denial != "":
+			r.passOver(ctx, claim, m, denial)
+			continue
+		}
 		in.Candidates = []*sandboxv1beta1.Sandbox{m}
 		plan, rej, err := r.plan(ctx, in)
 		if err != nil || rej != nil {

@@ -15,7 +15,9 @@
 // claims take members, and the claim queue guarding each delete; for a
 // claim, taking members from the queue and returning them, what it
 // remembers of its binding, a conflicting adoption tried again or the next
-// member tried, a refused one made a cold start, and for the binding's
+// member tried, a refused one made a cold start, a member whose running
+// Pod the policies deny passed over and deleted (UID and resourceVersion
+// preconditions) for its pool to replace, and for the binding's
 // commit (render.PlanClaimBinding: annotations, then status, guarded by
 // the claim's resourceVersion) the resourceVersion the annotations' write
 // leaves carried on to the status, and on a conflict the claim read again

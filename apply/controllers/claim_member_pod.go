@@ -34,7 +34,7 @@ func (r *ClaimReconciler) memberPodDenied(ctx context.Context, c *extv1beta1.San
 		return "", nil
 	}
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(m.Namespace), client.MatchingFields{IndexControllerUID: string(m.UID)}); err != nil {
+	if err := r.Client.List(ctx, &pods, client.InNamespace(m.Namespace), controlledBy(m, sandboxv1beta1.GroupVersion.WithKind("Sandbox").GroupKind())); err != nil {
 		return "", fmt.Errorf("listing the Pod of member %s: %w", m.Name, err)
 	}
 	inNS, _ := r.Policy.In(ctx, c.Namespace)

@@ -62,6 +62,9 @@ type WarmPoolReconciler struct {
 	// Policy holds the policies members are checked against before any is
 	// created.
 	Policy *policy.Holder
+	// Suffix, when set, draws the suffixes of new member names instead of
+	// randomSuffix (tests fix them with it).
+	Suffix func() string
 
 	// memory holds, per pool, the status this process last wrote
 	// (poolStatus) and whether it last reported the pool not progressing
@@ -208,7 +211,7 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, pool *extv1beta1.San
 	in := render.WarmPoolPlanInputs{
 		WarmPoolInputs: render.WarmPoolInputs{Pool: pool, Template: tmpl},
 		Members:        members, Pending: pending, MaxBatch: r.MaxBatch,
-		Taken: func(name string) bool { return r.taken(ctx, pool.Namespace, name) }, Suffix: randomSuffixes(),
+		Taken: func(name string) bool { return r.taken(ctx, pool.Namespace, name) }, Suffix: suffixes(r.suffix),
 		Policies: r.Policy.Get() != nil, Defaults: render.CurrentDefaults(r.Defaults),
 		Previous: poolStatus.previous(&r.memory, pool), NotProgressingReported: reported, Grace: r.Grace, Now: now,
 	}

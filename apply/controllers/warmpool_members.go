@@ -283,7 +283,7 @@ func (r *WarmPoolReconciler) createMember(ctx context.Context, in render.WarmPoo
 		if try+1 >= maxNameCollisions {
 			return c, fmt.Errorf("creating a member of SandboxWarmPool %s: %d names in a row were taken", in.Pool.Name, maxNameCollisions)
 		}
-		m, err := render.WarmPoolMember(in, render.MemberName(in.Pool.Name, randomSuffix()))
+		m, err := render.WarmPoolMember(in, render.MemberName(in.Pool.Name, r.suffix()))
 		if err != nil {
 			return c, err
 		}

@@ -25,11 +25,19 @@ func randomSuffix() string {
 	return string(b)
 }
 
-// randomSuffixes is the suffix source of one reconcile's plans
-// (render.WarmPoolPlanInputs.Suffix): the i-th suffix is drawn at random
-// the first time it is asked for and the same afterwards, so the plan made
-// again after a policy denial names its members as the first did.
-func randomSuffixes() func(int) string {
+// suffix draws a member name suffix: r.Suffix's, else randomSuffix.
+func (r *WarmPoolReconciler) suffix() string {
+	if r.Suffix != nil {
+		return r.Suffix()
+	}
+	return randomSuffix()
+}
+
+// suffixes is the suffix source of one reconcile's plans
+// (render.WarmPoolPlanInputs.Suffix): the i-th suffix is drawn the first
+// time it is asked for and the same afterwards, so the plan made again
+// after a policy denial names its members as the first did.
+func suffixes(draw func() string) func(int) string {
 	var (
 		mu    sync.Mutex
 		drawn []string
@@ -38,7 +46,7 @@ func randomSuffixes() func(int) string {
 		mu.Lock()
 		defer mu.Unlock()
 		for len(drawn) <= i {
-			drawn = append(drawn, randomSuffix())
+			drawn = append(drawn, draw())
 		}
 		return drawn[i]
 	}

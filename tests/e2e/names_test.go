@@ -75,6 +75,8 @@ func TestStaleHandleFindsNotFound(t *testing.T) {
 
 	var others []*sdk.Sandbox
 	for _, who := range []string{"B", "C"} {
+		// A warm member to take (C's is the one made after A's was gone).
+		waitFor(t, time.Minute, "a Ready pool member for claim "+who, readyMember(c, ns))
 		sb, err := sc.Create(ctx, ns, "pool")
 		if err != nil {
 			t.Fatalf("claim %s: %v", who, err)
@@ -114,6 +116,28 @@ func TestStaleHandleFindsNotFound(t *testing.T) {
 	}
 	for _, sb := range others {
 		checkFile(ctx, t, sb, "secret.txt", map[bool]string{true: "B's secret\n", false: "C's secret\n"}[sb == others[0]])
+	}
+}
+
+// readyMember reports a Ready Sandbox that a warm pool of ns controls.
+func readyMember(c client.Client, ns string) func() error {
+	return func() error {
+		var list sandboxv1beta1.SandboxList
+		if err := c.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, sb := range list.Items {
+			ref := metav1.GetControllerOf(&sb)
+			if ref == nil || ref.Kind != "SandboxWarmPool" || sb.DeletionTimestamp != nil {
+				continue
+			}
+			for _, cond := range sb.Status.Conditions {
+				if cond.Type == sandboxv1beta1.ConditionReady && cond.Status == metav1.ConditionTrue {
+					return nil
+				}
+			}
+		}
+		return errors.New("no Ready pool member")
 	}
 }
 

@@ -225,38 +225,6 @@ func (f *fakeCluster) suspend(t *testing.T) {
 	})
 }
 
-// replace deletes the Sandbox and its Pod and makes another Sandbox of the
-// same name (a new UID) with its own Pod, as a user who reuses a claim's
-// name does; every port-forward to the old Pod ends. It returns once the
-// handles' port-forward has seen the new Pod.
-func (f *fakeCluster) replace(t *testing.T) {
-	t.Helper()
-	eventually(t, "the port-forward to follow the Pod", func() bool {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		return f.podWatchers > 0
-	})
-	f.mu.Lock()
-	f.rv++
-	f.podEvents = append(f.podEvents, podEvent{"DELETED", f.podUID, f.rv})
-	f.uid = types.UID(string(f.uid) + "-namesake")
-	f.sb.UID = f.uid
-	f.podUpLocked()
-	added := f.podEvents[len(f.podEvents)-1].rv
-	f.mu.Unlock()
-	f.pf.drop()
-	eventually(t, "the port-forward to see the new Pod", func() bool {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		for _, rv := range append(append([]int(nil), f.podWatchRVs...), f.podListRVs...) {
-			if rv >= added {
-				return true
-			}
-		}
-		return false
-	})
-}
-
 // holdPatches makes PATCHes wait until the returned function is called.
 func (f *fakeCluster) holdPatches() (release func()) {
 	f.mu.Lock()

@@ -63,7 +63,8 @@ type WarmPoolReconciler struct {
 	// created.
 	Policy *policy.Holder
 	// Suffix, when set, draws the suffixes of new member names instead of
-	// randomSuffix (tests fix them with it).
+	// randomSuffix (tests fix them with it); it is called from concurrent
+	// creates.
 	Suffix func() string
 
 	// memory holds, per pool, the status this process last wrote

@@ -267,7 +267,8 @@ func (r *WarmPoolReconciler) create(ctx context.Context, in render.WarmPoolInput
 // createMember creates one member, under a new name each time the API
 // server answers that its name exists (at most maxNameCollisions times),
 // keeping the expectation of a created member under the name it is
-// created by. A member not created is no longer expected.
+// created by. A member not created is no longer expected. Members render
+// alike but for their names, so the one the policies judged stands for it.
 func (r *WarmPoolReconciler) createMember(ctx context.Context, in render.WarmPoolInputs, exp *expectations, s render.Step, now time.Time) (ssa.Change, error) {
 	for try := 0; ; try++ {
 		_, c, exists, err := createSandbox(ctx, r.Engine, s)

@@ -32,7 +32,8 @@ type Options struct {
 	// Nodes is the number of fake nodes (110 pods, 32 CPU, 256Gi each).
 	Nodes int
 	// InstallCRDs installs the CRDs built into this binary once the cluster
-	// is up.
+	// is up, then restarts kube-controller-manager so that its garbage
+	// collector knows them at once (see collectOurKinds).
 	InstallCRDs bool
 	// RuntimeClasses to create (handler = name), e.g. gvisor and kata; kwok
 	// runs Pods of any RuntimeClass that exists.
@@ -212,7 +213,13 @@ func (c *Cluster) setup(ctx context.Context, opts Options) error {
 	if err := c.ScaleNodes(ctx, opts.Nodes); err != nil {
 		return err
 	}
-	return c.install(ctx, opts, "")
+	if err := c.install(ctx, opts, ""); err != nil {
+		return err
+	}
+	if opts.InstallCRDs {
+		return c.collectOurKinds(ctx)
+	}
+	return nil
 }
 
 // ScaleNodes sets the number of fake nodes and waits until that many are Ready.

@@ -10,7 +10,9 @@
 //
 // On top of the bare cluster it installs what the controller needs when it
 // runs on this machine rather than in the cluster: the CRDs (embedded from
-// config/crd), the gvisor and kata RuntimeClasses, the admission webhook and
+// config/crd; kube-controller-manager is then restarted, so that garbage
+// collection knows them at once rather than at its next 30 s discovery
+// resync), the gvisor and kata RuntimeClasses, the admission webhook and
 // CRD conversion pointed at https://127.0.0.1:PORT, the controller's
 // ServiceAccount and least-privilege RBAC (embedded from config/rbac), and
 // the controller process itself, acting as that ServiceAccount as it does

@@ -35,6 +35,10 @@
 // to opt in. Requests to a Sandbox with idle suspend are reported as
 // activity, off the request path (dataplane/resume).
 //
+// A request pinned to a Sandbox UID (X-Sandbox-UID) whose Sandbox is gone,
+// even if another Sandbox now has the name, is answered 404, and never
+// sent to the DNS fallback.
+//
 // Its writes to the cluster are exactly these: spec.operatingMode set to
 // Running on an opted-in Suspended Sandbox (field manager
 // agent-sandbox-operating-mode), the last-activity annotation of Sandboxes

@@ -82,7 +82,8 @@ func PodName(sb metav1.Object) string {
 
 // Route decides where a request for t goes, given the Sandbox and its Pod
 // (nil when there is none): the Sandbox must have the UID the caller
-// expects, be standalone or claimed, Running (not Suspended), and control a
+// expects (else 404: a handle pinned to a Sandbox that is gone never
+// reaches another of the same name), be standalone or claimed, Running (not Suspended), and control a
 // Ready Pod with an IP (the caller's X-Sandbox-Pod-IP, if set, among them;
 // else IPv4 first). A refusal for a Sandbox that opted in to resume on
 // connect carries Resume: a resume (or the one under way) may make it
@@ -90,8 +91,11 @@ func PodName(sb metav1.Object) string {
 func Route(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod, t Target) (Endpoint, *Error) {
 	name := t.Namespace + "/" + t.ID
 	if t.UID != "" && sb.UID != t.UID {
-		return Endpoint{}, &Error{Status: http.StatusConflict, Reason: ReasonUIDMismatch, Retry: true,
-			Detail: fmt.Sprintf("Sandbox %s has UID %s, not %s.", name, sb.UID, t.UID)}
+		// The Sandbox the caller resolved is gone: to its handle the
+		// namesake does not exist. (Retry: the cache may still show the
+		// one it replaced.)
+		return Endpoint{}, &Error{Status: http.StatusNotFound, Reason: ReasonUIDMismatch, Retry: true,
+			Detail: fmt.Sprintf("Sandbox %s with UID %s not found.", name, t.UID)}
 	}
 	if extv1beta1.IsUnclaimedWarmMember(sb) {
 		return Endpoint{}, &Error{Status: http.StatusForbidden, Reason: ReasonWarmMember, Retry: true,
@@ -203,7 +207,9 @@ type CacheResolver struct {
 	// router does; off, such requests get 404. The name is resolved here
 	// and every address it resolves to must pass AllowedAddress; the
 	// request is sent to the address checked, never to the name again (so
-	// a second answer, DNS rebinding, cannot swap it).
+	// a second answer, DNS rebinding, cannot swap it). A request pinned to
+	// a UID (X-Sandbox-UID) always gets 404: what DNS reaches cannot be
+	// checked.
 	DNSFallback   bool
 	ClusterDomain string
 	// DNS resolves the fallback's names; nil is net.DefaultResolver.
@@ -225,7 +231,7 @@ func (r *CacheResolver) Resolve(ctx context.Context, t Target) (Endpoint, error)
 	sb := &sandboxv1beta1.Sandbox{}
 	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.ID}, sb)
 	switch {
-	case apierrors.IsNotFound(err) && r.DNSFallback:
+	case apierrors.IsNotFound(err) && r.DNSFallback && t.UID == "":
 		ep := Endpoint{Namespace: t.Namespace, Sandbox: t.ID, Port: t.Port, IP: t.PodIP, Source: SourcePodIP}
 		if t.PodIP.IsValid() {
 			return ep, nil

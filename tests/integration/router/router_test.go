@@ -77,10 +77,11 @@ func TestRoutesThroughTheCache(t *testing.T) {
 		t.Errorf("warm member refusals counted: %v", n)
 	}
 
-	// The UID of an earlier Sandbox of the same name is refused.
+	// The UID of an earlier Sandbox of the same name is refused: to that
+	// handle the Sandbox is gone.
 	stale := headers("standalone")
 	stale["X-Sandbox-UID"] = "6d1c1a8e-0000-4000-8000-000000000000"
-	if code, body := call(t, url, stale); code != http.StatusConflict {
+	if code, body := call(t, url, stale); code != http.StatusNotFound {
 		t.Errorf("a stale X-Sandbox-UID: %d %s", code, body)
 	}
 	current := headers("standalone")

@@ -181,6 +181,12 @@ func (c *Client) openClaim(ctx context.Context, o *options, claim *extv1beta1.Sa
 		}
 		return nil, fmt.Errorf("sandbox %s/%s of claim %s: %w", claim.Namespace, name, claim.Name, waitError(ctx, err))
 	}
+	// The name in the claim's status is not proof: a Sandbox of that name
+	// that the claim does not control (API group, kind, name and UID) is
+	// someone else's, made after the claim's own was gone.
+	if !extv1beta1.IsClaimedBy(sb, bound) {
+		return nil, fmt.Errorf("sandbox %s/%s is not controlled by claim %s: %w", claim.Namespace, name, claim.Name, ErrNotFound)
+	}
 	return c.openSandbox(ctx, o, sb, claim.Name)
 }
 

@@ -15,7 +15,9 @@
 //     annotation), waits with one watch for status.sandbox.name and with one
 //     more for the Sandbox's Ready=True, connects, and deletes the claim if
 //     any of that fails. Open does the same for an existing claim or
-//     Sandbox without creating anything.
+//     Sandbox without creating anything. A claim's Sandbox is used only if
+//     the claim controls it (API group, kind, name and UID): the name in
+//     the claim's status alone could be a later Sandbox's.
 //   - Requests speak upstream's legacy runtime protocol (port 8888): POST
 //     /execute, POST /upload (multipart, field "file", a path under the base),
 //     GET /download/{path}, /list/{path} and /exists/{path} with the path

@@ -61,7 +61,7 @@ func TestForgedPoolMemberIsNotThePools(t *testing.T) {
 	eventually(t, "the forged Sandbox is Ready", func() error {
 		sb, err := get(t, ns, "forged", &sandboxv1beta1.Sandbox{})
 		if err != nil || !ready(sb) {
-			return fmt.Errorf("not Ready yet (err %v)", err)
+			return fmt.Errorf("not Ready yet (err %w)", err)
 		}
 		return nil
 	})
@@ -80,7 +80,7 @@ func TestForgedPoolMemberIsNotThePools(t *testing.T) {
 			return fmt.Errorf("pool counts %d members, want 1 (the forged one counted)", p.Status.Replicas)
 		}
 		if sb, err := get(t, ns, "forged", &sandboxv1beta1.Sandbox{}); err != nil || sb.DeletionTimestamp != nil {
-			return fmt.Errorf("the forged Sandbox was deleted by the pool (err %v)", err)
+			return fmt.Errorf("the forged Sandbox was deleted by the pool (err %w)", err)
 		}
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/utils/ptr"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -42,6 +43,16 @@ type SandboxInputs struct {
 	Expired bool
 	// Defaults fill what the pod template leaves unset, in the Pod only.
 	Defaults Defaults
+	// ControllerNamespace is where the controller and the sandbox router
+	// run: the Sandbox's NetworkPolicy admits ingress only from routers
+	// there. Empty renders no NetworkPolicy (a rendering that does not
+	// know it: the webhook's, the CLI's); the controller always sets it.
+	ControllerNamespace string
+	// LegacyServiceSelector reports that the Pod kept does not carry the
+	// sandbox-uid label yet (made before the label existed): the Service
+	// keeps selecting by name hash alone until the Pod is labelled, so an
+	// upgrade never drops a running Pod from its Service.
+	LegacyServiceSelector bool
 }
 
 // Defaults are the controller-wide settings a Sandbox's Pod gets where its
@@ -84,9 +95,17 @@ type SandboxDesired struct {
 	DeleteService bool
 	// PVCs, one per volume claim template, in template order.
 	PVCs []*corev1ac.PersistentVolumeClaimApplyConfiguration
+	// NetworkPolicy is the Sandbox's own default-deny NetworkPolicy; nil
+	// when it has none (made from a template, Unmanaged, expired, or no
+	// ControllerNamespace).
+	NetworkPolicy *networkingv1ac.NetworkPolicyApplyConfiguration
+	// DeleteNetworkPolicy is set when the Sandbox wants no NetworkPolicy
+	// of its own (Unmanaged, made from a template): one we own must go.
+	DeleteNetworkPolicy bool
 }
 
-// Sandbox renders the Pod, headless Service and PVCs of a Sandbox.
+// Sandbox renders the Pod, headless Service, PVCs and NetworkPolicy of a
+// Sandbox.
 func Sandbox(in SandboxInputs) (SandboxDesired, error) {
 	sb := in.Sandbox
 	if sb == nil || sb.Name == "" || sb.Namespace == "" || sb.UID == "" {
@@ -112,7 +131,17 @@ func Sandbox(in SandboxInputs) (SandboxDesired, error) {
 		}
 	}
 	if wantService || keepService {
-		out.Service = service(sb, hash, owner)
+		out.Service = service(sb, hash, owner, in.LegacyServiceSelector)
+	}
+	switch {
+	case NetworkPolicyUnmanaged(sb) || MadeFromTemplate(sb):
+		out.DeleteNetworkPolicy = true
+	case in.ControllerNamespace != "":
+		np, err := sandboxNetworkPolicy(sb, in.ControllerNamespace, owner)
+		if err != nil {
+			return SandboxDesired{}, err
+		}
+		out.NetworkPolicy = np
 	}
 
 	for i := range sb.Spec.VolumeClaimTemplates {
@@ -204,6 +233,7 @@ func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerRef
 		annotations[sandboxv1beta1.AnnotationPropagatedAnnotations] = annotationKeys
 	}
 	labels[sandboxv1beta1.LabelSandboxNameHash] = hash
+	labels[sandboxv1beta1.LabelSandboxUID] = string(sb.UID)
 	if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && strings.HasPrefix(ref.APIVersion, "extensions."+sandboxv1beta1.GroupName+"/") {
 		for _, k := range PodIdentityLabels {
 			if v := sb.Labels[k]; v != "" {
@@ -276,15 +306,19 @@ func IsReservedKey(key string) bool {
 	return strings.HasPrefix(key, sandboxv1beta1.ReservedPrefix) || strings.HasPrefix(key, sandboxv1beta1.ExtensionsReservedPrefix)
 }
 
-func service(sb *sandboxv1beta1.Sandbox, hash string, owner *metav1ac.OwnerReferenceApplyConfiguration) *corev1ac.ServiceApplyConfiguration {
+func service(sb *sandboxv1beta1.Sandbox, hash string, owner *metav1ac.OwnerReferenceApplyConfiguration, legacy bool) *corev1ac.ServiceApplyConfiguration {
+	selector := SandboxSelector(sb)
+	if legacy {
+		selector = map[string]string{sandboxv1beta1.LabelSandboxNameHash: hash}
+	}
 	spec := corev1ac.ServiceSpec().
 		WithClusterIP(corev1.ClusterIPNone).
-		WithSelector(map[string]string{sandboxv1beta1.LabelSandboxNameHash: hash})
+		WithSelector(selector)
 	for _, p := range ServicePorts(&sb.Spec.PodTemplate.Spec) {
 		spec.WithPorts(corev1ac.ServicePort().WithName(p.Name).WithPort(p.Port).WithProtocol(p.Protocol))
 	}
 	return corev1ac.Service(sb.Name, sb.Namespace).
-		WithLabels(map[string]string{sandboxv1beta1.LabelSandboxNameHash: hash}).
+		WithLabels(SandboxSelector(sb)).
 		WithOwnerReferences(owner).
 		WithSpec(spec)
 }
@@ -350,6 +384,7 @@ func pvc(sb *sandboxv1beta1.Sandbox, t *sandboxv1beta1.PersistentVolumeClaimTemp
 		labels[k] = v
 	}
 	labels[sandboxv1beta1.LabelSandboxNameHash] = hash
+	labels[sandboxv1beta1.LabelSandboxUID] = string(sb.UID)
 	spec := &corev1ac.PersistentVolumeClaimSpecApplyConfiguration{}
 	if err := convert(&t.Spec, spec); err != nil {
 		return nil, fmt.Errorf("render: volume claim template %q: %w", t.Name, err)

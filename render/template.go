@@ -26,9 +26,11 @@ const (
 )
 
 // Private address ranges the secure default keeps sandboxes from reaching:
-// RFC 1918, link-local (cloud metadata), IPv6 unique-local and link-local.
+// RFC 1918, link-local (cloud metadata), carrier-grade NAT (RFC 6598:
+// some clouds' and clusters' internal addresses), IPv6 unique-local and
+// link-local.
 var (
-	privateIPv4 = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"}
+	privateIPv4 = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10"}
 	privateIPv6 = []string{"fc00::/7", "fe80::/10"}
 )
 

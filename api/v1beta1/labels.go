@@ -17,6 +17,12 @@ const (
 	// FNV-1a 32-bit hash of the Sandbox name as 8 lowercase hex digits. The
 	// Service selects the Pod with it.
 	LabelSandboxNameHash = GroupName + "/sandbox-name-hash"
+	// LabelSandboxUID is set on a Sandbox's Pod, Service and PVCs: the
+	// Sandbox's UID. Unlike the name hash it cannot collide, so every
+	// selector the controller owns (the Service's, the Sandbox's
+	// NetworkPolicy's) requires it next to the name hash. The UID survives
+	// a warm pool member's adoption by a claim.
+	LabelSandboxUID = GroupName + "/sandbox-uid"
 	// LabelAdoptable, set to "true" on an unowned Pod, Service or PVC, allows a
 	// Sandbox of the matching name to adopt it.
 	LabelAdoptable = GroupName + "/adoptable"
@@ -39,6 +45,16 @@ const (
 	// belongs to.
 	LabelClaimUID = GroupName + "/claim-uid"
 
+	// AnnotationNetworkPolicyManagement, on a Sandbox, is the switch of
+	// its own NetworkPolicy, with the values and meaning of a
+	// SandboxTemplate's spec.networkPolicyManagement: Managed (the
+	// default: the controller keeps a default-deny NetworkPolicy named
+	// after the Sandbox that selects its Pod) or Unmanaged (the
+	// controller makes none, and deletes the one it made: the user
+	// manages the Pod's policies). Any other value counts as Managed.
+	// Sandboxes made from a template (by a claim or a warm pool) are
+	// governed by the template's NetworkPolicy instead.
+	AnnotationNetworkPolicyManagement = GroupName + "/network-policy-management"
 	// AnnotationPodName, on a Sandbox, is the name of the Pod it created or adopted.
 	AnnotationPodName = GroupName + "/pod-name"
 	// AnnotationPropagatedLabels, on a Pod, lists (sorted, comma-separated)

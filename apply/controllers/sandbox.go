@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -42,8 +43,9 @@ const (
 // +kubebuilder:rbac:groups="",resources=pods;services,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 
-// SandboxReconciler makes each Sandbox's Pod, Service and PVCs match its spec
+// SandboxReconciler makes each Sandbox's Pod, Service, PVCs and NetworkPolicy match its spec
 // by observe -> plan (render.PlanSandbox) -> policy -> execute, and reports
 // what it sees in status.
 type SandboxReconciler struct {
@@ -70,6 +72,10 @@ type SandboxReconciler struct {
 	// Defaults are what a new Pod gets where the Sandbox's pod template
 	// leaves a field unset (the default runtime class); nil gives none.
 	Defaults render.DefaultsSource
+	// ControllerNamespace is where the sandbox router runs: a Sandbox's
+	// default-deny NetworkPolicy admits ingress only from routers there.
+	// Empty makes no NetworkPolicies (tests that do not run a router).
+	ControllerNamespace string
 
 	// memory holds, per Sandbox, what this process last wrote and
 	// reported (sandbox_memo.go).
@@ -102,6 +108,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.PersistentVolumeClaim{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		// An unowned Pod or Service named like a Sandbox may become
 		// adoptable, or go away and free the name: let that Sandbox look again.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
@@ -140,6 +147,7 @@ func (r *SandboxReconciler) reconcile(ctx context.Context, sb *sandboxv1beta1.Sa
 	in := render.SandboxPlanInputs{
 		Sandbox: sb, Pods: obs.pods, Pod: obs.pod, Adopt: obs.adopt, PodOwned: obs.podOwned, ForeignPod: obs.foreignPod,
 		Service: obs.service, ForeignService: obs.foreignSvc, PVCs: obs.pvcs,
+		NetworkPolicy: obs.netpol, ControllerNamespace: r.ControllerNamespace,
 		Expired:  sb.Spec.ShutdownTime != nil && !now.Before(sb.Spec.ShutdownTime.Time),
 		Defaults: render.CurrentDefaults(r.Defaults), ClusterDomain: r.ClusterDomain,
 		Now: metav1.NewTime(now.Truncate(time.Second)), Previous: reported.Conditions, Reported: reported,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,6 +27,7 @@ type observed struct {
 	foreignSvc *corev1.Service                 // a Service with our name that we may not take
 	service    *corev1.Service                 // our Service
 	pvcs       map[string]*corev1.PersistentVolumeClaim
+	netpol     *networkingv1.NetworkPolicy // the NetworkPolicy named after the Sandbox, whoever owns it
 }
 
 func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*observed, error) {
@@ -84,6 +86,15 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 		obs.service = svc
 	default:
 		obs.foreignSvc = svc
+	}
+
+	np := &networkingv1.NetworkPolicy{}
+	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: render.SandboxNetworkPolicyName(sb.Name)}, np); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("reading network policy: %w", err)
+	default:
+		obs.netpol = np
 	}
 
 	for _, t := range sb.Spec.VolumeClaimTemplates {

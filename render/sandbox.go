@@ -240,6 +240,11 @@ func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerRef
 				labels[k] = v
 			}
 		}
+		// The template's collision-free key, which its NetworkPolicy
+		// selects on with the ref hash.
+		if t := sb.Annotations[sandboxv1beta1.AnnotationSandboxTemplateRef]; t != "" {
+			labels[sandboxv1beta1.LabelSandboxTemplateRefSHA256] = TemplateRefSHA256(t)
+		}
 		// A warm pool member's Pod is marked as one until a claim takes
 		// the Sandbox (as upstream; it costs one Pod write per warm claim,
 		// off the claim's path to Ready).

@@ -33,6 +33,13 @@ const (
 	// SandboxTemplate a Sandbox or Pod was created from; the template's
 	// NetworkPolicy selects Pods with it.
 	LabelSandboxTemplateRefHash = GroupName + "/sandbox-template-ref-hash"
+	// LabelSandboxTemplateRefSHA256 is set on the Pod of a Sandbox a claim
+	// or a warm pool made from a SandboxTemplate: the first 128 bits of
+	// the SHA-256 of the template's name (agents.x-k8s.io/sandbox-template-ref),
+	// as 32 lowercase hex digits. The template-ref hash is 32 bits and
+	// collides; the template's NetworkPolicy selects on this label too, so
+	// another template's Pods never fall under it.
+	LabelSandboxTemplateRefSHA256 = GroupName + "/sandbox-template-ref-sha256"
 	// LabelSandboxTemplateHash is the hash of the template blueprint a warm pool
 	// member was rendered from; members with an older hash are stale.
 	LabelSandboxTemplateHash = GroupName + "/sandbox-template-hash"

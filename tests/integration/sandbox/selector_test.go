@@ -33,7 +33,9 @@ func watchLabels(t *testing.T, ns string) *labelHistory {
 	h := &labelHistory{pods: map[int64]bool{}, svcs: map[int64]bool{}}
 	for _, list := range []func() (watch.Interface, error){
 		func() (watch.Interface, error) { return cs.CoreV1().Pods(ns).Watch(ctxFor(t), metav1.ListOptions{}) },
-		func() (watch.Interface, error) { return cs.CoreV1().Services(ns).Watch(ctxFor(t), metav1.ListOptions{}) },
+		func() (watch.Interface, error) {
+			return cs.CoreV1().Services(ns).Watch(ctxFor(t), metav1.ListOptions{})
+		},
 	} {
 		w, err := list()
 		if err != nil {

@@ -52,6 +52,10 @@ type SandboxInputs struct {
 	// keeps selecting by name hash alone until the Pod is labelled, so an
 	// upgrade never drops a running Pod from its Service.
 	LegacyServiceSelector bool
+	// TemplateGone reports a Sandbox made from a template (MadeFromTemplate)
+	// whose template is gone or that names none: no template policy
+	// governs its Pod any more, so it gets a NetworkPolicy of its own.
+	TemplateGone bool
 }
 
 // Defaults are the controller-wide settings a Sandbox's Pod gets where its
@@ -133,7 +137,7 @@ func Sandbox(in SandboxInputs) (SandboxDesired, error) {
 		out.Service = service(sb, hash, owner, in.LegacyServiceSelector)
 	}
 	switch {
-	case NetworkPolicyUnmanaged(sb) || MadeFromTemplate(sb):
+	case NetworkPolicyUnmanaged(sb) || (MadeFromTemplate(sb) && !in.TemplateGone):
 		out.DeleteNetworkPolicy = true
 	case in.ControllerNamespace != "":
 		np, err := sandboxNetworkPolicy(sb, in.ControllerNamespace, owner)

@@ -34,8 +34,9 @@ func SandboxSelector(sb *sandboxv1beta1.Sandbox) map[string]string {
 // template's NetworkPolicy, or under its networkPolicyManagement
 // Unmanaged its author's, governs its Pod; a policy of its own next to
 // that one would widen it (NetworkPolicies add up), so it gets none.
-// (That no user can make a Sandbox look controlled by a claim or a pool is
-// the admission webhook's ownership guard.)
+// A Sandbox that outlives its template (SandboxInputs.TemplateGone) gets
+// its own. (That no user can make a Sandbox look controlled by a claim or a
+// pool is the admission webhook's ownership guard.)
 func MadeFromTemplate(sb *sandboxv1beta1.Sandbox) bool {
 	ref := metav1.GetControllerOfNoCopy(sb)
 	if ref == nil || sb.Labels[sandboxv1beta1.LabelSandboxTemplateRefHash] == "" {
@@ -95,7 +96,7 @@ func (p *sandboxPlanner) networkPolicy(desired SandboxDesired) bool {
 		p.add(step)
 	case desired.DeleteNetworkPolicy && owned:
 		why := "the Sandbox's NetworkPolicy is Unmanaged"
-		if MadeFromTemplate(sb) {
+		if !NetworkPolicyUnmanaged(sb) {
 			why = "the Sandbox's template governs its Pod"
 		}
 		p.add(Step{Action: ActionDelete, Kind: "NetworkPolicy", Namespace: live.Namespace, Name: live.Name,

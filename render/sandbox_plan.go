@@ -42,9 +42,10 @@ type SandboxPlanInputs struct {
 	// NetworkPolicy is the NetworkPolicy named after the Sandbox
 	// (SandboxNetworkPolicyName), whoever owns it; nil when there is none.
 	NetworkPolicy *networkingv1.NetworkPolicy
-	// ControllerNamespace is where the sandbox router runs (see
-	// SandboxInputs).
+	// ControllerNamespace is where the sandbox router runs, TemplateGone
+	// that a Sandbox made from a template outlived it (see SandboxInputs).
 	ControllerNamespace string
+	TemplateGone        bool
 	// Expired reports that shutdownTime has passed.
 	Expired bool
 	// Defaults are the defaults in force for a new Pod.
@@ -95,7 +96,7 @@ func PlanSandbox(in SandboxPlanInputs) (Plan, error) {
 	}
 	desired, err := Sandbox(SandboxInputs{
 		Sandbox: sb, ServiceExists: in.Service != nil && metav1.IsControlledBy(in.Service, sb), PodName: podName, Expired: in.Expired, Defaults: defaults,
-		ControllerNamespace: in.ControllerNamespace,
+		ControllerNamespace: in.ControllerNamespace, TemplateGone: in.TemplateGone,
 		// The Service requires the sandbox-uid label once the Pod has it:
 		// this plan labels the Pod, the next one narrows the selector.
 		LegacyServiceSelector: pod != nil && pod.Labels[sandboxv1beta1.LabelSandboxUID] != string(sb.UID),

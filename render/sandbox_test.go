@@ -54,6 +54,8 @@ type sandboxObserved struct {
 	// NetworkPolicy is the NetworkPolicy named after the Sandbox, whoever
 	// owns it.
 	NetworkPolicy *networkingv1.NetworkPolicy `json:"networkPolicy,omitempty"`
+	// TemplateGone: the template the Sandbox was made from is gone.
+	TemplateGone bool `json:"templateGone,omitempty"`
 }
 
 // goldenControllerNamespace is where the controller and the router run in
@@ -119,7 +121,8 @@ func TestSandboxGolden(t *testing.T) {
 				podName = obs.Pod.Name
 			}
 			desired, err := Sandbox(SandboxInputs{Sandbox: sb, ServiceExists: obs.ServiceExists, PodName: podName, Expired: obs.Expired,
-				Defaults: Defaults{RuntimeClassName: obs.DefaultRuntimeClass}, ControllerNamespace: goldenControllerNamespace})
+				Defaults: Defaults{RuntimeClassName: obs.DefaultRuntimeClass}, ControllerNamespace: goldenControllerNamespace,
+				TemplateGone: obs.TemplateGone})
 			if err != nil {
 				t.Fatalf("render: %v", err)
 			}
@@ -188,7 +191,7 @@ func planInputs(t *testing.T, sb *sandboxv1beta1.Sandbox, obs sandboxObserved) S
 		Service: obs.Service, ForeignService: obs.ForeignService, PVCs: map[string]*corev1.PersistentVolumeClaim{},
 		Expired: obs.Expired, Defaults: Defaults{RuntimeClassName: obs.DefaultRuntimeClass},
 		ClusterDomain: obs.ClusterDomain, Now: now,
-		NetworkPolicy: obs.NetworkPolicy, ControllerNamespace: goldenControllerNamespace,
+		NetworkPolicy: obs.NetworkPolicy, ControllerNamespace: goldenControllerNamespace, TemplateGone: obs.TemplateGone,
 	}
 	if obs.ServiceExists && in.Service == nil {
 		in.Service = &corev1.Service{

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/metrics"
 	"github.com/agentsandbox/reconciler/apply/ssa"
@@ -44,6 +45,7 @@ const (
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxtemplates,verbs=get;list;watch
 
 // SandboxReconciler makes each Sandbox's Pod, Service, PVCs and NetworkPolicy match its spec
 // by observe -> plan (render.PlanSandbox) -> policy -> execute, and reports
@@ -76,6 +78,10 @@ type SandboxReconciler struct {
 	// default-deny NetworkPolicy admits ingress only from routers there.
 	// Empty makes no NetworkPolicies (tests that do not run a router).
 	ControllerNamespace string
+	// Templates is set when the extension controllers run (their CRDs are
+	// installed): a Sandbox made from a template that is gone then gets a
+	// NetworkPolicy of its own, and templates are watched for that.
+	Templates bool
 
 	// memory holds, per Sandbox, what this process last wrote and
 	// reported (sandbox_memo.go).
@@ -113,6 +119,9 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 		// adoptable, or go away and free the name: let that Sandbox look again.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox))
+	if r.Templates {
+		b = b.Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.templateToSandboxes))
+	}
 	b = watchModeLabels(b, mgr.GetClient(), r.Policy, func() client.ObjectList { return &sandboxv1beta1.SandboxList{} })
 	// A Sandbox waiting for a Pod may get one under a new default runtime class.
 	return watchRuntimeClasses(b, r.Defaults, r.awaitingPod).
@@ -147,7 +156,7 @@ func (r *SandboxReconciler) reconcile(ctx context.Context, sb *sandboxv1beta1.Sa
 	in := render.SandboxPlanInputs{
 		Sandbox: sb, Pods: obs.pods, Pod: obs.pod, Adopt: obs.adopt, PodOwned: obs.podOwned, ForeignPod: obs.foreignPod,
 		Service: obs.service, ForeignService: obs.foreignSvc, PVCs: obs.pvcs,
-		NetworkPolicy: obs.netpol, ControllerNamespace: r.ControllerNamespace,
+		NetworkPolicy: obs.netpol, ControllerNamespace: r.ControllerNamespace, TemplateGone: obs.templateGone,
 		Expired:  sb.Spec.ShutdownTime != nil && !now.Before(sb.Spec.ShutdownTime.Time),
 		Defaults: render.CurrentDefaults(r.Defaults), ClusterDomain: r.ClusterDomain,
 		Now: metav1.NewTime(now.Truncate(time.Second)), Previous: reported.Conditions, Reported: reported,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -111,8 +112,18 @@ func (r *TemplateReconciler) reconcile(ctx context.Context, t *extv1beta1.Sandbo
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, r.run(ctx, t, plan)
+	var result reconcile.Result
+	if legacy {
+		// Level-triggered as well: the policy narrows once the last
+		// legacy Pod is relabelled or gone, whichever event brings it.
+		result.RequeueAfter = legacyRecheck
+	}
+	return result, r.run(ctx, t, plan)
 }
+
+// legacyRecheck is how often a template whose policy still selects on the
+// ref hash alone (legacyPods) is looked at again.
+const legacyRecheck = 5 * time.Second
 
 // legacyPods reports Pods in the template's namespace with its ref hash
 // but without the sandbox-template-ref-sha256 label: made before the label

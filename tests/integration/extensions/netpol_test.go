@@ -120,3 +120,51 @@ func TestTemplateNetworkPolicyCollisionFree(t *testing.T) {
 	}
 	eventually(t, a+"'s policy narrowed again once the unlabelled Pod is gone", check(a, pa, pb, forged))
 }
+
+// TestSandboxOutlivingItsTemplateGetsItsOwnNetworkPolicy: a pool member
+// is governed by its template's NetworkPolicy and has none of its own;
+// once the template (and its policy with it) is gone, the member gets its
+// own default-deny NetworkPolicy selecting its Pod, removed again when the
+// template is back.
+func TestSandboxOutlivingItsTemplateGetsItsOwnNetworkPolicy(t *testing.T) {
+	ns := env.Namespace(t)
+	env.StartKubelet(t, ns)
+	create(t, newTemplate(ns, "tpl"), newPool(ns, "pool", "tpl", 1))
+	_, members := waitPool(t, ns, "pool", 1)
+	m := members[0]
+	eventually(t, "the template's NetworkPolicy", func() error {
+		_, err := get(t, ns, render.NetworkPolicyName("tpl"), &networkingv1.NetworkPolicy{})
+		return err
+	})
+	if _, err := get(t, ns, m.Name, &networkingv1.NetworkPolicy{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a member governed by its template has a NetworkPolicy of its own (%v)", err)
+	}
+	if err := env.Client.Delete(ctxFor(t), newTemplate(ns, "tpl")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the member's own NetworkPolicy, selecting its Pod", func() error {
+		np, err := get(t, ns, m.Name, &networkingv1.NetworkPolicy{})
+		if err != nil {
+			return err
+		}
+		if !metav1.IsControlledBy(np, &m) {
+			return fmt.Errorf("owners %+v", np.OwnerReferences)
+		}
+		pod, err := get(t, ns, m.Name, &corev1.Pod{})
+		if err != nil {
+			return err
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
+			return fmt.Errorf("selector %v does not select the Pod's labels %v (%v)", np.Spec.PodSelector, pod.Labels, err)
+		}
+		return nil
+	})
+	create(t, newTemplate(ns, "tpl"))
+	eventually(t, "the member's own NetworkPolicy removed once the template is back", func() error {
+		if _, err := get(t, ns, m.Name, &networkingv1.NetworkPolicy{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+}

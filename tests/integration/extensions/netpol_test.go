@@ -86,11 +86,11 @@ func TestTemplateNetworkPolicyCollisionFree(t *testing.T) {
 		return func() error {
 			ok, err := policySelects(t, ns, template, own)
 			if err != nil || !ok {
-				return fmt.Errorf("the policy of %s does not select its member %s (%v)", template, own.Name, err)
+				return fmt.Errorf("the policy of %s does not select its member %s (%w)", template, own.Name, err)
 			}
 			for _, o := range others {
 				if ok, err := policySelects(t, ns, template, o); err != nil || ok {
-					return fmt.Errorf("the policy of %s selects Pod %s (labels %v; %v)", template, o.Name, o.Labels, err)
+					return fmt.Errorf("the policy of %s selects Pod %s (labels %v; %w)", template, o.Name, o.Labels, err)
 				}
 			}
 			return nil
@@ -156,14 +156,14 @@ func TestSandboxOutlivingItsTemplateGetsItsOwnNetworkPolicy(t *testing.T) {
 		}
 		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
 		if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
-			return fmt.Errorf("selector %v does not select the Pod's labels %v (%v)", np.Spec.PodSelector, pod.Labels, err)
+			return fmt.Errorf("selector %v does not select the Pod's labels %v (%w)", np.Spec.PodSelector, pod.Labels, err)
 		}
 		return nil
 	})
 	create(t, newTemplate(ns, "tpl"))
 	eventually(t, "the member's own NetworkPolicy removed once the template is back", func() error {
 		if _, err := get(t, ns, m.Name, &networkingv1.NetworkPolicy{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there (%v)", err)
+			return fmt.Errorf("still there (%w)", err)
 		}
 		return nil
 	})

@@ -1,7 +1,7 @@
 // Package render holds pure functions that turn our objects into the objects
 // the controller should hold in the cluster, as client-go apply
 // configurations: Sandbox -> Pod, Service, PVCs and, for a Sandbox not made
-// from a template, its own default-deny NetworkPolicy; SandboxTemplate ->
+// from a template (or that outlived it), its own default-deny NetworkPolicy; SandboxTemplate ->
 // NetworkPolicy; SandboxClaim and SandboxWarmPool -> Sandboxes; and the status
 // of each kind from what was observed. SandboxObjects renders a Sandbox and
 // lists its children (Pod, Service, PVCs): the one listing the controller's

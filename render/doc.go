@@ -1,6 +1,7 @@
 // Package render holds pure functions that turn our objects into the objects
 // the controller should hold in the cluster, as client-go apply
-// configurations: Sandbox -> Pod, Service, PVCs; SandboxTemplate ->
+// configurations: Sandbox -> Pod, Service, PVCs and, for a Sandbox not made
+// from a template (or that outlived it), its own default-deny NetworkPolicy; SandboxTemplate ->
 // NetworkPolicy; SandboxClaim and SandboxWarmPool -> Sandboxes; and the status
 // of each kind from what was observed. SandboxObjects renders a Sandbox and
 // lists its children (Pod, Service, PVCs): the one listing the controller's
@@ -12,7 +13,10 @@
 // preconditions, annotate, events, status), any terminal problem and when
 // to look again. PlanSandbox decides a Sandbox's: adoption, a running Pod's
 // frozen spec and its drift, objects in the way, fail-closed on several
-// Pods and an expired Sandbox's deletion. PlanWarmPool decides a pool's:
+// Pods and an expired Sandbox's deletion; its NetworkPolicy goes before
+// its Pod. Every selector of a Sandbox's Pod the plans write matches the
+// Sandbox's UID as well as upstream's name hash (SandboxSelector), which
+// collides. PlanWarmPool decides a pool's:
 // which members to delete and why (stale under Recreate, the excess, not
 // Ready and newest first; each guarded by UID and resourceVersion; never a
 // Sandbox a claim took), which to create, the status and progress events

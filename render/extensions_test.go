@@ -56,6 +56,9 @@ type templateObserved struct {
 	MembersDenied       string `json:"membersDenied,omitempty"`
 	NetworkPolicyDenied string `json:"networkPolicyDenied,omitempty"`
 	Reported            string `json:"reported,omitempty"`
+	// LegacyPods: Pods of the template's Sandboxes lack the
+	// sandbox-template-ref-sha256 label.
+	LegacyPods bool `json:"legacyPods,omitempty"`
 }
 
 func TestTemplateGolden(t *testing.T) {
@@ -90,7 +93,7 @@ func TestTemplateGolden(t *testing.T) {
 				}
 			}
 			in := TemplatePlanInputs{
-				TemplateInputs: TemplateInputs{Template: &tmpl, ControllerNamespace: "agent-sandbox-system"},
+				TemplateInputs: TemplateInputs{Template: &tmpl, ControllerNamespace: "agent-sandbox-system", LegacyPods: obs.LegacyPods},
 				NetworkPolicy:  obs.NetworkPolicy, Policies: true,
 				MembersDenied: obs.MembersDenied, NetworkPolicyDenied: obs.NetworkPolicyDenied, Reported: obs.Reported,
 			}

@@ -2,6 +2,7 @@ package render
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -38,6 +39,13 @@ type SandboxPlanInputs struct {
 	// PVCs are the existing PersistentVolumeClaims of the volume claim
 	// templates, by name.
 	PVCs map[string]*corev1.PersistentVolumeClaim
+	// NetworkPolicy is the NetworkPolicy named after the Sandbox
+	// (SandboxNetworkPolicyName), whoever owns it; nil when there is none.
+	NetworkPolicy *networkingv1.NetworkPolicy
+	// ControllerNamespace is where the sandbox router runs, TemplateGone
+	// that a Sandbox made from a template outlived it (see SandboxInputs).
+	ControllerNamespace string
+	TemplateGone        bool
 	// Expired reports that shutdownTime has passed.
 	Expired bool
 	// Defaults are the defaults in force for a new Pod.
@@ -88,24 +96,16 @@ func PlanSandbox(in SandboxPlanInputs) (Plan, error) {
 	}
 	desired, err := Sandbox(SandboxInputs{
 		Sandbox: sb, ServiceExists: in.Service != nil && ownedBy(in.Service, sb), PodName: podName, Expired: in.Expired, Defaults: defaults,
+		ControllerNamespace: in.ControllerNamespace, TemplateGone: in.TemplateGone,
+		// The Service requires the sandbox-uid label once the Pod has it:
+		// this plan labels the Pod, the next one narrows the selector.
+		LegacyServiceSelector: pod != nil && pod.Labels[sandboxv1beta1.LabelSandboxUID] != string(sb.UID),
 	})
 	if err != nil {
 		return p.stop(err.Error()), nil
 	}
 	p.plan.Checks = SandboxChecks(sb, desired, in.newChildren(desired))
-	if in.Expired && sb.Spec.ShutdownPolicy != nil && *sb.Spec.ShutdownPolicy == sandboxv1beta1.ShutdownPolicyDelete {
-		// One step, guarded by the resourceVersion the expiry was judged
-		// on as well as the UID: a shutdownTime extended (or a policy
-		// changed to Retain) since then fails the delete, with nothing
-		// else done (the Pod and Service go with the Sandbox, by garbage
-		// collection), and the next reconcile judges the Sandbox as it is.
-		p.add(Step{Action: ActionDelete, Kind: "Sandbox", Namespace: sb.Namespace, Name: sb.Name,
-			Reason:        "expired with shutdownPolicy Delete",
-			Preconditions: &Preconditions{UID: sb.UID, ResourceVersion: sb.ResourceVersion},
-			Propagation:   ptr.To(metav1.DeletePropagationBackground), Live: sb})
-		return p.plan, nil
-	}
-	if !p.pvcs(desired) || !p.service(desired) {
+	if !p.pvcs(desired) || !p.service(desired) || !p.networkPolicy(desired) {
 		return p.plan, nil
 	}
 	drift := p.pod(desired)
@@ -166,6 +166,7 @@ func (in SandboxPlanInputs) newChildren(desired SandboxDesired) NewChildren {
 			c.PVCs[*want.Name] = true
 		}
 	}
+	c.NetworkPolicy = in.NetworkPolicy == nil
 	return c
 }
 

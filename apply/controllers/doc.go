@@ -37,6 +37,11 @@
 // reported (status, the pod-name annotation, events reported once, a
 // claim's binding) is one ssa.Memory, keyed by object and UID, forgotten
 // when the object goes.
+// The Sandbox reconciler keeps a default-deny NetworkPolicy for every
+// Sandbox not made from a template (render.PlanSandbox decides it) and
+// watches NetworkPolicies for that; the template reconciler watches Pods
+// that lack a template's collision-free label, whose template's policy
+// selects on the ref hash alone until none is left.
 // Reconcilers never delete a PersistentVolumeClaim (garbage collection
 // does, with its Sandbox) and never change a field another field manager owns, with one exception the user
 // asks for: idle suspend (IdleReconciler, on Sandboxes annotated

@@ -105,6 +105,18 @@ func PlanSandbox(in SandboxPlanInputs) (Plan, error) {
 		return p.stop(err.Error()), nil
 	}
 	p.plan.Checks = SandboxChecks(sb, desired, in.newChildren(desired))
+	if in.Expired && sb.Spec.ShutdownPolicy != nil && *sb.Spec.ShutdownPolicy == sandboxv1beta1.ShutdownPolicyDelete {
+		// One step, guarded by the resourceVersion the expiry was judged
+		// on as well as the UID: a shutdownTime extended (or a policy
+		// changed to Retain) since then fails the delete, with nothing
+		// else done (the Pod and Service go with the Sandbox, by garbage
+		// collection), and the next reconcile judges the Sandbox as it is.
+		p.add(Step{Action: ActionDelete, Kind: "Sandbox", Namespace: sb.Namespace, Name: sb.Name,
+			Reason:        "expired with shutdownPolicy Delete",
+			Preconditions: &Preconditions{UID: sb.UID, ResourceVersion: sb.ResourceVersion},
+			Propagation:   ptr.To(metav1.DeletePropagationBackground), Live: sb})
+		return p.plan, nil
+	}
 	if !p.pvcs(desired) || !p.service(desired) || !p.networkPolicy(desired) {
 		return p.plan, nil
 	}

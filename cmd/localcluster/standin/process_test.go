@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -60,11 +61,23 @@ func post(t *testing.T, port int, command string) map[string]any {
 // session.
 func TestProcessLifecycle(t *testing.T) {
 	sbDir := filepath.Join(t.TempDir(), "ns", "sb")
-	pid, port, err := startProcess(context.Background(), spec(sbDir))
+	pid, pp, err := startProcess(context.Background(), spec(sbDir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = stopProcess(pid, sbDir, time.Second) }()
+	port := pp.legacy
+	// The same process serves sandboxd's REST API and gRPC service.
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/health", pp.rest))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("sandboxd health on port %d: %v %v", pp.rest, resp, err)
+	}
+	_ = resp.Body.Close()
+	if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", pp.grpc)); err != nil {
+		t.Fatalf("sandboxd gRPC port %d: %v", pp.grpc, err)
+	} else {
+		_ = c.Close()
+	}
 	if !alive(pid, sbDir) {
 		t.Fatal("alive = false for the runtime just started")
 	}
@@ -143,12 +156,12 @@ func TestStopAll(t *testing.T) {
 	var pids []int
 	for _, k := range []Key{{"a", "one"}, {"b", "two"}} {
 		sbDir := SandboxDir(dir, k)
-		pid, port, err := startProcess(context.Background(), spec(sbDir))
+		pid, pp, err := startProcess(context.Background(), spec(sbDir))
 		if err != nil {
 			t.Fatal(err)
 		}
 		pids = append(pids, pid)
-		if err := writeState(sbDir, State{Pod: k.Name, PodUID: "u", PID: pid, Port: port}); err != nil {
+		if err := writeState(sbDir, State{Pod: k.Name, PodUID: "u", PID: pid, Port: pp.legacy, RESTPort: pp.rest, GRPCPort: pp.grpc}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -26,7 +26,9 @@
 // request or output in memory, or leave a timed-out command's processes
 // running. It must not import the controller (apply/, render/, policy/,
 // webhooks/): it runs inside the sandbox, with nothing but the standard
-// library.
+// library (and dataplane/shlex, which splits command lines). Resolve, its
+// path confinement, is shared with sandboxd (dataplane/sandboxd), which the
+// same binary serves next to it.
 //
 // The confinement is the protocol's, not a security boundary: commands run
 // with the runtime's own rights and can read and write anything those allow.

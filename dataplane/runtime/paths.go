@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/agentsandbox/reconciler/dataplane/shlex"
 )
 
 // ErrAccessDenied is a path that resolves outside the base directory. The
@@ -127,3 +129,7 @@ func IsNotExist(err error) bool { return notExist(err) }
 func notExist(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
+
+// Split splits a command line as upstream's runtime does (Python's
+// shlex.split); see package shlex.
+func Split(s string) ([]string, error) { return shlex.Split(s) }

@@ -20,6 +20,13 @@
 //     /execute, POST /upload (multipart, field "file", a path under the base),
 //     GET /download/{path}, /list/{path} and /exists/{path} with the path
 //     percent-encoded, "/" included.
+//   - With WithSandboxd they speak sandboxd instead, upstream's standard
+//     runtime API (KEP 539.2), straight to the Pod as upstream's SDKs do in
+//     that mode: files through REST on port 8080 (PUT, GET and HEAD
+//     /v1/files/{path}), Run through the gRPC ProcessService on port 9090
+//     (Execute, with the command split as the legacy runtime splits it), and
+//     Sandbox.ProcessService for Start, stdin, signals and PTYs. Both ports
+//     share one port-forward connection.
 //   - They reach the runtime straight through the API server's port-forward
 //     to the sandbox's Pod (the default; needs pods/portforward create), or
 //     through a router (WithRouter: X-Sandbox-ID, X-Sandbox-Namespace,

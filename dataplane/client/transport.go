@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentsandbox/reconciler/dataplane/sandboxd/processpb"
 )
 
 // Headers a router reads (upstream's sandbox-router).
@@ -36,6 +38,18 @@ type conn struct {
 	backoff    time.Duration
 	maxBackoff time.Duration
 	close      func() // releases the port-forward, if any
+	// proc is sandboxd's ProcessService (WithSandboxd), nil for the legacy
+	// protocol: then files go to /v1/files and health to /v1/health.
+	proc processpb.ProcessServiceClient
+}
+
+// healthEndpoint is the runtime's health check: GET / (legacy) or GET
+// /v1/health (sandboxd).
+func (c *conn) healthEndpoint() string {
+	if c.proc != nil {
+		return "v1/health"
+	}
+	return ""
 }
 
 // request is one call to the runtime.

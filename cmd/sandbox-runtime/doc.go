@@ -1,10 +1,14 @@
 // Command sandbox-runtime is the in-sandbox runtime server: it runs in a
 // sandbox's container and serves upstream agent-sandbox's legacy runtime
-// protocol on :8888 (run commands, upload, download, list, check files), so
-// that the router, the SDKs and kubectl sandbox exec can reach the sandbox.
+// protocol on :8888 (run commands, upload, download, list, check files), and
+// upstream's standard runtime API, sandboxd, on :8080 (REST, /v1/files) and
+// :9090 (gRPC process.v1.ProcessService), so that the router, the SDKs and
+// kubectl sandbox exec can reach the sandbox. An empty address turns a
+// protocol off.
 //
-// It is flags, environment and wiring only: the protocol, the command
-// execution and the path confinement live in dataplane/runtime. It reads
+// It is flags, environment and wiring only: the protocols, the command
+// execution and the path confinement live in dataplane/runtime and
+// dataplane/sandboxd. It reads
 // upstream's SANDBOX_BASE_DIR and SANDBOX_EXEC_TIMEOUT_SECONDS, ours for the
 // limits (SANDBOX_MAX_OUTPUT_BYTES, SANDBOX_MAX_UPLOAD_BYTES,
 // SANDBOX_LISTEN_ADDRESS); flags override them. On SIGTERM it stops

@@ -3,7 +3,6 @@ package sandboxd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"sort"
@@ -284,4 +283,4 @@ func (s *Service) lookup(id int32) (*process, error) {
 }
 
 // errNoTTY is ResizeTTY on a program started without a PTY.
-var errNoTTY = fmt.Errorf("the process has no PTY (start it with pty set)")
+var errNoTTY = errors.New("the process has no PTY (start it with pty set)")

@@ -49,11 +49,11 @@ type options struct {
 // (upstream's variables, and ours for the limits).
 func (o *options) bind(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&o.listenAddr, "listen-address", o.envString(getenv, "SANDBOX_LISTEN_ADDRESS", ":8888"),
-		"Address to serve upstream's legacy protocol on; empty turns it off ($SANDBOX_LISTEN_ADDRESS).")
+		"Address to serve upstream's legacy protocol on; empty or off turns it off ($SANDBOX_LISTEN_ADDRESS).")
 	fs.StringVar(&o.restAddr, "sandboxd-rest-address", o.envString(getenv, "SANDBOXD_REST_ADDRESS", ":8080"),
-		"Address to serve sandboxd's REST API (/v1/files, /v1/health, /v1/metadata) on; empty turns it off ($SANDBOXD_REST_ADDRESS).")
+		"Address to serve sandboxd's REST API (/v1/files, /v1/health, /v1/metadata) on; empty or off turns it off ($SANDBOXD_REST_ADDRESS).")
 	fs.StringVar(&o.grpcAddr, "sandboxd-grpc-address", o.envString(getenv, "SANDBOXD_GRPC_ADDRESS", ":9090"),
-		"Address to serve sandboxd's gRPC process.v1.ProcessService on; empty turns it off ($SANDBOXD_GRPC_ADDRESS).")
+		"Address to serve sandboxd's gRPC process.v1.ProcessService on; empty or off turns it off ($SANDBOXD_GRPC_ADDRESS).")
 	fs.StringVar(&o.baseDir, "base-dir", o.envString(getenv, "SANDBOX_BASE_DIR", runtime.DefaultBaseDir),
 		"Directory commands run in and file paths are confined to; created if missing ($SANDBOX_BASE_DIR).")
 	fs.DurationVar(&o.execTimeout, "exec-timeout", o.envSeconds(getenv, "SANDBOX_EXEC_TIMEOUT_SECONDS", runtime.DefaultExecTimeout),
@@ -110,6 +110,11 @@ func (o *options) validate() error {
 	errs := append([]error(nil), o.envErrs...)
 	if o.baseDir == "" {
 		errs = append(errs, errors.New("--base-dir must not be empty"))
+	}
+	for _, addr := range []*string{&o.listenAddr, &o.restAddr, &o.grpcAddr} {
+		if *addr == "off" {
+			*addr = ""
+		}
 	}
 	if o.listenAddr == "" && o.restAddr == "" && o.grpcAddr == "" {
 		errs = append(errs, errors.New("--listen-address, --sandboxd-rest-address and --sandboxd-grpc-address are all empty: nothing to serve"))
@@ -172,16 +177,16 @@ func run(ctx context.Context, o options, logger *slog.Logger) error {
 	}
 	var l listeners
 	for _, x := range []struct {
-		addr string
-		ln   *net.Listener
-	}{{o.listenAddr, &l.legacy}, {o.restAddr, &l.rest}, {o.grpcAddr, &l.grpc}} {
+		flag, addr string
+		ln         *net.Listener
+	}{{"--listen-address", o.listenAddr, &l.legacy}, {"--sandboxd-rest-address", o.restAddr, &l.rest}, {"--sandboxd-grpc-address", o.grpcAddr, &l.grpc}} {
 		if x.addr == "" {
 			continue
 		}
 		ln, err := net.Listen("tcp", x.addr)
 		if err != nil {
 			l.close()
-			return err
+			return fmt.Errorf("%s=%s: %w (another port, or empty to turn it off)", x.flag, x.addr, err)
 		}
 		*x.ln = ln
 	}

@@ -98,8 +98,27 @@ func TestEmptyAddressTurnsAProtocolOff(t *testing.T) {
 	if d := parse(t, nil); d.restAddr != ":8080" || d.grpcAddr != ":9090" {
 		t.Fatalf("defaults: %q %q", d.restAddr, d.grpcAddr)
 	}
-	o = parse(t, nil, "--listen-address=", "--sandboxd-rest-address=", "--sandboxd-grpc-address=")
+	o = parse(t, map[string]string{"SANDBOXD_REST_ADDRESS": "off"})
+	if err := o.validate(); err != nil || o.restAddr != "" || o.grpcAddr != ":9090" {
+		t.Fatalf("SANDBOXD_REST_ADDRESS=off: %q %q %v", o.restAddr, o.grpcAddr, err)
+	}
+	o = parse(t, nil, "--listen-address=", "--sandboxd-rest-address=", "--sandboxd-grpc-address=off")
 	if err := o.validate(); err == nil || !strings.Contains(err.Error(), "nothing to serve") {
 		t.Fatalf("all off: %v", err)
+	}
+}
+
+// A taken address stops the runtime with a message that names the flag.
+func TestTakenAddressNamesItsFlag(t *testing.T) {
+	taken := listen(t)
+	defer func() { _ = taken.Close() }()
+	o := parse(t, nil, "--base-dir="+t.TempDir(), "--listen-address=127.0.0.1:0", "--sandboxd-grpc-address=off",
+		"--sandboxd-rest-address="+taken.Addr().String())
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	err := run(context.Background(), o, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "--sandboxd-rest-address="+taken.Addr().String()) || !strings.Contains(err.Error(), "off") {
+		t.Fatalf("run with a taken REST address: %v", err)
 	}
 }

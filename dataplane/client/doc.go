@@ -52,5 +52,8 @@
 //
 // This package talks to the API server only through client-go with the
 // types of api/; it must never import the controller (apply/), the router
-// or the runtime: programs outside the cluster link it.
+// or the runtime servers (dataplane/runtime, dataplane/sandboxd): programs
+// outside the cluster link it. Of the runtime's side it uses only the
+// protocol: sandboxd's generated gRPC types (dataplane/sandboxd/processpb)
+// and the command-line splitter (dataplane/shlex).
 package client

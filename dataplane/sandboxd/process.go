@@ -223,7 +223,10 @@ func (s *Service) Start(req *processpb.StartRequest, stream grpc.ServerStreaming
 	}()
 	s.opts.Logger.Info("start", "program", cmd.Args[0], "args", len(cmd.Args)-1, "pid", pid, "pty", p.tty != nil)
 
-	exited := make(chan error, 1)
+	// exited is closed once the program is waited for; waitErr is then
+	// what Wait returned.
+	exited := make(chan struct{})
+	var waitErr error
 	go func() {
 		err := cmd.Wait()
 		// A PTY's output is read here, not by exec: give the reader the
@@ -232,7 +235,8 @@ func (s *Service) Start(req *processpb.StartRequest, stream grpc.ServerStreaming
 		case <-readerDone:
 		case <-time.After(waitDelay):
 		}
-		exited <- err
+		waitErr = err
+		close(exited)
 	}()
 	if err := stream.Send(&processpb.StartResponse{Event: &processpb.StartResponse_Init{Init: &processpb.InitEvent{ProcessId: pid}}}); err != nil {
 		cancel()
@@ -247,7 +251,7 @@ func (s *Service) Start(req *processpb.StartRequest, stream grpc.ServerStreaming
 				<-exited
 				return err
 			}
-		case werr := <-exited:
+		case <-exited:
 			for drained := false; !drained; {
 				select {
 				case ev := <-events:
@@ -259,7 +263,7 @@ func (s *Service) Start(req *processpb.StartRequest, stream grpc.ServerStreaming
 				}
 			}
 			if cmd.ProcessState == nil {
-				return status.Errorf(codes.Internal, "wait: %v", werr)
+				return status.Errorf(codes.Internal, "wait: %v", waitErr)
 			}
 			if ctx.Err() != nil {
 				return status.FromContextError(ctx.Err()).Err()

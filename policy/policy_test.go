@@ -198,6 +198,29 @@ func TestBuiltInRules(t *testing.T) {
 			p.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8888)}}}
 			p.Spec.Containers[0].StartupProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8888)}}}
 		}},
+		{name: "token Secret volume", mutate: func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "default-token-x7k2q"}}}}
+		}, policy: "agent-sandbox-baseline", rule: 21, want: "ServiceAccount token Secrets (named <account>-token-<suffix>) must not be mounted: sandboxes get no Kubernetes API credentials: volume creds"},
+		{name: "token Secret projected", mutate: func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "all", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}},
+				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "deployer-token-b2c4d"}}}}}}}}
+		}, policy: "agent-sandbox-baseline", rule: 21, want: "volume all"},
+		{name: "token Secret in env", mutate: func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "builder-token-zz99w"}, Key: "token"}}}}
+		}, policy: "agent-sandbox-baseline", rule: 21, want: "env of agent"},
+		{name: "token Secret in envFrom of an init container", mutate: func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: "x", SecurityContext: &corev1.SecurityContext{Capabilities: dropAll()},
+				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "default-token-q5rts"}}}}}}
+		}, policy: "agent-sandbox-baseline", rule: 21, want: "env of setup"},
+		{name: "Secrets not named like token Secrets allowed", mutate: func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{
+				{Name: "a", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "api-token"}}},
+				{Name: "b", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "my-token-abcde"}}}, // vowels: never generated
+				{Name: "c", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "default-token-x7k2q-copy"}}},
+			}
+		}},
 		{name: "root", mutate: func(p *corev1.Pod) { p.Spec.SecurityContext.RunAsNonRoot = nil },
 			policy: "agent-sandbox-restricted", rule: 0},
 		{name: "container non-root overrides", mutate: func(p *corev1.Pod) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -170,4 +171,24 @@ func adoptedResumeAnnotations(c *extv1beta1.SandboxClaim, t *extv1beta1.SandboxT
 		fromTemplate = t.Annotations
 	}
 	return sandboxv1beta1.ResumeAnnotations(fromTemplate, c.Annotations)
+}
+
+// ClaimedMemberPod is the running Pod of a warm member as it will be once
+// claim c takes the member: the Pod as it is (its spec is what runs, which
+// may differ from what the member's spec renders now: a Pod made before a
+// policy was enforced, under another default, or changed by admission
+// since), with the claim's additional labels and annotations added.
+// pod is not changed.
+func ClaimedMemberPod(c *extv1beta1.SandboxClaim, pod *corev1.Pod) *corev1.Pod {
+	p := pod.DeepCopy()
+	extra := c.Spec.AdditionalPodMetadata
+	if len(extra.Labels) > 0 && p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	maps.Copy(p.Labels, extra.Labels)
+	if len(extra.Annotations) > 0 && p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	maps.Copy(p.Annotations, extra.Annotations)
+	return p
 }

@@ -107,7 +107,7 @@ func secondSandboxDeletes(in ClaimPlanInputs) []Step {
 // which is bound to the Sandbox named bound: c controls it, it is not the
 // bound one, it is not going already, and it can be guarded.
 func deletableSecond(sb *sandboxv1beta1.Sandbox, c *extv1beta1.SandboxClaim, bound string) bool {
-	return sb.Name != bound && metav1.IsControlledBy(sb, c) && sb.DeletionTimestamp == nil &&
+	return sb.Name != bound && extv1beta1.IsClaimedBy(sb, c) && sb.DeletionTimestamp == nil &&
 		sb.UID != "" && sb.ResourceVersion != ""
 }
 

@@ -32,7 +32,7 @@ func PlanClaimExpiry(in ClaimPlanInputs) Plan {
 	}
 	st := in.statusInputs()
 	st.Pending, st.Sandbox, st.Expired = false, nil, true
-	if sb := in.Sandbox; sb != nil && metav1.IsControlledBy(sb, c) {
+	if sb := in.Sandbox; sb != nil && extv1beta1.IsClaimedBy(sb, c) {
 		// Reported (name, Pod IPs, Finished) until the Sandbox is gone.
 		st.Sandbox = sb
 	} else if in.NotOwned != "" {

@@ -114,7 +114,7 @@ func ClaimMayTake(pool *extv1beta1.SandboxWarmPool, removals []*sandboxv1beta1.S
 		doomed[m.UID] = true
 	}
 	return func(sb *sandboxv1beta1.Sandbox) bool {
-		return metav1.IsControlledBy(sb, pool) && sb.DeletionTimestamp == nil && !doomed[sb.UID]
+		return extv1beta1.IsPoolMember(sb, pool) && sb.DeletionTimestamp == nil && !doomed[sb.UID]
 	}
 }
 

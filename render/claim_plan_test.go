@@ -124,7 +124,7 @@ func assertGuardedDelete(t *testing.T, s Step, claim *extv1beta1.SandboxClaim) {
 	if p == nil || p.UID == "" || (s.Kind == "Sandbox" && p.ResourceVersion == "") {
 		t.Errorf("delete of %s %s is not guarded (UID, and a Sandbox's resourceVersion): %+v", s.Kind, s.Name, p)
 	}
-	if sb, ok := s.Live.(*sandboxv1beta1.Sandbox); s.Kind == "Sandbox" && (!ok || !metav1.IsControlledBy(sb, claim) || sb.UID != p.UID) {
+	if sb, ok := s.Live.(*sandboxv1beta1.Sandbox); s.Kind == "Sandbox" && (!ok || !extv1beta1.IsClaimedBy(sb, claim) || sb.UID != p.UID) {
 		t.Errorf("the plan deletes Sandbox %s, which the claim does not control", s.Name)
 	}
 }

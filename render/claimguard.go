@@ -45,6 +45,31 @@ var runtimeKeys = []runtimeKey{
 	{"cdi.k8s.io/", "containerd and CRI-O inject the devices that cdi.k8s.io/ keys name into the containers"},
 }
 
+// networkKeys are refused in a claim's additionalPodMetadata on top of
+// runtimeKeys: CNI plugins and service meshes read them to attach the Pod to
+// other networks or to change how its traffic is intercepted, around the
+// NetworkPolicy the Sandbox gets. A SandboxTemplate may set them: where a
+// sandbox's network is, is the platform's decision.
+var networkKeys = []runtimeKey{
+	{"k8s.v1.cni.cncf.io/", "Multus attaches the Pod to the networks k8s.v1.cni.cncf.io/ keys name (k8s.v1.cni.cncf.io/networks), outside its NetworkPolicy"},
+	{"v1.multus-cni.io/", "Multus replaces the Pod's default network with the one v1.multus-cni.io/ keys name"},
+	{"traffic.sidecar.istio.io/", "Istio's sidecar leaves the ports and addresses traffic.sidecar.istio.io/ keys name outside the mesh and its policies"},
+	{"sidecar.istio.io/", "Istio decides from sidecar.istio.io/ keys whether the Pod gets a sidecar proxy and what it runs"},
+	{"cni.projectcalico.org/", "Calico assigns the addresses, pools and floating IPs cni.projectcalico.org/ keys name"},
+}
+
+// RuntimeKeyPrefixes are the key prefixes (lower case) that container
+// runtimes, the kubelet or OCI hooks read when they start a Pod, and
+// RuntimeKeyDomains the DNS domains whose keys CRI-O reads: what a claim
+// may never set, and what the baseline policy bundle refuses on any
+// sandbox Pod (a test keeps the bundle's CEL list equal to this one).
+func RuntimeKeyPrefixes() (prefixes, domains []string) {
+	for _, r := range runtimeKeys {
+		prefixes = append(prefixes, r.prefix)
+	}
+	return prefixes, append([]string(nil), runtimeDomains...)
+}
+
 // runtimeDomains are DNS domains whose keys CRI-O reads (CPU isolation such
 // as cpu-quota.crio.io, seccomp profiles pulled from images under
 // seccomp-profile.kubernetes.cri-o.io/). A key is in a domain when the part
@@ -54,7 +79,7 @@ var runtimeDomains = []string{"crio.io", "cri-o.io"}
 // runtimeKeyReason says why a claim may not set key, or "" when it may.
 func runtimeKeyReason(key string) string {
 	k := strings.ToLower(key)
-	for _, r := range runtimeKeys {
+	for _, r := range append(runtimeKeys[:len(runtimeKeys):len(runtimeKeys)], networkKeys...) {
 		if strings.HasPrefix(k, r.prefix) {
 			return r.why
 		}

@@ -77,6 +77,12 @@ func TestClaimMetadataRuntimeKeys(t *testing.T) {
 		{key: "cpu-quota.crio.io", want: "crio.io domain"},
 		{key: "seccomp-profile.kubernetes.cri-o.io/main", want: "cri-o.io domain"},
 		{key: "IO.KataContainers.config", want: "Kata Containers"},
+		// Keys CNI plugins and service meshes read.
+		{key: "k8s.v1.cni.cncf.io/networks", want: "Multus"},
+		{key: "v1.multus-cni.io/default-network", want: "Multus"},
+		{key: "sidecar.istio.io/inject", label: true, value: "false", want: "Istio"},
+		{key: "traffic.sidecar.istio.io/excludeOutboundIPRanges", want: "outside the mesh"},
+		{key: "cni.projectcalico.org/ipAddrs", want: "Calico"},
 		// Ordinary keys are fine, including ones that merely look alike.
 		{key: "team", value: "ml"},
 		{key: "example.com/io.katacontainers.note"},

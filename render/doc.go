@@ -1,6 +1,7 @@
 // Package render holds pure functions that turn our objects into the objects
 // the controller should hold in the cluster, as client-go apply
-// configurations: Sandbox -> Pod, Service, PVCs; SandboxTemplate ->
+// configurations: Sandbox -> Pod, Service, PVCs and, for a Sandbox not made
+// from a template (or that outlived it), its own default-deny NetworkPolicy; SandboxTemplate ->
 // NetworkPolicy; SandboxClaim and SandboxWarmPool -> Sandboxes; and the status
 // of each kind from what was observed. SandboxObjects renders a Sandbox and
 // lists its children (Pod, Service, PVCs): the one listing the controller's
@@ -12,7 +13,10 @@
 // preconditions, annotate, events, status), any terminal problem and when
 // to look again. PlanSandbox decides a Sandbox's: adoption, a running Pod's
 // frozen spec and its drift, objects in the way, fail-closed on several
-// Pods and an expired Sandbox's deletion. PlanWarmPool decides a pool's:
+// Pods and an expired Sandbox's deletion; its NetworkPolicy goes before
+// its Pod. Every selector of a Sandbox's Pod the plans write matches the
+// Sandbox's UID as well as upstream's name hash (SandboxSelector), which
+// collides. PlanWarmPool decides a pool's:
 // which members to delete and why (stale under Recreate, the excess, not
 // Ready and newest first; each guarded by UID and resourceVersion; never a
 // Sandbox a claim took), which to create, the status and progress events
@@ -34,9 +38,11 @@
 // shows what a change does to the cluster; the reconcilers only execute
 // plans.
 //
-// Controller references are apimachinery's: metav1.NewControllerRef
-// (controllerRef, owner.go, for apply configurations) and
-// metav1.IsControlledBy.
+// Controller references are apimachinery's metav1.NewControllerRef
+// (controllerRef, owner.go, for apply configurations). Whether an object
+// belongs to a Sandbox, pool, claim or template is decided by API group,
+// kind, name and UID (api/v1beta1.IsControlledBy and the helpers built on
+// it), never by the kind or the UID alone, nor by a field manager's name.
 //
 // Everything observed from the cluster comes in through an inputs struct.
 // Render must never use a client, the clock, randomness or global state, so

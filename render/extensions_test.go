@@ -56,6 +56,9 @@ type templateObserved struct {
 	MembersDenied       string `json:"membersDenied,omitempty"`
 	NetworkPolicyDenied string `json:"networkPolicyDenied,omitempty"`
 	Reported            string `json:"reported,omitempty"`
+	// LegacyPods: Pods of the template's Sandboxes lack the
+	// sandbox-template-ref-sha256 label.
+	LegacyPods bool `json:"legacyPods,omitempty"`
 }
 
 func TestTemplateGolden(t *testing.T) {
@@ -90,7 +93,7 @@ func TestTemplateGolden(t *testing.T) {
 				}
 			}
 			in := TemplatePlanInputs{
-				TemplateInputs: TemplateInputs{Template: &tmpl, ControllerNamespace: "agent-sandbox-system"},
+				TemplateInputs: TemplateInputs{Template: &tmpl, ControllerNamespace: "agent-sandbox-system", LegacyPods: obs.LegacyPods},
 				NetworkPolicy:  obs.NetworkPolicy, Policies: true,
 				MembersDenied: obs.MembersDenied, NetworkPolicyDenied: obs.NetworkPolicyDenied, Reported: obs.Reported,
 			}
@@ -187,25 +190,32 @@ func TestClaimGolden(t *testing.T) {
 }
 
 func TestMemberNames(t *testing.T) {
-	pool := &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u1"}}
+	// As the API server names an object created with generateName
+	// "<pool>-": the base cut to 58 characters, then 5 of the alphabet.
+	if n := MemberName("p", "b2z9x"); n != "p-b2z9x" {
+		t.Errorf("MemberName = %s, want p-b2z9x", n)
+	}
+	long := strings.Repeat("a", 80)
+	if n := MemberName(long, "bbbbb"); n != strings.Repeat("a", 58)+"bbbbb" {
+		t.Errorf("member of a long pool name = %s (%d characters), want 58 of the base and the suffix", n, len(n))
+	}
+	if n := MemberName(strings.Repeat("a", 57), "bbbbb"); n != strings.Repeat("a", 57)+"-bbbbb" || len(n) != 63 {
+		t.Errorf("member of a 57-character pool name = %s", n)
+	}
+	seq := SeededSuffixes("u1")
 	seen := map[string]bool{}
 	for i := 0; i < 1000; i++ {
-		n := MemberName(pool, i)
-		if n != MemberName(pool, i) {
-			t.Fatalf("MemberName(%d) is not deterministic", i)
+		s := seq(i)
+		if s != seq(i) {
+			t.Fatalf("SeededSuffixes(%d) is not deterministic", i)
 		}
-		seen[n] = true
+		if len(s) != MemberSuffixLength || strings.Trim(s, MemberSuffixAlphabet) != "" {
+			t.Fatalf("suffix %q is not %d characters of %s", s, MemberSuffixLength, MemberSuffixAlphabet)
+		}
+		seen[s] = true
 	}
 	if len(seen) < 990 {
-		t.Errorf("1000 ordinals gave only %d distinct names", len(seen))
-	}
-	long := &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 80), UID: "u"}}
-	if n := MemberName(long, 0); len(n) != 63 {
-		t.Errorf("member of a long pool name has %d characters, want 63: %s", len(n), n)
-	}
-	other := &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u2"}}
-	if MemberName(pool, 0) == MemberName(other, 0) {
-		t.Error("pools with different UIDs share member names")
+		t.Errorf("1000 suffixes gave only %d distinct ones", len(seen))
 	}
 }
 

@@ -131,7 +131,7 @@ func FuzzWarmPool(f *testing.F) {
 		}
 		bounded(t, "WarmPool", func() {
 			in := WarmPoolInputs{Pool: pool, Template: tmpl}
-			_, _ = PlanWarmPool(WarmPoolPlanInputs{WarmPoolInputs: in, Taken: func(string) bool { return false }, MaxBatch: int(maxBatch)})
+			_, _ = PlanWarmPool(WarmPoolPlanInputs{WarmPoolInputs: in, Taken: func(string) bool { return false }, Suffix: SeededSuffixes("fuzz"), MaxBatch: int(maxBatch)})
 			_, _ = WarmPoolMember(in, pool.Name+"-abcde")
 			_ = WarmPoolStatus(WarmPoolStatusInputs{Pool: pool, Grace: time.Minute, Now: fuzzNow})
 		})

@@ -5,16 +5,16 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/utils/ptr"
 
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
@@ -42,6 +42,20 @@ type SandboxInputs struct {
 	Expired bool
 	// Defaults fill what the pod template leaves unset, in the Pod only.
 	Defaults Defaults
+	// ControllerNamespace is where the controller and the sandbox router
+	// run: the Sandbox's NetworkPolicy admits ingress only from routers
+	// there. Empty renders no NetworkPolicy (a rendering that does not
+	// know it: the webhook's, the CLI's); the controller always sets it.
+	ControllerNamespace string
+	// LegacyServiceSelector reports that the Pod kept does not carry the
+	// sandbox-uid label yet (made before the label existed): the Service
+	// keeps selecting by name hash alone until the Pod is labelled, so an
+	// upgrade never drops a running Pod from its Service.
+	LegacyServiceSelector bool
+	// TemplateGone reports a Sandbox made from a template (MadeFromTemplate)
+	// whose template is gone or that names none: no template policy
+	// governs its Pod any more, so it gets a NetworkPolicy of its own.
+	TemplateGone bool
 }
 
 // Defaults are the controller-wide settings a Sandbox's Pod gets where its
@@ -84,9 +98,17 @@ type SandboxDesired struct {
 	DeleteService bool
 	// PVCs, one per volume claim template, in template order.
 	PVCs []*corev1ac.PersistentVolumeClaimApplyConfiguration
+	// NetworkPolicy is the Sandbox's own default-deny NetworkPolicy; nil
+	// when it has none (made from a template, Unmanaged, expired, or no
+	// ControllerNamespace).
+	NetworkPolicy *networkingv1ac.NetworkPolicyApplyConfiguration
+	// DeleteNetworkPolicy is set when the Sandbox wants no NetworkPolicy
+	// of its own (Unmanaged, made from a template): one we own must go.
+	DeleteNetworkPolicy bool
 }
 
-// Sandbox renders the Pod, headless Service and PVCs of a Sandbox.
+// Sandbox renders the Pod, headless Service, PVCs and NetworkPolicy of a
+// Sandbox.
 func Sandbox(in SandboxInputs) (SandboxDesired, error) {
 	sb := in.Sandbox
 	if sb == nil || sb.Name == "" || sb.Namespace == "" || sb.UID == "" {
@@ -112,7 +134,17 @@ func Sandbox(in SandboxInputs) (SandboxDesired, error) {
 		}
 	}
 	if wantService || keepService {
-		out.Service = service(sb, hash, owner)
+		out.Service = service(sb, hash, owner, in.LegacyServiceSelector)
+	}
+	switch {
+	case NetworkPolicyUnmanaged(sb) || (MadeFromTemplate(sb) && !in.TemplateGone):
+		out.DeleteNetworkPolicy = true
+	case in.ControllerNamespace != "":
+		np, err := sandboxNetworkPolicy(sb, in.ControllerNamespace, owner)
+		if err != nil {
+			return SandboxDesired{}, err
+		}
+		out.NetworkPolicy = np
 	}
 
 	for i := range sb.Spec.VolumeClaimTemplates {
@@ -204,16 +236,22 @@ func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerRef
 		annotations[sandboxv1beta1.AnnotationPropagatedAnnotations] = annotationKeys
 	}
 	labels[sandboxv1beta1.LabelSandboxNameHash] = hash
-	if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && strings.HasPrefix(ref.APIVersion, "extensions."+sandboxv1beta1.GroupName+"/") {
+	labels[sandboxv1beta1.LabelSandboxUID] = string(sb.UID)
+	if pool, claim := extv1beta1.PoolOf(sb), extv1beta1.ClaimOf(sb); pool != nil || claim != nil {
 		for _, k := range PodIdentityLabels {
 			if v := sb.Labels[k]; v != "" {
 				labels[k] = v
 			}
 		}
+		// The template's collision-free key, which its NetworkPolicy
+		// selects on with the ref hash.
+		if t := sb.Annotations[sandboxv1beta1.AnnotationSandboxTemplateRef]; t != "" {
+			labels[sandboxv1beta1.LabelSandboxTemplateRefSHA256] = TemplateRefSHA256(t)
+		}
 		// A warm pool member's Pod is marked as one until a claim takes
 		// the Sandbox (as upstream; it costs one Pod write per warm claim,
 		// off the claim's path to Ready).
-		if v := sb.Labels[sandboxv1beta1.LabelWarmPoolSandbox]; v != "" && ref.Kind == "SandboxWarmPool" {
+		if v := sb.Labels[sandboxv1beta1.LabelWarmPoolSandbox]; v != "" && pool != nil {
 			labels[sandboxv1beta1.LabelWarmPoolSandbox] = v
 		}
 	}
@@ -276,68 +314,6 @@ func IsReservedKey(key string) bool {
 	return strings.HasPrefix(key, sandboxv1beta1.ReservedPrefix) || strings.HasPrefix(key, sandboxv1beta1.ExtensionsReservedPrefix)
 }
 
-func service(sb *sandboxv1beta1.Sandbox, hash string, owner *metav1ac.OwnerReferenceApplyConfiguration) *corev1ac.ServiceApplyConfiguration {
-	spec := corev1ac.ServiceSpec().
-		WithClusterIP(corev1.ClusterIPNone).
-		WithSelector(map[string]string{sandboxv1beta1.LabelSandboxNameHash: hash})
-	for _, p := range ServicePorts(&sb.Spec.PodTemplate.Spec) {
-		spec.WithPorts(corev1ac.ServicePort().WithName(p.Name).WithPort(p.Port).WithProtocol(p.Protocol))
-	}
-	return corev1ac.Service(sb.Name, sb.Namespace).
-		WithLabels(map[string]string{sandboxv1beta1.LabelSandboxNameHash: hash}).
-		WithOwnerReferences(owner).
-		WithSpec(spec)
-}
-
-// ServicePort is one port of a Sandbox's headless Service.
-type ServicePort struct {
-	Name     string
-	Port     int32
-	Protocol corev1.Protocol
-}
-
-// ServicePorts lists the ports of the containers and native sidecars (init
-// containers with restartPolicy Always), deduplicated by (port, protocol) in
-// order of appearance. Unnamed ports, and ports whose name is already taken,
-// are named p-<port>-<protocol>.
-func ServicePorts(spec *corev1.PodSpec) []ServicePort {
-	var containers []corev1.Container
-	for _, c := range spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			containers = append(containers, c)
-		}
-	}
-	containers = append(containers, spec.Containers...)
-
-	type key struct {
-		port  int32
-		proto corev1.Protocol
-	}
-	seen := map[key]bool{}
-	names := map[string]bool{}
-	var out []ServicePort
-	for _, c := range containers {
-		for _, p := range c.Ports {
-			proto := p.Protocol
-			if proto == "" {
-				proto = corev1.ProtocolTCP
-			}
-			k := key{p.ContainerPort, proto}
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			name := p.Name
-			if name == "" || names[name] {
-				name = "p-" + strconv.Itoa(int(p.ContainerPort)) + "-" + strings.ToLower(string(proto))
-			}
-			names[name] = true
-			out = append(out, ServicePort{Name: name, Port: p.ContainerPort, Protocol: proto})
-		}
-	}
-	return out
-}
-
 // PVCName is the name of the PVC made from a volume claim template.
 func PVCName(template, sandbox string) string { return template + "-" + sandbox }
 
@@ -350,6 +326,7 @@ func pvc(sb *sandboxv1beta1.Sandbox, t *sandboxv1beta1.PersistentVolumeClaimTemp
 		labels[k] = v
 	}
 	labels[sandboxv1beta1.LabelSandboxNameHash] = hash
+	labels[sandboxv1beta1.LabelSandboxUID] = string(sb.UID)
 	spec := &corev1ac.PersistentVolumeClaimSpecApplyConfiguration{}
 	if err := convert(&t.Spec, spec); err != nil {
 		return nil, fmt.Errorf("render: volume claim template %q: %w", t.Name, err)

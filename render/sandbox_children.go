@@ -50,6 +50,8 @@ type NewChildren struct {
 	Pod, Service bool
 	// PVCs are the PVCs to create, by name.
 	PVCs map[string]bool
+	// NetworkPolicy: the Sandbox's NetworkPolicy is to be created.
+	NetworkPolicy bool
 	// Adopt is an existing Pod the Sandbox is about to take over. It was
 	// admitted as somebody else's Pod, so it is judged as if it were
 	// created now as the Sandbox's (see AdoptedPod).
@@ -97,7 +99,8 @@ func (d SandboxDesired) Children() []Check {
 
 // SandboxChecks lists what the policies judge before a Sandbox's children
 // are written, in this order: the Sandbox, the new Pod, the new Service,
-// the new PVCs, and the Pod about to be adopted as adoption will leave it.
+// the new PVCs, the new NetworkPolicy, and the Pod about to be adopted as
+// adoption will leave it.
 func SandboxChecks(sb *sandboxv1beta1.Sandbox, desired SandboxDesired, c NewChildren) []Check {
 	checks := []Check{sandboxCheck(sb)}
 	for _, child := range desired.Children() {
@@ -116,6 +119,9 @@ func SandboxChecks(sb *sandboxv1beta1.Sandbox, desired SandboxDesired, c NewChil
 			}
 		}
 		checks = append(checks, child)
+	}
+	if c.NetworkPolicy && desired.NetworkPolicy != nil {
+		checks = append(checks, Check{Kind: "NetworkPolicy", Name: *desired.NetworkPolicy.Name, Reason: "new NetworkPolicy", Object: desired.NetworkPolicy})
 	}
 	if c.Adopt != nil {
 		checks = append(checks, Check{Kind: "Pod", Name: c.Adopt.Name, Reason: "Pod to adopt, as adoption leaves it", Adopt: true,

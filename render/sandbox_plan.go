@@ -2,6 +2,7 @@ package render
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -38,6 +39,13 @@ type SandboxPlanInputs struct {
 	// PVCs are the existing PersistentVolumeClaims of the volume claim
 	// templates, by name.
 	PVCs map[string]*corev1.PersistentVolumeClaim
+	// NetworkPolicy is the NetworkPolicy named after the Sandbox
+	// (SandboxNetworkPolicyName), whoever owns it; nil when there is none.
+	NetworkPolicy *networkingv1.NetworkPolicy
+	// ControllerNamespace is where the sandbox router runs, TemplateGone
+	// that a Sandbox made from a template outlived it (see SandboxInputs).
+	ControllerNamespace string
+	TemplateGone        bool
 	// Expired reports that shutdownTime has passed.
 	Expired bool
 	// Defaults are the defaults in force for a new Pod.
@@ -87,22 +95,32 @@ func PlanSandbox(in SandboxPlanInputs) (Plan, error) {
 		defaults = Defaults{RuntimeClassName: ptr.Deref(pod.Spec.RuntimeClassName, "")}
 	}
 	desired, err := Sandbox(SandboxInputs{
-		Sandbox: sb, ServiceExists: in.Service != nil && metav1.IsControlledBy(in.Service, sb), PodName: podName, Expired: in.Expired, Defaults: defaults,
+		Sandbox: sb, ServiceExists: in.Service != nil && ownedBy(in.Service, sb), PodName: podName, Expired: in.Expired, Defaults: defaults,
+		ControllerNamespace: in.ControllerNamespace, TemplateGone: in.TemplateGone,
+		// The Service requires the sandbox-uid label once the Pod has it:
+		// this plan labels the Pod, the next one narrows the selector.
+		LegacyServiceSelector: pod != nil && pod.Labels[sandboxv1beta1.LabelSandboxUID] != string(sb.UID),
 	})
 	if err != nil {
 		return p.stop(err.Error()), nil
 	}
 	p.plan.Checks = SandboxChecks(sb, desired, in.newChildren(desired))
-	if !p.pvcs(desired) || !p.service(desired) {
+	if in.Expired && sb.Spec.ShutdownPolicy != nil && *sb.Spec.ShutdownPolicy == sandboxv1beta1.ShutdownPolicyDelete {
+		// One step, guarded by the resourceVersion the expiry was judged
+		// on as well as the UID: a shutdownTime extended (or a policy
+		// changed to Retain) since then fails the delete, with nothing
+		// else done (the Pod and Service go with the Sandbox, by garbage
+		// collection), and the next reconcile judges the Sandbox as it is.
+		p.add(Step{Action: ActionDelete, Kind: "Sandbox", Namespace: sb.Namespace, Name: sb.Name,
+			Reason:        "expired with shutdownPolicy Delete",
+			Preconditions: &Preconditions{UID: sb.UID, ResourceVersion: sb.ResourceVersion},
+			Propagation:   ptr.To(metav1.DeletePropagationBackground), Live: sb})
+		return p.plan, nil
+	}
+	if !p.pvcs(desired) || !p.service(desired) || !p.networkPolicy(desired) {
 		return p.plan, nil
 	}
 	drift := p.pod(desired)
-	if in.Expired && sb.Spec.ShutdownPolicy != nil && *sb.Spec.ShutdownPolicy == sandboxv1beta1.ShutdownPolicyDelete {
-		p.add(Step{Action: ActionDelete, Kind: "Sandbox", Namespace: sb.Namespace, Name: sb.Name,
-			Reason: "expired with shutdownPolicy Delete", Preconditions: &Preconditions{UID: sb.UID},
-			Propagation: ptr.To(metav1.DeletePropagationBackground), Live: sb})
-		return p.plan, nil
-	}
 	if !in.Expired {
 		p.podName()
 	}
@@ -123,7 +141,7 @@ func PlanSandbox(in SandboxPlanInputs) (Plan, error) {
 // policyDenied the denial of its checks. An unowned Service was not taken.
 func SandboxStatusOnFailure(in SandboxPlanInputs, reconcileError, policyDenied string) *sandboxac.SandboxApplyConfiguration {
 	s := in.statusInputs()
-	s.Service = in.Service != nil && metav1.IsControlledBy(in.Service, in.Sandbox)
+	s.Service = in.Service != nil && ownedBy(in.Service, in.Sandbox)
 	s.Error, s.PolicyDenied = reconcileError, policyDenied
 	return SandboxStatus(s)
 }
@@ -134,7 +152,7 @@ func (in SandboxPlanInputs) statusInputs() SandboxStatusInputs {
 	s := SandboxStatusInputs{
 		Sandbox: sb, Pod: in.Pod, ForeignPod: in.ForeignPod, Pods: len(in.Pods),
 		// An unowned Service is taken only when spec.service asks for one.
-		Service: in.Service != nil && (metav1.IsControlledBy(in.Service, sb) || wantService),
+		Service: in.Service != nil && (ownedBy(in.Service, sb) || wantService),
 		Expired: in.Expired, ClusterDomain: in.ClusterDomain, Now: in.Now,
 		Previous: in.Previous, Reported: in.Reported,
 	}
@@ -160,6 +178,7 @@ func (in SandboxPlanInputs) newChildren(desired SandboxDesired) NewChildren {
 			c.PVCs[*want.Name] = true
 		}
 	}
+	c.NetworkPolicy = in.NetworkPolicy == nil
 	return c
 }
 
@@ -200,7 +219,7 @@ func (p *sandboxPlanner) pvcs(desired SandboxDesired) bool {
 			Reason: "create PVC", Object: want}
 		switch live := p.in.PVCs[*want.Name]; {
 		case live == nil:
-		case metav1.IsControlledBy(live, p.sb):
+		case ownedBy(live, p.sb):
 			step.Reason, step.Live = "keep PVC as rendered", live
 		case Adoptable(live, p.sb):
 			step.Action, step.Reason, step.Live = ActionApplyForce, "adopt unowned PVC", live
@@ -223,7 +242,7 @@ func (p *sandboxPlanner) service(desired SandboxDesired) bool {
 	case desired.Service != nil && in.ForeignService != nil:
 		p.stop(notTaken("service", in.ForeignService, sb))
 		return false
-	case desired.Service != nil && svc != nil && !metav1.IsControlledBy(svc, sb) &&
+	case desired.Service != nil && svc != nil && !ownedBy(svc, sb) &&
 		svc.Spec.ClusterIP != corev1.ClusterIPNone && svc.Spec.ClusterIP != "":
 		p.stop(clusterIPInTheWay(svc))
 		return false
@@ -232,13 +251,13 @@ func (p *sandboxPlanner) service(desired SandboxDesired) bool {
 			Reason: "create headless Service", Object: desired.Service}
 		switch {
 		case svc == nil:
-		case metav1.IsControlledBy(svc, sb):
+		case ownedBy(svc, sb):
 			step.Reason, step.Live = "keep headless Service as rendered", svc
 		default:
 			step.Action, step.Reason, step.Live = ActionApplyForce, "adopt unowned Service", svc
 		}
 		p.add(step)
-	case desired.DeleteService && svc != nil && metav1.IsControlledBy(svc, sb):
+	case desired.DeleteService && svc != nil && ownedBy(svc, sb):
 		why := "spec.service is false"
 		if in.Expired {
 			why = "expired"

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -50,14 +51,25 @@ type sandboxObserved struct {
 	// DefaultRuntimeClass is the controller's default runtime class (the
 	// cluster's isolating RuntimeClass); empty: the cluster has none.
 	DefaultRuntimeClass string `json:"defaultRuntimeClass,omitempty"`
+	// NetworkPolicy is the NetworkPolicy named after the Sandbox, whoever
+	// owns it.
+	NetworkPolicy *networkingv1.NetworkPolicy `json:"networkPolicy,omitempty"`
+	// TemplateGone: the template the Sandbox was made from is gone.
+	TemplateGone bool `json:"templateGone,omitempty"`
 }
+
+// goldenControllerNamespace is where the controller and the router run in
+// the golden cases.
+const goldenControllerNamespace = "agent-sandbox-system"
 
 // sandboxGolden is what a case's desired.yaml holds.
 type sandboxGolden struct {
-	Pod           any   `json:"pod,omitempty"`
-	Service       any   `json:"service,omitempty"`
-	DeleteService bool  `json:"deleteService,omitempty"`
-	PVCs          []any `json:"pvcs,omitempty"`
+	Pod                 any   `json:"pod,omitempty"`
+	Service             any   `json:"service,omitempty"`
+	DeleteService       bool  `json:"deleteService,omitempty"`
+	PVCs                []any `json:"pvcs,omitempty"`
+	NetworkPolicy       any   `json:"networkPolicy,omitempty"`
+	DeleteNetworkPolicy bool  `json:"deleteNetworkPolicy,omitempty"`
 }
 
 // LoadSandboxCase reads a golden case's sandbox.yaml, filling the fields the
@@ -109,11 +121,15 @@ func TestSandboxGolden(t *testing.T) {
 				podName = obs.Pod.Name
 			}
 			desired, err := Sandbox(SandboxInputs{Sandbox: sb, ServiceExists: obs.ServiceExists, PodName: podName, Expired: obs.Expired,
-				Defaults: Defaults{RuntimeClassName: obs.DefaultRuntimeClass}})
+				Defaults: Defaults{RuntimeClassName: obs.DefaultRuntimeClass}, ControllerNamespace: goldenControllerNamespace,
+				TemplateGone: obs.TemplateGone})
 			if err != nil {
 				t.Fatalf("render: %v", err)
 			}
-			out := sandboxGolden{DeleteService: desired.DeleteService}
+			out := sandboxGolden{DeleteService: desired.DeleteService, DeleteNetworkPolicy: desired.DeleteNetworkPolicy}
+			if desired.NetworkPolicy != nil {
+				out.NetworkPolicy = desired.NetworkPolicy
+			}
 			if desired.Pod != nil {
 				out.Pod = desired.Pod
 			}
@@ -175,6 +191,7 @@ func planInputs(t *testing.T, sb *sandboxv1beta1.Sandbox, obs sandboxObserved) S
 		Service: obs.Service, ForeignService: obs.ForeignService, PVCs: map[string]*corev1.PersistentVolumeClaim{},
 		Expired: obs.Expired, Defaults: Defaults{RuntimeClassName: obs.DefaultRuntimeClass},
 		ClusterDomain: obs.ClusterDomain, Now: now,
+		NetworkPolicy: obs.NetworkPolicy, ControllerNamespace: goldenControllerNamespace, TemplateGone: obs.TemplateGone,
 	}
 	if obs.ServiceExists && in.Service == nil {
 		in.Service = &corev1.Service{

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,9 +28,11 @@ const (
 )
 
 // Private address ranges the secure default keeps sandboxes from reaching:
-// RFC 1918, link-local (cloud metadata), IPv6 unique-local and link-local.
+// RFC 1918, link-local (cloud metadata), carrier-grade NAT (RFC 6598:
+// some clouds' and clusters' internal addresses), IPv6 unique-local and
+// link-local.
 var (
-	privateIPv4 = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"}
+	privateIPv4 = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10"}
 	privateIPv6 = []string{"fc00::/7", "fe80::/10"}
 )
 
@@ -39,6 +43,28 @@ type TemplateInputs struct {
 	// ControllerNamespace is where the controller and the sandbox router
 	// run; the secure default admits ingress only from routers there.
 	ControllerNamespace string
+	// LegacyPods reports Pods with the template's ref hash but without the
+	// sandbox-template-ref-sha256 label (made before the label existed,
+	// not relabelled yet): the NetworkPolicy keeps selecting by ref hash
+	// alone until none is left, so an upgrade never leaves a running Pod
+	// outside its template's policy.
+	LegacyPods bool
+}
+
+// TemplateRefSHA256 is the value of the sandbox-template-ref-sha256 label
+// for a template name: the first 128 bits of its SHA-256, in hex.
+func TemplateRefSHA256(template string) string {
+	sum := sha256.Sum256([]byte(template))
+	return hex.EncodeToString(sum[:16])
+}
+
+// TemplateSelector is what a template's NetworkPolicy selects: upstream's
+// 32-bit ref hash, which collides, and the collision-free SHA-256 key.
+func TemplateSelector(template string) map[string]string {
+	return map[string]string{
+		sandboxv1beta1.LabelSandboxTemplateRefHash:   NameHash(template),
+		sandboxv1beta1.LabelSandboxTemplateRefSHA256: TemplateRefSHA256(template),
+	}
 }
 
 // TemplateDesired is what a SandboxTemplate should own.
@@ -80,7 +106,11 @@ func Template(in TemplateInputs) (TemplateDesired, error) {
 	}
 	// An empty rule list leaves the direction closed: policyTypes names
 	// both directions, so a policy without egress rules denies all egress.
-	rules.WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{sandboxv1beta1.LabelSandboxTemplateRefHash: hash})).
+	selector := TemplateSelector(t.Name)
+	if in.LegacyPods {
+		selector = map[string]string{sandboxv1beta1.LabelSandboxTemplateRefHash: hash}
+	}
+	rules.WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
 		WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress)
 	out.NetworkPolicy = networkingv1ac.NetworkPolicy(NetworkPolicyName(t.Name), t.Namespace).
 		WithLabels(map[string]string{sandboxv1beta1.LabelSandboxTemplateRefHash: hash}).

@@ -3,7 +3,6 @@ package render
 import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -78,7 +77,7 @@ func PlanTemplate(in TemplatePlanInputs) (Plan, string) {
 	plan.Steps = append(plan.Steps, Step{Action: ActionApply, Kind: "SandboxTemplate", Namespace: t.Namespace, Name: t.Name,
 		Reason: "label the template with its ref hash", Object: desired.Labels, Live: t})
 	np := in.NetworkPolicy
-	owned := np != nil && metav1.IsControlledBy(np, t)
+	owned := np != nil && sandboxv1beta1.IsControlledBy(np, t, extv1beta1.TemplateKind)
 	switch {
 	case desired.NetworkPolicy != nil && np != nil && !owned:
 		plan.Problem = "a NetworkPolicy with the template's policy name exists that the template does not own; leaving it"

@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"slices"
 	"sort"
-	"strconv"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,37 +54,6 @@ func TemplateHash(spec *sandboxv1beta1.SandboxSpec) string {
 	h := fnv.New32a()
 	_, _ = h.Write(b)
 	return fmt.Sprintf("%08x", h.Sum32())
-}
-
-// maxMemberPrefix keeps member names within a DNS label (63 characters),
-// since the name is also the Pod's hostname and the Service's name.
-const maxMemberPrefix = 63 - 1 - memberSuffixLen
-
-const memberSuffixLen = 5
-
-// suffixAlphabet has no vowels, so suffixes never spell words, and no
-// characters that read alike (0/o, 1/l).
-const suffixAlphabet = "bcdfghjklmnpqrstvwxz2456789"
-
-// MemberName is the name of a pool's member number ordinal:
-// <pool>-<suffix>, the suffix derived from the pool's UID and the ordinal.
-// Names are deterministic, so a controller that does not yet see a member
-// it created picks the same name again and the API server refuses the
-// duplicate: a stale cache cannot make a pool over-create.
-func MemberName(pool *extv1beta1.SandboxWarmPool, ordinal int) string {
-	prefix := pool.Name
-	if len(prefix) > maxMemberPrefix {
-		prefix = prefix[:maxMemberPrefix]
-	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(string(pool.UID) + "/" + strconv.Itoa(ordinal)))
-	n := h.Sum64()
-	suffix := make([]byte, memberSuffixLen)
-	for i := range suffix {
-		suffix[i] = suffixAlphabet[n%uint64(len(suffixAlphabet))]
-		n /= uint64(len(suffixAlphabet))
-	}
-	return prefix + "-" + string(suffix)
 }
 
 // WarmPoolInputs is everything a pool member renders from.
@@ -155,14 +123,23 @@ func WarmPoolRemovals(in WarmPoolPlanInputs) []*sandboxv1beta1.Sandbox {
 }
 
 type removalPlan struct {
-	hash  string
-	stale int
-	live  int
+	// hash is the template's TemplateHash, refHash the NameHash of its
+	// name (empty without a template).
+	hash, refHash string
+	stale         int
+	live          int
 	// remove are the members to delete, why says why (by index).
 	remove []*sandboxv1beta1.Sandbox
 	why    []string
 }
 
+// removals decides which members go: with a template, a member is stale
+// when it was made from another template (its template-ref-hash label is
+// not the NameHash of the name the pool refers to, as upstream decides:
+// a new reference rolls the pool even to a template of the same spec) or
+// from another spec of it (its template-hash label); under Recreate stale
+// members go, under OnReplenish they stay until claimed. Then the excess
+// over replicas goes, not Ready first and then newest.
 func removals(in WarmPoolPlanInputs) removalPlan {
 	var out removalPlan
 	p := in.Pool
@@ -170,21 +147,18 @@ func removals(in WarmPoolPlanInputs) removalPlan {
 	recreate := p.Spec.UpdateStrategy != nil && p.Spec.UpdateStrategy.Type == extv1beta1.UpdateStrategyRecreate
 	if in.Template != nil {
 		spec := TemplateSpec(in.Template)
-		out.hash = TemplateHash(&spec)
+		out.hash, out.refHash = TemplateHash(&spec), NameHash(in.Template.Name)
 	}
 	var live []*sandboxv1beta1.Sandbox
 	for _, m := range in.members() {
 		if m.DeletionTimestamp != nil {
 			continue
 		}
-		if have := m.Labels[sandboxv1beta1.LabelSandboxTemplateHash]; out.hash != "" && have != out.hash {
+		if why := out.staleness(m); why != "" {
 			out.stale++
 			if recreate {
 				out.remove = append(out.remove, m)
-				if have == "" {
-					have = "(none)"
-				}
-				out.why = append(out.why, fmt.Sprintf("stale under Recreate: template hash %s, the template's is %s", have, out.hash))
+				out.why = append(out.why, "stale under Recreate: "+why)
 				continue
 			}
 		}
@@ -206,6 +180,28 @@ func removals(in WarmPoolPlanInputs) removalPlan {
 		out.live -= excess
 	}
 	return out
+}
+
+// staleness says why a member is stale, "" when it is not (or there is no
+// template to judge it by).
+func (r removalPlan) staleness(m *sandboxv1beta1.Sandbox) string {
+	if r.hash == "" {
+		return ""
+	}
+	if have := m.Labels[sandboxv1beta1.LabelSandboxTemplateRefHash]; have != r.refHash {
+		return fmt.Sprintf("template-ref hash %s, the pool's template's is %s", orNone(have), r.refHash)
+	}
+	if have := m.Labels[sandboxv1beta1.LabelSandboxTemplateHash]; have != r.hash {
+		return fmt.Sprintf("template hash %s, the template's is %s", orNone(have), r.hash)
+	}
+	return ""
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }
 
 // replicas is the number of members a pool wants (1 when unset).

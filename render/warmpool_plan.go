@@ -16,7 +16,10 @@ import (
 	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
 )
 
-var errNoPool = errors.New("render: warm pool needs a name, namespace and uid")
+var (
+	errNoPool   = errors.New("render: warm pool needs a name, namespace and uid")
+	errNoSuffix = errors.New("render: warm pool plan creates members but has no suffix source")
+)
 
 // WarmPoolPlanInputs is everything a pool's reconcile is planned from: the
 // pool and its template, its members as observed, and what its status and
@@ -35,8 +38,15 @@ type WarmPoolPlanInputs struct {
 	// deletion.
 	Pending []string
 	// Taken reports whether a Sandbox name is in use in the namespace (by
-	// any Sandbox, claimed members included).
+	// any Sandbox, claimed members included, or by a Pod): a new member
+	// never gets one.
 	Taken func(name string) bool
+	// Suffix gives the random suffix of the i-th new member name a plan
+	// tries (i counts from 0; see MemberName): the same i gives the same
+	// suffix, so a plan made again from the same inputs is the same plan.
+	// The controller's draws them at random, a test's fixes them
+	// (SeededSuffixes). A plan that would create members needs one.
+	Suffix func(i int) string
 	// MaxBatch caps the members created in one step; zero means no cap.
 	MaxBatch int
 	// Policies reports that policies are in force: the plan lists a new
@@ -67,7 +77,7 @@ type WarmPoolPlanInputs struct {
 func (in WarmPoolPlanInputs) members() []*sandboxv1beta1.Sandbox {
 	out := make([]*sandboxv1beta1.Sandbox, 0, len(in.Members))
 	for _, m := range in.Members {
-		if metav1.GetControllerOfNoCopy(m) != nil && !metav1.IsControlledBy(m, in.Pool) {
+		if metav1.GetControllerOfNoCopy(m) != nil && !extv1beta1.IsPoolMember(m, in.Pool) {
 			continue
 		}
 		out = append(out, m)
@@ -78,7 +88,7 @@ func (in WarmPoolPlanInputs) members() []*sandboxv1beta1.Sandbox {
 // PlanWarmPool decides a pool's reconcile: which members to delete and why
 // (stale under Recreate, then the excess over replicas, not Ready first and
 // then newest), each guarded by its UID and resourceVersion; which to
-// create (lowest free ordinals first, at most MaxBatch); what the policies
+// create (under new random names, at most MaxBatch); what the policies
 // judge first; and how it ends (WarmPoolReport: status, progress events,
 // when to look again). With no template it creates nothing and deletes
 // only the excess. Deletes come first, then creates, then the report,
@@ -95,6 +105,9 @@ func PlanWarmPool(in WarmPoolPlanInputs) (Plan, error) {
 	plan := Plan{Steps: []Step{}}
 	r := removals(in)
 	creates, err := newMembers(in, r)
+	if errors.Is(err, errNoSuffix) {
+		return Plan{}, err
+	}
 	if err != nil {
 		// Nothing is done: only a change to the pool or template helps.
 		plan.Problem = err.Error()
@@ -136,7 +149,9 @@ func PlanWarmPool(in WarmPoolPlanInputs) (Plan, error) {
 }
 
 // newMembers renders the members to create: as many as the pool lacks, at
-// most MaxBatch, under the lowest ordinals whose names are free.
+// most MaxBatch, each under a new name (MemberName with the next suffix
+// from Suffix) that no Sandbox or Pod holds and no other new member got.
+// Past maxNameTries suffixes a member the rest are left to a later pass.
 func newMembers(in WarmPoolPlanInputs, r removalPlan) ([]*sandboxac.SandboxApplyConfiguration, error) {
 	want := replicas(in.Pool)
 	count := r.live + len(in.Pending)
@@ -147,13 +162,16 @@ func newMembers(in WarmPoolPlanInputs, r removalPlan) ([]*sandboxac.SandboxApply
 	if in.MaxBatch > 0 && n > in.MaxBatch {
 		n = in.MaxBatch
 	}
+	if in.Suffix == nil {
+		return nil, errNoSuffix
+	}
 	used := map[string]bool{}
 	for _, name := range in.Pending {
 		used[name] = true
 	}
 	var out []*sandboxac.SandboxApplyConfiguration
-	for ordinal := 0; len(out) < n; ordinal++ {
-		name := MemberName(in.Pool, ordinal)
+	for i := 0; len(out) < n && i < n*maxNameTries; i++ {
+		name := MemberName(in.Pool.Name, in.Suffix(i))
 		if used[name] || (in.Taken != nil && in.Taken(name)) {
 			continue
 		}

@@ -73,7 +73,7 @@ func TestWarmPoolGolden(t *testing.T) {
 			in := WarmPoolPlanInputs{
 				WarmPoolInputs: WarmPoolInputs{Pool: &pool, Template: tmpl},
 				Members:        observed, Pending: obs.Pending,
-				Taken: func(n string) bool { return taken[n] }, MaxBatch: obs.MaxBatch,
+				Taken: func(n string) bool { return taken[n] }, Suffix: SeededSuffixes(string(pool.UID)), MaxBatch: obs.MaxBatch,
 				Policies: true, PolicyDenied: obs.PolicyDenied, NotProgressingReported: obs.NotProgressingReported,
 				Grace: 5 * time.Minute, Now: now.Time,
 			}

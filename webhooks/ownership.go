@@ -9,8 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
-	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 )
 
 // DefaultControllerServiceAccount is the controller's ServiceAccount in
@@ -24,7 +22,7 @@ func ServiceAccountUser(namespace, name string) string {
 }
 
 // guardedOwners are the kinds whose controller reference only the
-// controller may set: a Sandbox controlled by a pool is a warm member
+// controller may set, under any API group: a Sandbox controlled by a pool is a warm member
 // (claims take it, the pool deletes it) and one controlled by a claim is
 // that claim's; a forged reference would hand a user's object to the
 // controller's bookkeeping, or someone else's Sandbox to a claim.
@@ -64,8 +62,8 @@ func (v *Validator) checkOwnership(req admission.Request) *admission.Response {
 	if name == "" {
 		name = "(generated name)"
 	}
-	resp := admission.Denied(fmt.Sprintf("%s %s may not be given a controller ownerReference to %s %s: only the agent-sandbox controller (%s) sets it, and this request comes from %q; remove the ownerReference (a SandboxClaim is how a warm pool's Sandbox is taken)",
-		req.Kind.Kind, name, ref.Kind, ref.Name, controllerUserOrNone(v.ControllerUser), req.UserInfo.Username))
+	resp := admission.Denied(fmt.Sprintf("%s %s may not be given a controller ownerReference to %s %s (%s): only the agent-sandbox controller (%s) sets it, and this request comes from %q; remove the ownerReference (a SandboxClaim is how a warm pool's Sandbox is taken)",
+		req.Kind.Kind, name, ref.Kind, ref.Name, ref.APIVersion, controllerUserOrNone(v.ControllerUser), req.UserInfo.Username))
 	resp.Result.Code = http.StatusForbidden
 	resp.Result.Reason = metav1.StatusReasonForbidden
 	return &resp
@@ -78,8 +76,11 @@ func controllerUserOrNone(u string) string {
 	return u
 }
 
-// guardedController returns the object's controller reference if it points
-// at a guarded kind of our API group, else nil.
+// guardedController returns the object's controller reference if it
+// names a guarded kind, whatever its API group, else nil. The group is not
+// a reason to let a reference through: a SandboxWarmPool of another group
+// carrying our pool's UID is how a forged member would be made, and no
+// real owner of another group has these kinds' names.
 func guardedController(raw []byte) (*metav1.OwnerReference, error) {
 	var obj struct {
 		Metadata metav1.ObjectMeta `json:"metadata"`
@@ -89,14 +90,6 @@ func guardedController(raw []byte) (*metav1.OwnerReference, error) {
 	}
 	ref := metav1.GetControllerOfNoCopy(&obj.Metadata)
 	if ref == nil || !guardedOwners[ref.Kind] {
-		return nil, nil
-	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
-		// The API server refuses such a reference; judge it as ours.
-		return ref, nil //nolint:nilerr // an unparsable apiVersion is guarded, not an error
-	}
-	if gv.Group != extv1beta1.GroupVersion.Group {
 		return nil, nil
 	}
 	return ref, nil

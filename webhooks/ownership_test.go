@@ -53,6 +53,8 @@ func TestOwnershipCannotBeForged(t *testing.T) {
 	deployment := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "d", UID: "uid-4", Controller: ptr.To(true)}
 	lookalike := controllerRef("SandboxWarmPool", "pool", "5")
 	lookalike.APIVersion = "example.com/v1"
+	lookalikeClaim := controllerRef("SandboxClaim", "mine", "2")
+	lookalikeClaim.APIVersion = "evil.example.com/v1"
 
 	cases := []struct {
 		name    string
@@ -78,7 +80,12 @@ func TestOwnershipCannotBeForged(t *testing.T) {
 		{"a plain claim", admissionv1.Create, "SandboxClaim", claimObject(), nil, "alice", true},
 		{"a non-controller reference", admissionv1.Create, "Sandbox", owned(sandbox(), notController), nil, "alice", true},
 		{"another controller kind", admissionv1.Create, "Sandbox", owned(sandbox(), deployment), nil, "alice", true},
-		{"same kind, another group", admissionv1.Create, "Sandbox", owned(sandbox(), lookalike), nil, "alice", true},
+		// A pool or claim of another group with our pool's UID is how a
+		// forged member would be made: the kind is guarded in every group.
+		{"same kind, another group", admissionv1.Create, "Sandbox", owned(sandbox(), lookalike), nil, "alice", false},
+		{"a claim of another group", admissionv1.Create, "Sandbox", owned(sandbox(), lookalikeClaim), nil, "alice", false},
+		{"a lookalike added to one's Sandbox", admissionv1.Update, "Sandbox", owned(sandbox(), lookalike), sandbox(), "alice", false},
+		{"our pool swapped for a lookalike", admissionv1.Update, "Sandbox", owned(sandbox(), lookalike), owned(sandbox(), pool), "alice", false},
 	}
 	for _, policies := range []bool{true, false} {
 		for _, tc := range cases {

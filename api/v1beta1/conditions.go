@@ -56,7 +56,13 @@ const (
 	EventClaimExpired       = "ClaimExpired"
 	// EventAdoptionRefused is the Warning event on a claim whose warm
 	// adoption the API server refused; the claim cold-starts.
-	EventAdoptionRefused        = "AdoptionRefused"
+	EventAdoptionRefused = "AdoptionRefused"
+	// EventWarmMemberPolicyDenied is the Warning event on a claim that
+	// found a warm member whose running Pod the policies in force deny (it
+	// was made before they were enforced, or changed since): the member is
+	// not handed out but deleted, the pool replaces it, and the claim takes
+	// another or starts its own.
+	EventWarmMemberPolicyDenied = "WarmMemberPolicyDenied"
 	EventWarmPoolNotProgressing = "WarmPoolNotProgressing"
 	EventWarmPoolProgressing    = "WarmPoolProgressing"
 )

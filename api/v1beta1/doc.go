@@ -4,7 +4,10 @@
 //
 // The package also exports the label, annotation, condition and reason strings
 // that make up the observable API, so that controllers, webhooks, the CLI and
-// users' tooling share one spelling. It must never import anything beyond
+// users' tooling share one spelling, and the ownership helpers (owner.go:
+// IsControlledBy, ControllerOf, ControllerKey) that decide whether an object
+// belongs to another by API group, kind, name and UID, never by the kind or
+// the UID alone. It must never import anything beyond
 // k8s.io/apimachinery and k8s.io/api.
 //
 // +kubebuilder:object:generate=true

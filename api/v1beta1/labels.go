@@ -17,6 +17,12 @@ const (
 	// FNV-1a 32-bit hash of the Sandbox name as 8 lowercase hex digits. The
 	// Service selects the Pod with it.
 	LabelSandboxNameHash = GroupName + "/sandbox-name-hash"
+	// LabelSandboxUID is set on a Sandbox's Pod, Service and PVCs: the
+	// Sandbox's UID. Unlike the name hash it cannot collide, so every
+	// selector the controller owns (the Service's, the Sandbox's
+	// NetworkPolicy's) requires it next to the name hash. The UID survives
+	// a warm pool member's adoption by a claim.
+	LabelSandboxUID = GroupName + "/sandbox-uid"
 	// LabelAdoptable, set to "true" on an unowned Pod, Service or PVC, allows a
 	// Sandbox of the matching name to adopt it.
 	LabelAdoptable = GroupName + "/adoptable"
@@ -27,6 +33,13 @@ const (
 	// SandboxTemplate a Sandbox or Pod was created from; the template's
 	// NetworkPolicy selects Pods with it.
 	LabelSandboxTemplateRefHash = GroupName + "/sandbox-template-ref-hash"
+	// LabelSandboxTemplateRefSHA256 is set on the Pod of a Sandbox a claim
+	// or a warm pool made from a SandboxTemplate: the first 128 bits of
+	// the SHA-256 of the template's name (agents.x-k8s.io/sandbox-template-ref),
+	// as 32 lowercase hex digits. The template-ref hash is 32 bits and
+	// collides; the template's NetworkPolicy selects on this label too, so
+	// another template's Pods never fall under it.
+	LabelSandboxTemplateRefSHA256 = GroupName + "/sandbox-template-ref-sha256"
 	// LabelSandboxTemplateHash is the hash of the template blueprint a warm pool
 	// member was rendered from; members with an older hash are stale.
 	LabelSandboxTemplateHash = GroupName + "/sandbox-template-hash"
@@ -39,6 +52,16 @@ const (
 	// belongs to.
 	LabelClaimUID = GroupName + "/claim-uid"
 
+	// AnnotationNetworkPolicyManagement, on a Sandbox, is the switch of
+	// its own NetworkPolicy, with the values and meaning of a
+	// SandboxTemplate's spec.networkPolicyManagement: Managed (the
+	// default: the controller keeps a default-deny NetworkPolicy named
+	// after the Sandbox that selects its Pod) or Unmanaged (the
+	// controller makes none, and deletes the one it made: the user
+	// manages the Pod's policies). Any other value counts as Managed.
+	// Sandboxes made from a template (by a claim or a warm pool) are
+	// governed by the template's NetworkPolicy instead.
+	AnnotationNetworkPolicyManagement = GroupName + "/network-policy-management"
 	// AnnotationPodName, on a Sandbox, is the name of the Pod it created or adopted.
 	AnnotationPodName = GroupName + "/pod-name"
 	// AnnotationPropagatedLabels, on a Pod, lists (sorted, comma-separated)

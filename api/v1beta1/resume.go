@@ -19,7 +19,9 @@ const (
 	AnnotationIdleTimeout = GroupName + "/idle-timeout"
 	// AnnotationLastActivity is when traffic last reached the Sandbox
 	// (RFC 3339), as the router and the SDK report it: at most one write
-	// per Sandbox per report interval.
+	// per Sandbox per report interval. While a request is in flight it is
+	// a lease, a time ahead of the report (resume.InFlightLease), renewed
+	// every interval: idle suspend counts its timeout from it.
 	AnnotationLastActivity = GroupName + "/last-activity"
 )
 

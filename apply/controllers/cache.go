@@ -3,6 +3,7 @@ package controllers
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -11,14 +12,23 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
-// IndexControllerUID indexes objects by the UID of their controller owner.
-const IndexControllerUID = ".metadata.controllerUID"
+// IndexController indexes objects by their controller reference: its API
+// group, kind, name and UID (sandboxv1beta1.ControllerKeyOf). A reference
+// that copies an owner's UID under another group or kind is filed under
+// another key, so it never lists among the owner's objects.
+const IndexController = ".metadata.controller"
 
-func controllerUID(o client.Object) []string {
-	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
-		return []string{string(ref.UID)}
+func controllerKey(o client.Object) []string {
+	if k := sandboxv1beta1.ControllerKeyOf(o); k != "" {
+		return []string{k}
 	}
 	return nil
+}
+
+// controlledBy selects, in IndexController, the objects owner (of kind gk)
+// controls.
+func controlledBy(owner client.Object, gk schema.GroupKind) client.MatchingFields {
+	return client.MatchingFields{IndexController: sandboxv1beta1.ControllerKey(gk, owner.GetName(), owner.GetUID())}
 }
 
 // CacheOptions returns the cache options the reconcilers rely on.
@@ -110,7 +120,7 @@ func isSandboxPod(p *corev1.Pod) bool {
 	if p.Labels[sandboxv1beta1.LabelAdoptable] == sandboxv1beta1.AdoptableValue {
 		return true
 	}
-	if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == "Sandbox" {
+	if sandboxv1beta1.ControllerOf(p, sandboxv1beta1.SandboxKind) != nil {
 		return true
 	}
 	return false

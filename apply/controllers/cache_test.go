@@ -23,13 +23,18 @@ func TestTrimForeignPod(t *testing.T) {
 	kept := []*corev1.Pod{
 		full(map[string]string{sandboxv1beta1.LabelSandboxNameHash: "abc"}),
 		full(map[string]string{sandboxv1beta1.LabelAdoptable: "true"}),
-		full(nil, metav1.OwnerReference{Kind: "Sandbox", Name: "s", Controller: &yes}),
+		full(nil, metav1.OwnerReference{APIVersion: sandboxv1beta1.GroupVersion.String(), Kind: "Sandbox", Name: "s", Controller: &yes}),
 	}
 	for _, p := range kept {
 		got, _ := TrimForeignPod(p)
 		if got.(*corev1.Pod) != p || len(p.ManagedFields) == 0 {
 			t.Errorf("sandbox pod %v was trimmed", p.Labels)
 		}
+	}
+	// A Sandbox of another API group is not ours: its Pod is trimmed.
+	lookalike := full(nil, metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Sandbox", Name: "s", Controller: &yes})
+	if got, _ := TrimForeignPod(lookalike); len(got.(*corev1.Pod).Spec.Containers) != 0 {
+		t.Errorf("a Pod controlled by a Sandbox of another group was kept whole")
 	}
 	foreign := full(map[string]string{"app": "web"}, metav1.OwnerReference{Kind: "ReplicaSet", Name: "rs", Controller: &yes})
 	got, _ := TrimForeignPod(foreign)

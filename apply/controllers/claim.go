@@ -244,7 +244,7 @@ func recheck(plan render.Plan, now time.Time) reconcile.Result {
 // controls and the one this process bound it to moments ago, if any.
 func (r *ClaimReconciler) bound(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in *render.ClaimPlanInputs) error {
 	var list sandboxv1beta1.SandboxList
-	if err := r.Client.List(ctx, &list, client.InNamespace(claim.Namespace), client.MatchingFields{IndexControllerUID: string(claim.UID)}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(claim.Namespace), controlledBy(claim, extv1beta1.ClaimKind)); err != nil {
 		return fmt.Errorf("listing sandboxes: %w", err)
 	}
 	fresh := b.name != "" && in.Now.Sub(b.at) < bindingHold

@@ -44,7 +44,7 @@ func (r *ClaimReconciler) adoptWarm(ctx context.Context, claim *extv1beta1.Sandb
 		return warm{}, nil
 	}
 	var list sandboxv1beta1.SandboxList
-	if err := r.Client.List(ctx, &list, client.InNamespace(in.Pool.Namespace), client.MatchingFields{IndexControllerUID: string(in.Pool.UID)}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(in.Pool.Namespace), controlledBy(in.Pool, extv1beta1.WarmPoolKind)); err != nil {
 		return warm{}, fmt.Errorf("listing members: %w", err)
 	}
 	members := make([]*sandboxv1beta1.Sandbox, len(list.Items))
@@ -62,6 +62,16 @@ func (r *ClaimReconciler) adoptWarm(ctx context.Context, claim *extv1beta1.Sandb
 		m := r.Queue.Take(key, accept)
 		if m == nil {
 			return warm{}, nil
+		}
+		// What runs is judged too: a member whose Pod the policies deny
+		// is not handed out, and its pool replaces it.
+		switch denial, err := r.memberPodDenied(ctx, claim, m); {
+		case err != nil:
+			r.Queue.Return(m)
+			return warm{}, err
+		case denial != "":
+			r.passOver(ctx, claim, m, denial)
+			continue
 		}
 		in.Candidates = []*sandboxv1beta1.Sandbox{m}
 		plan, rej, err := r.plan(ctx, in)

@@ -202,7 +202,7 @@ func (r *ClaimReconciler) coldStart(ctx context.Context, claim *extv1beta1.Sandb
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(sb), live); err != nil {
 			return nil, nil, fmt.Errorf("reading Sandbox %s: %w", sb.Name, err)
 		}
-		if !metav1.IsControlledBy(live, claim) {
+		if !extv1beta1.IsClaimedBy(live, claim) {
 			return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError,
 				Message: fmt.Sprintf("sandbox %q is not controlled by claim %q. Please use a different claim name or delete the sandbox manually", sb.Name, claim.Name)}, nil
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -22,7 +21,7 @@ import (
 // not show the expired status yet.
 func (r *ClaimReconciler) expire(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimPlanInputs) (reconcile.Result, error) {
 	b.expired = true
-	retained := in.Sandbox != nil && metav1.IsControlledBy(in.Sandbox, claim)
+	retained := in.Sandbox != nil && extv1beta1.IsClaimedBy(in.Sandbox, claim)
 	if !retained {
 		msg, err := r.notOwned(ctx, claim, in.SandboxName)
 		if err != nil {
@@ -66,7 +65,7 @@ func (r *ClaimReconciler) notOwned(ctx context.Context, claim *extv1beta1.Sandbo
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: name}, sb); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
-	if metav1.IsControlledBy(sb, claim) {
+	if extv1beta1.IsClaimedBy(sb, claim) {
 		return "", nil
 	}
 	return fmt.Sprintf("Claim expired. sandbox not owned by this claim: sandbox %q is not owned by claim %q; deletion skipped.", sb.Name, claim.Name), nil

@@ -15,7 +15,9 @@
 // claims take members, and the claim queue guarding each delete; for a
 // claim, taking members from the queue and returning them, what it
 // remembers of its binding, a conflicting adoption tried again or the next
-// member tried, a refused one made a cold start, and for the binding's
+// member tried, a refused one made a cold start, a member whose running
+// Pod the policies deny passed over and deleted (UID and resourceVersion
+// preconditions) for its pool to replace, and for the binding's
 // commit (render.PlanClaimBinding: annotations, then status, guarded by
 // the claim's resourceVersion) the resourceVersion the annotations' write
 // leaves carried on to the status, and on a conflict the claim read again
@@ -35,6 +37,11 @@
 // reported (status, the pod-name annotation, events reported once, a
 // claim's binding) is one ssa.Memory, keyed by object and UID, forgotten
 // when the object goes.
+// The Sandbox reconciler keeps a default-deny NetworkPolicy for every
+// Sandbox not made from a template (render.PlanSandbox decides it) and
+// watches NetworkPolicies for that; the template reconciler watches Pods
+// that lack a template's collision-free label, whose template's policy
+// selects on the ref hash alone until none is left.
 // Reconcilers never delete a PersistentVolumeClaim (garbage collection
 // does, with its Sandbox) and never change a field another field manager owns, with one exception the user
 // asks for: idle suspend (IdleReconciler, on Sandboxes annotated

@@ -48,7 +48,7 @@ type Extensions struct {
 func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error) {
 	ctx := context.Background()
 	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &sandboxv1beta1.Sandbox{}, IndexControllerUID, controllerUID); err != nil {
+	if err := idx.IndexField(ctx, &sandboxv1beta1.Sandbox{}, IndexController, controllerKey); err != nil {
 		return nil, fmt.Errorf("indexing sandboxes by controller: %w", err)
 	}
 	if err := idx.IndexField(ctx, &extv1beta1.SandboxWarmPool{}, extv1beta1.IndexTemplateRef, func(o client.Object) []string {

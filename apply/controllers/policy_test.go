@@ -164,7 +164,7 @@ func TestTemplateDenialIsReportedOnce(t *testing.T) {
 		t.Helper()
 		// The template has no UID: its plan stops after the refusal
 		// event, before anything is written.
-		plan, err := r.decide(ctx, tmpl, nil)
+		plan, err := r.decide(ctx, tmpl, nil, false)
 		if err != nil {
 			t.Fatal(err)
 		}

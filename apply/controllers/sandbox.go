@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/metrics"
 	"github.com/agentsandbox/reconciler/apply/ssa"
@@ -42,8 +44,10 @@ const (
 // +kubebuilder:rbac:groups="",resources=pods;services,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxtemplates,verbs=get;list;watch
 
-// SandboxReconciler makes each Sandbox's Pod, Service and PVCs match its spec
+// SandboxReconciler makes each Sandbox's Pod, Service, PVCs and NetworkPolicy match its spec
 // by observe -> plan (render.PlanSandbox) -> policy -> execute, and reports
 // what it sees in status.
 type SandboxReconciler struct {
@@ -70,6 +74,14 @@ type SandboxReconciler struct {
 	// Defaults are what a new Pod gets where the Sandbox's pod template
 	// leaves a field unset (the default runtime class); nil gives none.
 	Defaults render.DefaultsSource
+	// ControllerNamespace is where the sandbox router runs: a Sandbox's
+	// default-deny NetworkPolicy admits ingress only from routers there.
+	// Empty makes no NetworkPolicies (tests that do not run a router).
+	ControllerNamespace string
+	// Templates is set when the extension controllers run (their CRDs are
+	// installed): a Sandbox made from a template that is gone then gets a
+	// NetworkPolicy of its own, and templates are watched for that.
+	Templates bool
 
 	// memory holds, per Sandbox, what this process last wrote and
 	// reported (sandbox_memo.go).
@@ -93,7 +105,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 	if r.StatusCoalesceWindow == 0 {
 		r.StatusCoalesceWindow = 5 * time.Second
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexControllerUID, controllerUID); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexController, controllerKey); err != nil {
 		return fmt.Errorf("indexing pods by controller: %w", err)
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -102,10 +114,14 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.PersistentVolumeClaim{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		// An unowned Pod or Service named like a Sandbox may become
 		// adoptable, or go away and free the name: let that Sandbox look again.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox))
+	if r.Templates {
+		b = b.Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.templateToSandboxes))
+	}
 	b = watchModeLabels(b, mgr.GetClient(), r.Policy, func() client.ObjectList { return &sandboxv1beta1.SandboxList{} })
 	// A Sandbox waiting for a Pod may get one under a new default runtime class.
 	return watchRuntimeClasses(b, r.Defaults, r.awaitingPod).
@@ -140,6 +156,7 @@ func (r *SandboxReconciler) reconcile(ctx context.Context, sb *sandboxv1beta1.Sa
 	in := render.SandboxPlanInputs{
 		Sandbox: sb, Pods: obs.pods, Pod: obs.pod, Adopt: obs.adopt, PodOwned: obs.podOwned, ForeignPod: obs.foreignPod,
 		Service: obs.service, ForeignService: obs.foreignSvc, PVCs: obs.pvcs,
+		NetworkPolicy: obs.netpol, ControllerNamespace: r.ControllerNamespace, TemplateGone: obs.templateGone,
 		Expired:  sb.Spec.ShutdownTime != nil && !now.Before(sb.Spec.ShutdownTime.Time),
 		Defaults: render.CurrentDefaults(r.Defaults), ClusterDomain: r.ClusterDomain,
 		Now: metav1.NewTime(now.Truncate(time.Second)), Previous: reported.Conditions, Reported: reported,

@@ -39,7 +39,7 @@ func (r *SandboxReconciler) forget(key types.NamespacedName, _ *sandboxv1beta1.S
 	for _, kind := range []string{sandboxPodName, sandboxChildren, sandboxDrift, "SandboxStatus"} {
 		r.memory.Forget(ssa.Key{Kind: kind, Namespace: key.Namespace, Name: key.Name})
 	}
-	for _, kind := range []string{"Pod", "Service", "Sandbox", "SandboxStatus"} {
+	for _, kind := range []string{"Pod", "Service", "NetworkPolicy", "Sandbox", "SandboxStatus"} {
 		r.Engine.Forget(kind, key.Namespace, key.Name)
 	}
 }

@@ -5,12 +5,15 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/render"
@@ -26,12 +29,16 @@ type observed struct {
 	foreignSvc *corev1.Service                 // a Service with our name that we may not take
 	service    *corev1.Service                 // our Service
 	pvcs       map[string]*corev1.PersistentVolumeClaim
+	netpol     *networkingv1.NetworkPolicy // the NetworkPolicy named after the Sandbox, whoever owns it
+	// templateGone: the Sandbox was made from a template that is gone
+	// (or it names none).
+	templateGone bool
 }
 
 func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*observed, error) {
 	obs := &observed{pvcs: map[string]*corev1.PersistentVolumeClaim{}}
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(sb.Namespace), client.MatchingFields{IndexControllerUID: string(sb.UID)}); err != nil {
+	if err := r.Client.List(ctx, &pods, client.InNamespace(sb.Namespace), controlledBy(sb, sandboxv1beta1.SandboxKind)); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	for i := range pods.Items {
@@ -80,10 +87,27 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return nil, fmt.Errorf("reading service: %w", err)
-	case metav1.IsControlledBy(svc, sb) || adoptable(svc, sb):
+	case sandboxv1beta1.IsControlledBy(svc, sb, sandboxv1beta1.SandboxKind) || adoptable(svc, sb):
 		obs.service = svc
 	default:
 		obs.foreignSvc = svc
+	}
+
+	np := &networkingv1.NetworkPolicy{}
+	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: render.SandboxNetworkPolicyName(sb.Name)}, np); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("reading network policy: %w", err)
+	default:
+		obs.netpol = np
+	}
+
+	if r.Templates && render.MadeFromTemplate(sb) {
+		gone, err := r.templateGone(ctx, sb)
+		if err != nil {
+			return nil, err
+		}
+		obs.templateGone = gone
 	}
 
 	for _, t := range sb.Spec.VolumeClaimTemplates {
@@ -110,3 +134,40 @@ func (e *terminalError) Error() string { return e.msg }
 // adoptable reports whether an object without a controller may be taken over
 // by sb (see render.Adoptable).
 func adoptable(o client.Object, sb *sandboxv1beta1.Sandbox) bool { return render.Adoptable(o, sb) }
+
+// templateGone reports that the template a Sandbox was made from (its
+// sandbox-template-ref annotation) does not exist, or that it names none:
+// no template NetworkPolicy governs its Pod.
+func (r *SandboxReconciler) templateGone(ctx context.Context, sb *sandboxv1beta1.Sandbox) (bool, error) {
+	name := sb.Annotations[sandboxv1beta1.AnnotationSandboxTemplateRef]
+	if name == "" {
+		return true, nil
+	}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: name}, &extv1beta1.SandboxTemplate{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("reading the sandbox's template: %w", err)
+	}
+	return false, nil
+}
+
+// templateToSandboxes maps a template (created or deleted) to the
+// Sandboxes made from it: whether they need a NetworkPolicy of their own
+// depends on it.
+func (r *SandboxReconciler) templateToSandboxes(ctx context.Context, o client.Object) []reconcile.Request {
+	var list sandboxv1beta1.SandboxList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
+		client.MatchingLabels{sandboxv1beta1.LabelSandboxTemplateRefHash: render.NameHash(o.GetName())}); err != nil {
+		log.FromContext(ctx).Error(err, "listing the sandboxes of a template", "template", o.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	for _, sb := range list.Items {
+		if sb.Annotations[sandboxv1beta1.AnnotationSandboxTemplateRef] == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}})
+		}
+	}
+	return out
+}

@@ -4,18 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
@@ -23,9 +28,12 @@ import (
 
 // +kubebuilder:rbac:groups=extensions.agents.x-k8s.io,resources=sandboxtemplates,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
 // TemplateReconciler keeps each SandboxTemplate's shared NetworkPolicy in
-// line with it and labels the template with its ref hash. It changes
+// line with it and labels the template with its ref hash. The policy
+// selects on the collision-free sandbox-template-ref-sha256 label once
+// no Pod of the template lacks it (see legacyPods). It changes
 // nothing else of the template.
 type TemplateReconciler struct {
 	Client client.Client
@@ -59,7 +67,10 @@ func (r *TemplateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxtemplate").
 		For(&extv1beta1.SandboxTemplate{}).
-		Owns(&networkingv1.NetworkPolicy{})
+		Owns(&networkingv1.NetworkPolicy{}).
+		// Update events map both the old and the new Pod: one relabelled
+		// (or deleted) was a legacy Pod.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.legacyPodToTemplates))
 	// A template denied for want of a runtime class is judged again when
 	// the default one changes.
 	return watchRuntimeClasses(b, r.Defaults, r.allTemplates).
@@ -93,20 +104,101 @@ func (r *TemplateReconciler) reconcile(ctx context.Context, t *extv1beta1.Sandbo
 	case err != nil:
 		return reconcile.Result{}, fmt.Errorf("reading network policy: %w", err)
 	}
-	plan, err := r.decide(ctx, t, np)
+	legacy, err := r.legacyPods(ctx, t)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, r.run(ctx, t, plan)
+	plan, err := r.decide(ctx, t, np, legacy)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var result reconcile.Result
+	if legacy {
+		// Level-triggered as well: the policy narrows once the last
+		// legacy Pod is relabelled or gone, whichever event brings it.
+		result.RequeueAfter = legacyRecheck
+	}
+	return result, r.run(ctx, t, plan)
+}
+
+// legacyRecheck is how often a template whose policy still selects on the
+// ref hash alone (legacyPods) is looked at again.
+const legacyRecheck = 5 * time.Second
+
+// legacyPods reports Pods in the template's namespace with its ref hash
+// but without the sandbox-template-ref-sha256 label: made before the label
+// existed and not relabelled by the Sandbox reconciler yet. While there
+// are, the template's NetworkPolicy keeps selecting by ref hash alone.
+// Only Pods controlled by a Sandbox made from this template count.
+func (r *TemplateReconciler) legacyPods(ctx context.Context, t *extv1beta1.SandboxTemplate) (bool, error) {
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(t.Namespace),
+		client.MatchingLabels{sandboxv1beta1.LabelSandboxTemplateRefHash: render.NameHash(t.Name)}); err != nil {
+		return false, fmt.Errorf("listing the template's pods: %w", err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !isLegacyTemplatePod(p) {
+			continue
+		}
+		// Only the Pod of a Sandbox made from this template holds the
+		// selector back: anyone who may create Pods could label one with
+		// the ref hash and keep the policy on the colliding hash forever.
+		ref := metav1.GetControllerOfNoCopy(p)
+		if ref == nil || ref.Kind != "Sandbox" || ref.APIVersion != sandboxv1beta1.GroupVersion.String() {
+			continue
+		}
+		sb := &sandboxv1beta1.Sandbox{}
+		switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}, sb); {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return false, fmt.Errorf("reading the sandbox of a pod: %w", err)
+		}
+		if sb.UID == ref.UID && render.MadeFromTemplate(sb) && sb.Annotations[sandboxv1beta1.AnnotationSandboxTemplateRef] == t.Name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// isLegacyTemplatePod reports a Pod with a template ref hash but without
+// the template's collision-free key.
+func isLegacyTemplatePod(o client.Object) bool {
+	l := o.GetLabels()
+	return l[sandboxv1beta1.LabelSandboxTemplateRefHash] != "" && l[sandboxv1beta1.LabelSandboxTemplateRefSHA256] == ""
+}
+
+// legacyPodToTemplates maps a Pod that is, or was (an update's old
+// object), a legacy template Pod to the templates of its namespace whose
+// ref hash it carries: relabelled or gone, it may let their
+// NetworkPolicies select on the collision-free key.
+func (r *TemplateReconciler) legacyPodToTemplates(ctx context.Context, o client.Object) []reconcile.Request {
+	if !isLegacyTemplatePod(o) {
+		return nil
+	}
+	var templates extv1beta1.SandboxTemplateList
+	if err := r.Client.List(ctx, &templates, client.InNamespace(o.GetNamespace())); err != nil {
+		log.FromContext(ctx).Error(err, "listing templates for a pod", "pod", o.GetName())
+		return nil
+	}
+	hash := o.GetLabels()[sandboxv1beta1.LabelSandboxTemplateRefHash]
+	var out []reconcile.Request
+	for _, t := range templates.Items {
+		if render.NameHash(t.Name) == hash {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: t.Namespace, Name: t.Name}})
+		}
+	}
+	return out
 }
 
 // decide plans a template's reconcile, checks the plan against the
 // policies and, on a denial, plans again knowing it. It remembers the
 // refusal of the template's Sandboxes the plan reports.
-func (r *TemplateReconciler) decide(ctx context.Context, t *extv1beta1.SandboxTemplate, np *networkingv1.NetworkPolicy) (render.Plan, error) {
+func (r *TemplateReconciler) decide(ctx context.Context, t *extv1beta1.SandboxTemplate, np *networkingv1.NetworkPolicy, legacy bool) (render.Plan, error) {
 	key := ssa.KeyOf(templateDenied, t)
 	in := render.TemplatePlanInputs{
-		TemplateInputs: render.TemplateInputs{Template: t, ControllerNamespace: r.ControllerNamespace},
+		TemplateInputs: render.TemplateInputs{Template: t, ControllerNamespace: r.ControllerNamespace, LegacyPods: legacy},
 		NetworkPolicy:  np, Policies: r.Policy.Get() != nil, Defaults: render.CurrentDefaults(r.Defaults),
 	}
 	if last, ok := r.memory.Recall(key, t.UID); ok {

@@ -62,6 +62,10 @@ type WarmPoolReconciler struct {
 	// Policy holds the policies members are checked against before any is
 	// created.
 	Policy *policy.Holder
+	// Suffix, when set, draws the suffixes of new member names instead of
+	// randomSuffix (tests fix them with it); it is called from concurrent
+	// creates.
+	Suffix func() string
 
 	// memory holds, per pool, the status this process last wrote
 	// (poolStatus) and whether it last reported the pool not progressing
@@ -86,15 +90,7 @@ type expectations struct {
 	mu      sync.Mutex
 	created map[string]time.Time    // member name -> when created
 	deleted map[types.UID]time.Time // member UID -> when deleted
-	// freed are names of members deleted moments ago, not given to a new
-	// member until nameCooldown passes: the old member's Pod, of the same
-	// name, may still be terminating, and whatever finishes its deletion
-	// by name must never meet a new Pod.
-	freed map[string]time.Time
 }
-
-// nameCooldown is how long the name of a deleted member stays unused.
-const nameCooldown = 30 * time.Second
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *WarmPoolReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
@@ -164,7 +160,7 @@ func (r *WarmPoolReconciler) poolsOfTemplate(ctx context.Context, o client.Objec
 }
 
 func (r *WarmPoolReconciler) expectationsFor(uid types.UID) *expectations {
-	v, _ := r.expected.LoadOrStore(uid, &expectations{created: map[string]time.Time{}, deleted: map[types.UID]time.Time{}, freed: map[string]time.Time{}})
+	v, _ := r.expected.LoadOrStore(uid, &expectations{created: map[string]time.Time{}, deleted: map[types.UID]time.Time{}})
 	return v.(*expectations)
 }
 
@@ -206,7 +202,7 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, pool *extv1beta1.San
 	}
 
 	var list sandboxv1beta1.SandboxList
-	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), client.MatchingFields{IndexControllerUID: string(pool.UID)}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), controlledBy(pool, extv1beta1.WarmPoolKind)); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing members: %w", err)
 	}
 	exp := r.expectationsFor(pool.UID)
@@ -216,7 +212,7 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, pool *extv1beta1.San
 	in := render.WarmPoolPlanInputs{
 		WarmPoolInputs: render.WarmPoolInputs{Pool: pool, Template: tmpl},
 		Members:        members, Pending: pending, MaxBatch: r.MaxBatch,
-		Taken:    func(name string) bool { return exp.cooling(name, now) || r.taken(ctx, pool.Namespace, name) },
+		Taken: func(name string) bool { return r.taken(ctx, pool.Namespace, name) }, Suffix: suffixes(r.suffix),
 		Policies: r.Policy.Get() != nil, Defaults: render.CurrentDefaults(r.Defaults),
 		Previous: poolStatus.previous(&r.memory, pool), NotProgressingReported: reported, Grace: r.Grace, Now: now,
 	}

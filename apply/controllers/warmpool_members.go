@@ -58,7 +58,7 @@ func (r *WarmPoolReconciler) run(ctx context.Context, in render.WarmPoolPlanInpu
 			for j < len(steps) && steps[j].Action == render.ActionCreate {
 				j++
 			}
-			c, err := r.create(ctx, exp, steps[i:j], now)
+			c, err := r.create(ctx, in.WarmPoolInputs, exp, steps[i:j], now)
 			changes = append(changes, c...)
 			created += j - i
 			i = j - 1
@@ -140,7 +140,6 @@ func (r *WarmPoolReconciler) deleteMember(ctx context.Context, exp *expectations
 	}
 	exp.mu.Lock()
 	exp.deleted[m.UID] = now
-	exp.freed[m.Name] = now
 	exp.mu.Unlock()
 	var c ssa.Change
 	var err error
@@ -188,11 +187,6 @@ func (r *WarmPoolReconciler) settle(ctx context.Context, namespace string, exp *
 			delete(exp.deleted, uid)
 		}
 	}
-	for name, at := range exp.freed {
-		if now.Sub(at) > nameCooldown {
-			delete(exp.freed, name)
-		}
-	}
 	var pending []string
 	for name, at := range exp.created {
 		switch {
@@ -230,9 +224,11 @@ func (e *invalidMember) Error() string { return e.err.Error() }
 func (e *invalidMember) Unwrap() error { return e.err }
 
 // create carries out a run of create steps, a bounded number at a time.
-// Names already taken (the cache was behind) are skipped; the next pass
-// picks others.
-func (r *WarmPoolReconciler) create(ctx context.Context, exp *expectations, steps []render.Step, now time.Time) (ssa.ChangeSet, error) {
+// A name the API server already holds (a Sandbox the cache does not show
+// yet) is never reused: the member is rendered again under a new random
+// name and created under that, as the API server retries a generateName
+// that collided.
+func (r *WarmPoolReconciler) create(ctx context.Context, in render.WarmPoolInputs, exp *expectations, steps []render.Step, now time.Time) (ssa.ChangeSet, error) {
 	exp.mu.Lock()
 	for _, s := range steps {
 		exp.created[s.Name] = now
@@ -251,18 +247,13 @@ func (r *WarmPoolReconciler) create(ctx context.Context, exp *expectations, step
 		slots <- struct{}{}
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			// An existing member (the cache had not shown it) is
-			// unchanged: the next pass sees it.
-			c, err := execute(ctx, r.Engine, s)
+			c, err := r.createMember(ctx, in, exp, s, now)
 			if apierrors.IsInvalid(err) {
 				err = &invalidMember{err}
 			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				exp.mu.Lock()
-				delete(exp.created, s.Name)
-				exp.mu.Unlock()
 				errs = append(errs, err)
 				return
 			}
@@ -273,6 +264,37 @@ func (r *WarmPoolReconciler) create(ctx context.Context, exp *expectations, step
 	return changes, errors.Join(errs...)
 }
 
+// createMember creates one member, under a new name each time the API
+// server answers that its name exists (at most maxNameCollisions times),
+// keeping the expectation of a created member under the name it is
+// created by. A member not created is no longer expected. Members render
+// alike but for their names, so the one the policies judged stands for it.
+func (r *WarmPoolReconciler) createMember(ctx context.Context, in render.WarmPoolInputs, exp *expectations, s render.Step, now time.Time) (ssa.Change, error) {
+	for try := 0; ; try++ {
+		_, c, exists, err := createSandbox(ctx, r.Engine, s)
+		if err == nil && !exists {
+			return c, nil
+		}
+		exp.mu.Lock()
+		delete(exp.created, s.Name)
+		exp.mu.Unlock()
+		if err != nil {
+			return c, err
+		}
+		if try+1 >= maxNameCollisions {
+			return c, fmt.Errorf("creating a member of SandboxWarmPool %s: %d names in a row were taken", in.Pool.Name, maxNameCollisions)
+		}
+		m, err := render.WarmPoolMember(in, render.MemberName(in.Pool.Name, r.suffix()))
+		if err != nil {
+			return c, err
+		}
+		s.Name, s.Object = *m.Name, m
+		exp.mu.Lock()
+		exp.created[s.Name] = now
+		exp.mu.Unlock()
+	}
+}
+
 // convert turns an apply configuration into the typed object it describes.
 func convert(ac, obj any) error {
 	b, err := json.Marshal(ac)
@@ -280,12 +302,4 @@ func convert(ac, obj any) error {
 		return err
 	}
 	return json.Unmarshal(b, obj)
-}
-
-// cooling reports a member name freed by a delete moments ago.
-func (e *expectations) cooling(name string, now time.Time) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	at, ok := e.freed[name]
-	return ok && now.Sub(at) <= nameCooldown
 }

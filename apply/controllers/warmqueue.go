@@ -4,10 +4,10 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/render"
 )
@@ -90,10 +90,13 @@ func (q *WarmQueue) Handler() toolscache.ResourceEventHandler {
 	}
 }
 
-// poolOf returns the pool that controls sb, if a pool does.
+// poolOf returns the pool that controls sb, if a pool does: its
+// controller reference names a SandboxWarmPool of our API group (one of
+// another group is not a pool). Which pool object it is, by UID, is for the
+// taker to check (render.ClaimMayTake).
 func poolOf(sb *sandboxv1beta1.Sandbox) (types.NamespacedName, bool) {
-	ref := metav1.GetControllerOfNoCopy(sb)
-	if ref == nil || ref.Kind != "SandboxWarmPool" {
+	ref := extv1beta1.PoolOf(sb)
+	if ref == nil {
 		return types.NamespacedName{}, false
 	}
 	return types.NamespacedName{Namespace: sb.Namespace, Name: ref.Name}, true

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
@@ -20,8 +21,26 @@ func member(name, pool string, ready bool) *sandboxv1beta1.Sandbox {
 	}
 	return &sandboxv1beta1.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name),
-			OwnerReferences: []metav1.OwnerReference{{Kind: "SandboxWarmPool", Name: pool, UID: "pool-uid", Controller: &yes}}},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxWarmPool", Name: pool, UID: "pool-uid", Controller: &yes}}},
 		Status: sandboxv1beta1.SandboxStatus{Conditions: []metav1.Condition{{Type: sandboxv1beta1.ConditionReady, Status: status}}},
+	}
+}
+
+// TestWarmQueueOffersOnlyOurPoolsMembers: a Ready Sandbox whose controller
+// reference says SandboxWarmPool under another API group is not a member
+// of the pool of that name: the queue never offers it.
+func TestWarmQueueOffersOnlyOurPoolsMembers(t *testing.T) {
+	q := NewWarmQueue()
+	pool := types.NamespacedName{Namespace: "ns", Name: "p"}
+	forged := member("forged", "p", true)
+	forged.OwnerReferences[0].APIVersion = "evil.example.com/v1"
+	q.Handler().OnAdd(forged, false)
+	if got := q.Take(pool, nil); got != nil {
+		t.Fatalf("the queue offered %s, controlled by a SandboxWarmPool of another group", got.Name)
+	}
+	q.Handler().OnAdd(member("real", "p", true), false)
+	if got := q.Take(pool, nil); got == nil || got.Name != "real" {
+		t.Fatalf("Take gave %v, want the pool's own member", got)
 	}
 }
 

@@ -70,22 +70,37 @@ func objectMetaOf(ac any) *metav1ac.ObjectMetaApplyConfiguration {
 
 // managedEntry identifies our field manager's Apply entry on an object: its
 // time and owned field set. Empty when there is none.
+//
+// The entry's time has a resolution of one second, and an atomic field
+// (a NetworkPolicy's podSelector, a Service's selector) appears in the
+// field set as one field whatever it holds: two writes of such a field
+// within one second leave the same entry. So while the entry is recent
+// (entryAmbiguous), the object's resourceVersion is part of it too: what
+// was remembered of the first write is never taken for the second.
 func managedEntry(o client.Object, manager, subresource string) string {
 	for _, m := range o.GetManagedFields() {
 		if m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == subresource {
-			t := ""
+			t, rv := "", ""
 			if m.Time != nil {
 				t = m.Time.UTC().String()
+				if time.Since(m.Time.Time) < entryAmbiguous {
+					rv = o.GetResourceVersion()
+				}
 			}
 			raw := ""
 			if m.FieldsV1 != nil {
 				raw = m.FieldsV1.GetRawString()
 			}
-			return digest(m.APIVersion + "|" + t + "|" + raw)
+			return digest(m.APIVersion + "|" + t + "|" + raw + "|" + rv)
 		}
 	}
 	return ""
 }
+
+// entryAmbiguous is how long after its time a managed fields entry may
+// still change without its time or field set changing: the second of its
+// time, plus a margin for the skew between the API server's clock and ours.
+const entryAmbiguous = 10 * time.Second
 
 // noteWrite records a write (in written), counting it as a no-op when the
 // server returned the resourceVersion of our previous write. sent is the

@@ -118,7 +118,10 @@ func renderAll(o *options, docs []document) []rendering {
 				r.missing = true
 				break
 			}
-			plan, err := render.PlanWarmPool(render.WarmPoolPlanInputs{WarmPoolInputs: render.WarmPoolInputs{Pool: p, Template: t}})
+			// The controller names members at random; a preview names them
+			// alike, the same way on every run.
+			suffix := render.SeededSuffixes(p.Namespace + "/" + p.Name)
+			plan, err := render.PlanWarmPool(render.WarmPoolPlanInputs{WarmPoolInputs: render.WarmPoolInputs{Pool: p, Template: t}, Suffix: suffix})
 			if err != nil {
 				r.problem = err.Error()
 				break
@@ -129,7 +132,7 @@ func renderAll(o *options, docs []document) []rendering {
 				}
 			}
 			// Members render alike: one stands for all, planned or not.
-			if err := r.check(templateMember(t, render.MemberName(p, 0)), defaults); err != nil {
+			if err := r.check(templateMember(t, render.MemberName(p.Name, suffix(0))), defaults); err != nil {
 				r.problem = err.Error()
 			}
 		case "extensions.agents.x-k8s.io/v1beta1/SandboxClaim":

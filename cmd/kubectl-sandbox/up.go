@@ -187,12 +187,12 @@ Try:
 `)
 		if env.StandIn != nil {
 			_, _ = fmt.Fprint(stdout, `  kubectl exec sample-sandbox -- sh -c 'echo hello > hello.txt; ls -l'
-  kubectl port-forward pod/sample-sandbox 8888 &   # then: curl -s localhost:8888/execute -d '{"command":"cat hello.txt"}'
+  kubectl port-forward pod/sample-sandbox 8888 &   # then: curl -s localhost:8888/execute -H 'Content-Type: application/json' -d '{"command":"cat hello.txt"}'
   kubectl logs sample-sandbox
   kubectl sandbox exec sample-claim -- echo hi
 `)
 			if env.Router != nil {
-				_, _ = fmt.Fprintf(stdout, "  curl -s %s/execute -H \"X-Sandbox-ID: $(kubectl get sandboxclaim sample-claim -o jsonpath='{.status.sandbox.name}')\" -d '{\"command\":\"echo hi\"}'\n", env.Router.URL)
+				_, _ = fmt.Fprintf(stdout, "  curl -s %s/execute -H \"X-Sandbox-ID: $(kubectl get sandboxclaim sample-claim -o jsonpath='{.status.sandbox.name}')\" -H 'Content-Type: application/json' -d '{\"command\":\"echo hi\"}'\n", env.Router.URL)
 			}
 		}
 		_, _ = fmt.Fprint(stdout, `  kubectl patch sandbox sample-sandbox --type merge -p '{"spec":{"operatingMode":"Suspended"}}'

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+
+	"github.com/agentsandbox/reconciler/cmd/localcluster/standin"
 )
 
 // Options configure a local cluster.
@@ -30,7 +32,8 @@ type Options struct {
 	// Nodes is the number of fake nodes (110 pods, 32 CPU, 256Gi each).
 	Nodes int
 	// InstallCRDs installs the CRDs built into this binary once the cluster
-	// is up.
+	// is up, then restarts kube-controller-manager so that its garbage
+	// collector knows them at once (see collectOurKinds).
 	InstallCRDs bool
 	// RuntimeClasses to create (handler = name), e.g. gvisor and kata; kwok
 	// runs Pods of any RuntimeClass that exists.
@@ -203,10 +206,20 @@ func (c *Cluster) setup(ctx context.Context, opts Options) error {
 	if err := c.loadConfig(); err != nil {
 		return err
 	}
+	// The stand-in kubelet serves this cluster and no other.
+	if err := standin.RecordCluster(c.SandboxDir(), c.Config); err != nil {
+		return err
+	}
 	if err := c.ScaleNodes(ctx, opts.Nodes); err != nil {
 		return err
 	}
-	return c.install(ctx, opts, "")
+	if err := c.install(ctx, opts, ""); err != nil {
+		return err
+	}
+	if opts.InstallCRDs {
+		return c.collectOurKinds(ctx)
+	}
+	return nil
 }
 
 // ScaleNodes sets the number of fake nodes and waits until that many are Ready.

@@ -10,7 +10,9 @@
 //
 // On top of the bare cluster it installs what the controller needs when it
 // runs on this machine rather than in the cluster: the CRDs (embedded from
-// config/crd), the gvisor and kata RuntimeClasses, the admission webhook and
+// config/crd; kube-controller-manager is then restarted, so that garbage
+// collection knows them at once rather than at its next 30 s discovery
+// resync), the gvisor and kata RuntimeClasses, the admission webhook and
 // CRD conversion pointed at https://127.0.0.1:PORT, the controller's
 // ServiceAccount and least-privilege RBAC (embedded from config/rbac), and
 // the controller process itself, acting as that ServiceAccount as it does
@@ -18,7 +20,10 @@
 // finds what `up` started. It creates the cluster with kwok's PortForward,
 // Exec and Logs CRDs enabled and runs the stand-in kubelet (package standin,
 // as `kubectl-sandbox kubelet`), which gives every sandbox Pod a real
-// sandbox-runtime process on this machine. With Kind set it creates a kind
+// sandbox-runtime process on this machine; it records the new cluster's API
+// server (URL and CA) in the stand-in's directory, and the stand-in serves
+// that cluster only. The local router and the runtimes refuse requests a
+// web page could make (--allowed-hosts). With Kind set it creates a kind
 // cluster instead (Docker needed).
 //
 // It is a library of cmd/: only binaries and the test harness import it.

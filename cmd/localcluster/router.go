@@ -58,12 +58,14 @@ type Router struct {
 }
 
 // RouterKubeconfig gives the local router the identity it has when
-// deployed: the ServiceAccount and ClusterRole of config/router (watch Pods
-// and Sandboxes, pods/portforward, TokenReviews, SubjectAccessReviews), by
-// impersonation, in the admin kubeconfig's path with ".router" added (the
-// marker `down` looks for).
+// deployed with --transport=port-forward: the ServiceAccount and
+// ClusterRoles of config/router and its portforward component (watch Pods
+// and Sandboxes, pods/portforward, TokenReviews, SubjectAccessReviews) and
+// the ValidatingAdmissionPolicy that narrows its writes, by impersonation,
+// in the admin kubeconfig's path with ".router" added (the marker `down`
+// looks for).
 func RouterKubeconfig(ctx context.Context, c *Cluster, cl client.Client) (string, error) {
-	if err := applyYAML(ctx, cl, routerconfig.RBAC); err != nil {
+	if err := applyYAML(ctx, cl, routerconfig.RBAC, routerconfig.RBACPortForward, routerconfig.AdmissionPolicy); err != nil {
 		return "", err
 	}
 	return impersonatingKubeconfig(c, RouterUser, "router")
@@ -73,8 +75,9 @@ func RouterKubeconfig(ctx context.Context, c *Cluster, cl client.Client) (string
 // clients expect to reach it, on loopback only: --transport=port-forward
 // (kwok's Pod IPs lead nowhere; on kind the API server's port-forward works
 // too), --auth=none (the cluster is this user's), the proxy on
-// 127.0.0.1:Port and the metrics on a free loopback port. It waits for
-// /readyz (the caches synced).
+// 127.0.0.1:Port and the metrics on a free loopback port, and
+// --allowed-hosts, so that a web page cannot drive it (DNS rebinding, a
+// foreign Origin). It waits for /readyz (the caches synced).
 func StartRouter(ctx context.Context, c *Cluster, o RouterOptions) (*Router, error) {
 	if st, err := os.Stat(o.Binary); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 		return nil, fmt.Errorf("sandbox-router binary %s: not an executable file (build it with `make router`)", o.Binary)
@@ -107,7 +110,7 @@ func StartRouter(ctx context.Context, c *Cluster, o RouterOptions) (*Router, err
 		return nil, err
 	}
 	cmd := exec.Command(o.Binary, "--kubeconfig", kubeconfig, "--transport=port-forward", "--auth=none",
-		"--http-bind-address="+addr, "--metrics-bind-address="+metrics)
+		"--http-bind-address="+addr, "--metrics-bind-address="+metrics, "--allowed-hosts=localhost")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if o.Detach {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

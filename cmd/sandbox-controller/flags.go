@@ -89,7 +89,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 		ns = "agent-sandbox-system"
 	}
 	fs.StringVar(&o.controllerNamespace, "controller-namespace", ns,
-		"Namespace the controller and the sandbox router run in (default: $POD_NAMESPACE, else agent-sandbox-system); template NetworkPolicies admit ingress from sandbox-router pods there.")
+		"Namespace the controller and the sandbox router run in (default: $POD_NAMESPACE, else agent-sandbox-system); the NetworkPolicies of templates and Sandboxes admit ingress from sandbox-router pods there.")
 	fs.StringVar(&o.controllerSA, "controller-service-account", webhooks.DefaultControllerServiceAccount,
 		"ServiceAccount (in --controller-namespace) the controller runs as. The webhook lets only its requests make a Sandbox or SandboxClaim controlled by a SandboxWarmPool or SandboxClaim.")
 	fs.StringVar(&o.defaultRuntimeClass, "default-runtime-class", runtimeclass.Auto,

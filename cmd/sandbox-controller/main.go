@@ -170,6 +170,7 @@ func run(o options) error {
 	sandboxes := &controllers.SandboxReconciler{
 		Client: mgr.GetClient(), Engine: engine, Recorder: mgr.GetEventRecorder("sandbox-controller"),
 		ClusterDomain: o.clusterDomain, StatusCoalesceWindow: o.statusCoalesceWindow, Policy: policies, Defaults: defaults,
+		ControllerNamespace: o.controllerNamespace, Templates: o.extensions,
 	}
 	if err := sandboxes.SetupWithManager(mgr, o.sandboxWorkers); err != nil {
 		return fmt.Errorf("setting up the Sandbox controller: %w", err)

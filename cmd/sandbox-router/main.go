@@ -19,6 +19,7 @@ import (
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +28,7 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/dataplane/resume"
 	"github.com/agentsandbox/reconciler/dataplane/router"
+	"github.com/agentsandbox/reconciler/dataplane/webguard"
 )
 
 // Build information, injected with -ldflags "-X main.version=... -X main.commit=...".
@@ -38,8 +40,11 @@ var (
 type options struct {
 	httpAddr, metricsAddr      string
 	transport, auth            string
-	authCacheTTL               time.Duration
+	authCacheTTL, authRefusal  time.Duration
 	authAudiences              string
+	authNewQPS, authReviewQPS  float64
+	authNewBurst, authBurst    int
+	runtimeTokenFile           string
 	clusterDomain              string
 	dnsFallback, allowLocal    bool
 	namespaces                 string
@@ -54,6 +59,7 @@ type options struct {
 	qps                        float64
 	burst                      int
 	showVersion                bool
+	allowedHosts               string
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -63,15 +69,21 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9090", "Address of /metrics, /healthz and /readyz; 0 disables it.")
 	fs.StringVar(&o.clusterDomain, "cluster-domain", envOr("CLUSTER_DOMAIN", "cluster.local"), "Cluster DNS domain, for the DNS fallback.")
 	fs.DurationVar(&o.proxyTimeout, "proxy-timeout", envSeconds("PROXY_TIMEOUT_SECONDS", 180*time.Second), "Timeout of a request without a valid X-Sandbox-Timeout.")
-	fs.Int64Var(&o.maxBody, "max-request-body-bytes", 0, "Largest request body (413 beyond); 0: no limit.")
+	fs.Int64Var(&o.maxBody, "max-request-body-bytes", 256<<20, "Largest request body (413 beyond); 0: no limit.")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "On SIGTERM, how long open requests and WebSocket sessions may take to finish.")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "On SIGTERM, how long to go on serving new requests (while /readyz fails) before stopping, so that load balancers and Service endpoints stop sending first.")
 	// Ours.
 	fs.StringVar(&o.transport, "transport", "direct", "How pods are reached: direct (their IPs) or port-forward (the API server's pods/portforward, for clusters whose pod IPs the router cannot reach, such as kwok).")
-	fs.StringVar(&o.auth, "auth", "none", "none: every caller is let through; tokenreview: a bearer token the API server authenticates (TokenReview) whose user may get the Sandbox (SubjectAccessReview).")
-	fs.DurationVar(&o.authCacheTTL, "auth-cache-ttl", 10*time.Second, "How long a positive TokenReview or SubjectAccessReview is reused (refusals never are); 0 asks every time.")
+	fs.StringVar(&o.auth, "auth", "tokenreview", "tokenreview: a caller needs a bearer token the API server authenticates (TokenReview) whose user may create sandboxes/exec (group agents.x-k8s.io) on the Sandbox (SubjectAccessReview), as kubectl exec needs pods/exec; none: every caller is let through (only where the network already limits who reaches the router).")
+	fs.DurationVar(&o.authCacheTTL, "auth-cache-ttl", 10*time.Second, "How long a positive TokenReview or SubjectAccessReview is reused; 0 asks every time.")
+	fs.DurationVar(&o.authRefusal, "auth-refusal-cache-ttl", 5*time.Second, "How long a refusal (a token the API server did not authenticate, an access it denied) is reused; 0 asks every time.")
 	fs.StringVar(&o.authAudiences, "auth-audiences", "", "Audiences a token must be issued for, comma-separated; empty: the API server's.")
-	fs.BoolVar(&o.dnsFallback, "dns-fallback", false, "Send a request for a Sandbox the cache does not hold to X-Sandbox-Pod-IP, else <id>.<ns>.svc.<cluster-domain> (upstream's behaviour); off: 404.")
+	fs.Float64Var(&o.authNewQPS, "auth-new-token-qps", 20, "TokenReviews per second of tokens the router has not seen authenticated in the last hour, all callers together (a quarter of it per client address); beyond it such requests are refused 429 at once, so made-up tokens cannot starve known callers.")
+	fs.IntVar(&o.authNewBurst, "auth-new-token-burst", 40, "Burst of --auth-new-token-qps.")
+	fs.Float64Var(&o.authReviewQPS, "auth-review-qps", 100, "TokenReviews per second of tokens seen authenticated, and SubjectAccessReviews: a budget of their own that made-up tokens never reach.")
+	fs.IntVar(&o.authBurst, "auth-review-burst", 200, "Burst of --auth-review-qps.")
+	fs.StringVar(&o.runtimeTokenFile, "runtime-token-file", "", "File holding a shared secret sent to every sandbox in the X-Sandbox-Runtime-Token header (a client's own header of that name is always dropped), for runtimes that answer only requests through the router; empty: none is sent.")
+	fs.BoolVar(&o.dnsFallback, "dns-fallback", false, "Send a request for a Sandbox the cache does not hold to X-Sandbox-Pod-IP, else <id>.<ns>.svc.<cluster-domain> (upstream's behaviour), resolved by the router: every address it resolves to must pass the rules of X-Sandbox-Pod-IP (no loopback, link-local or metadata address) and the request goes to the address checked; off: 404.")
 	fs.BoolVar(&o.allowLocal, "allow-local-addresses", false, "Dial loopback and link-local addresses (X-Sandbox-Pod-IP and Pod IPs); for tests and local clusters only.")
 	fs.StringVar(&o.namespaces, "namespaces", "", "Only route to sandboxes in these namespaces, comma-separated (and watch only these); empty: all.")
 	fs.DurationVar(&o.maxTimeout, "max-timeout", 10*time.Minute, "Largest X-Sandbox-Timeout honoured; longer ones are cut to it.")
@@ -83,8 +95,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "How long a client may take to send request headers.")
 	fs.DurationVar(&o.idle, "idle-timeout", 90*time.Second, "How long an idle keep-alive client connection is kept.")
 	fs.DurationVar(&o.pfIdle, "port-forward-idle-timeout", 15*time.Minute, "With --transport=port-forward, close a pod's port-forward connection idle this long.")
-	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Client-side queries per second to the API server (TokenReviews, SubjectAccessReviews); negative: no limit.")
+	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Client-side queries per second to the API server (resume and activity writes, events; reviews have their own budget, --auth-*-qps); negative: no limit.")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Client-side burst to the API server.")
+	fs.StringVar(&o.allowedHosts, "allowed-hosts", "", "Refuse (403) requests whose Host is not localhost, 127.0.0.1, [::1], an IP address or one of these comma-separated names, and requests from pages of other sites (a foreign Origin, Sec-Fetch-Site: cross-site): for a router listening on a developer's machine (the local cluster sets it), against DNS rebinding and CSRF. Empty: no such check.")
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 }
 
@@ -131,7 +144,7 @@ func (o *options) validate() error {
 	for _, d := range []struct {
 		name  string
 		value time.Duration
-	}{{"--shutdown-delay", o.shutdownDelay}, {"--resolve-wait", o.resolveWait}, {"--websocket-max-lifetime", o.wsMaxLifetime}, {"--auth-cache-ttl", o.authCacheTTL}, {"--port-forward-idle-timeout", o.pfIdle}} {
+	}{{"--shutdown-delay", o.shutdownDelay}, {"--resolve-wait", o.resolveWait}, {"--websocket-max-lifetime", o.wsMaxLifetime}, {"--auth-cache-ttl", o.authCacheTTL}, {"--auth-refusal-cache-ttl", o.authRefusal}, {"--port-forward-idle-timeout", o.pfIdle}} {
 		if d.value < 0 {
 			errs = append(errs, fmt.Errorf("%s=%s: must not be negative", d.name, d.value))
 		}
@@ -145,10 +158,38 @@ func (o *options) validate() error {
 	if o.maxHeaderBytes < 4<<10 {
 		errs = append(errs, fmt.Errorf("--max-header-bytes=%d: must be at least 4096", o.maxHeaderBytes))
 	}
+	if o.allowedHosts != "" {
+		if _, err := webguard.ParseHosts(splitList(o.allowedHosts)); err != nil {
+			errs = append(errs, fmt.Errorf("--allowed-hosts: %w", err))
+		}
+	}
+	if o.authNewQPS <= 0 || o.authReviewQPS <= 0 || o.authNewBurst < 1 || o.authBurst < 1 {
+		errs = append(errs, errors.New("--auth-new-token-qps, --auth-review-qps and their bursts must be positive"))
+	}
 	if o.burst < 1 && o.qps > 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst=%d: must be at least 1 when --kube-api-qps is set", o.burst))
 	}
 	return errors.Join(errs...)
+}
+
+// readRuntimeToken reads --runtime-token-file: the secret, without
+// surrounding white space (a trailing newline); empty path: none.
+func readRuntimeToken(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--runtime-token-file: %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	switch {
+	case token == "":
+		return "", fmt.Errorf("--runtime-token-file %s is empty", path)
+	case strings.ContainsAny(token, "\r\n\x00"):
+		return "", fmt.Errorf("--runtime-token-file %s: the token must be one line", path)
+	}
+	return token, nil
 }
 
 func splitList(s string) []string {
@@ -224,7 +265,26 @@ func run(ctx context.Context, o options) error {
 	}
 	var authz router.Authorizer
 	if o.auth == "tokenreview" {
-		authz = router.NewTokenReview(cs, router.TokenReviewOptions{CacheTTL: o.authCacheTTL, Audiences: splitList(o.authAudiences)})
+		// Reviews have a client, and a budget, of their own: the writes,
+		// events and the cache's watches never wait behind them.
+		rcfg := rest.CopyConfig(cfg)
+		rcfg.QPS, rcfg.Burst = float32(o.authNewQPS+o.authReviewQPS), o.authNewBurst+o.authBurst
+		reviews, err := kubernetes.NewForConfig(rcfg)
+		if err != nil {
+			return err
+		}
+		authz = router.NewTokenReview(reviews, router.TokenReviewOptions{
+			CacheTTL: o.authCacheTTL, RefusalTTL: o.authRefusal, Audiences: splitList(o.authAudiences), Metrics: metrics,
+			Budget: router.NewReviewBudget(router.ReviewBudgetOptions{NewTokenQPS: o.authNewQPS, NewTokenBurst: o.authNewBurst,
+				KnownQPS: o.authReviewQPS, KnownBurst: o.authBurst}),
+		})
+	}
+	if o.auth == "none" {
+		log.Info("--auth=none: every caller that reaches the proxy port may run code in every sandbox it routes to; use it only where the network already limits who reaches the router")
+	}
+	runtimeToken, err := readRuntimeToken(o.runtimeTokenFile)
+	if err != nil {
+		return err
 	}
 	transport := router.NewTransport(pf)
 	defer transport.CloseIdleConnections()
@@ -244,8 +304,11 @@ func run(ctx context.Context, o options) error {
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
 	defer broadcaster.Shutdown()
 	handler := router.NewHandler(router.Options{
-		Resolver:  &router.CacheResolver{Reader: cache, DNSFallback: o.dnsFallback, ClusterDomain: o.clusterDomain, Namespaces: cacheOpts.Namespaces},
-		Transport: transport, Authorizer: authz,
+		Resolver: &router.CacheResolver{Reader: cache, DNSFallback: o.dnsFallback, ClusterDomain: o.clusterDomain, Namespaces: cacheOpts.Namespaces,
+			AllowLocalAddresses: o.allowLocal},
+		Transport:            transport,
+		Authorizer:           authz,
+		RuntimeToken:         runtimeToken,
 		Limits:               router.Limits{DefaultTimeout: o.proxyTimeout, MaxTimeout: o.maxTimeout, AllowLocalAddresses: o.allowLocal},
 		ResolveWait:          o.resolveWait,
 		Resume:               writer,
@@ -312,9 +375,13 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("listening on --http-bind-address: %w", err)
 		}
 		log.Info("routing", "address", l.Addr().String(), "transport", o.transport, "auth", o.auth, "version", version)
-		return router.Serve(gctx, l, handler, router.ServerOptions{
+		so := router.ServerOptions{
 			ReadHeaderTimeout: o.readHeaderTimeout, IdleTimeout: o.idle, MaxHeaderBytes: o.maxHeaderBytes, ShutdownTimeout: o.shutdownTimeout,
-		})
+		}
+		if o.allowedHosts != "" {
+			so.AllowedHosts, _ = webguard.ParseHosts(splitList(o.allowedHosts)) // validated
+		}
+		return router.Serve(gctx, l, handler, so)
 	})
 	err = g.Wait()
 	if stopping.Load() && err == nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,9 +27,54 @@ func TestDefaultsAreValid(t *testing.T) {
 	if err := o.validate(); err != nil {
 		t.Fatal(err)
 	}
-	if o.httpAddr != ":8080" || o.proxyTimeout != 180*time.Second || o.transport != "direct" || o.auth != "none" || o.clusterDomain != "cluster.local" ||
+	if o.httpAddr != ":8080" || o.proxyTimeout != 180*time.Second || o.transport != "direct" || o.clusterDomain != "cluster.local" ||
 		o.resumeTimeout != 2*time.Minute || o.activityMax != 30*time.Second {
 		t.Errorf("defaults: %+v", o)
+	}
+}
+
+// TestDefaultsAreSafe: the binary on its own, without the deploy bundle's
+// flags, authenticates and authorizes callers, caps request bodies, caches
+// refusals, budgets its reviews, and does not fall back to DNS or allow
+// local addresses.
+func TestDefaultsAreSafe(t *testing.T) {
+	o := parse(t)
+	if o.auth != "tokenreview" {
+		t.Errorf("--auth defaults to %q, want tokenreview", o.auth)
+	}
+	if o.maxBody <= 0 || o.maxBody > 1<<30 {
+		t.Errorf("--max-request-body-bytes defaults to %d, want a cap", o.maxBody)
+	}
+	if o.authRefusal <= 0 || o.authNewQPS <= 0 || o.authNewBurst <= 0 {
+		t.Errorf("refusal cache %s, new-token budget %v/%d: want all set", o.authRefusal, o.authNewQPS, o.authNewBurst)
+	}
+	if o.dnsFallback || o.allowLocal || o.runtimeTokenFile != "" {
+		t.Errorf("--dns-fallback=%t --allow-local-addresses=%t --runtime-token-file=%q by default", o.dnsFallback, o.allowLocal, o.runtimeTokenFile)
+	}
+}
+
+func TestReadRuntimeToken(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if tok, err := readRuntimeToken(""); tok != "" || err != nil {
+		t.Errorf("no file: %q, %v", tok, err)
+	}
+	if tok, err := readRuntimeToken(write("secret", "s3cret\n")); tok != "s3cret" || err != nil {
+		t.Errorf("a secret with a trailing newline: %q, %v", tok, err)
+	}
+	for name, content := range map[string]string{"empty": " \n", "two-lines": "a\nb"} {
+		if _, err := readRuntimeToken(write(name, content)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := readRuntimeToken(filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing file: accepted")
 	}
 }
 
@@ -50,5 +97,16 @@ func TestInvalidFlags(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("no complaint about %s in:\n%v", want, err)
 		}
+	}
+}
+
+func TestAllowedHostsFlag(t *testing.T) {
+	o := parse(t, "--allowed-hosts=localhost, sandbox.test")
+	if err := o.validate(); err != nil {
+		t.Errorf("valid names: %v", err)
+	}
+	o = parse(t, "--allowed-hosts=http://attacker.example")
+	if err := o.validate(); err == nil || !strings.Contains(err.Error(), "--allowed-hosts") {
+		t.Errorf("a URL as a host name: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/agentsandbox/reconciler/dataplane/runtime"
 	"github.com/agentsandbox/reconciler/dataplane/sandboxd"
+	"github.com/agentsandbox/reconciler/dataplane/webguard"
 )
 
 // Build information, injected with -ldflags "-X main.version=... -X main.commit=...".
@@ -41,6 +43,14 @@ type options struct {
 	idleTimeout       time.Duration
 	shutdownTimeout   time.Duration
 	showVersion       bool
+	authTokenFile     string
+	allowedHosts      string
+	// envToken is $SANDBOX_RUNTIME_TOKEN.
+	envToken string
+	// token and hosts are what validate loaded from authTokenFile (or
+	// envToken) and allowedHosts.
+	token string
+	hosts *webguard.Hosts
 	// envErrs are environment variables that did not parse.
 	envErrs []error
 }
@@ -69,6 +79,14 @@ func (o *options) bind(fs *flag.FlagSet, getenv func(string) string) {
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 2*time.Minute, "How long an idle keep-alive connection stays open.")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 20*time.Second,
 		"On SIGTERM, how long running requests may finish before their commands are killed.")
+	fs.StringVar(&o.authTokenFile, "auth-token-file", "",
+		"File holding the token every request but GET / must carry in "+runtime.TokenHeader+" (401 otherwise): the router's --runtime-token-file sends it. "+
+			"Without this flag, $"+runtime.TokenEnv+" is the token; neither: no token needed. Read once at start; commands never see it.")
+	o.envToken = getenv(runtime.TokenEnv)
+	fs.StringVar(&o.allowedHosts, "allowed-hosts", o.envString(getenv, "SANDBOX_ALLOWED_HOSTS", ""),
+		"Refuse (403) requests whose Host is not localhost, 127.0.0.1, [::1], an IP address or one of these comma-separated names "+
+			"($SANDBOX_ALLOWED_HOSTS); for a runtime listening on a developer's machine (the local cluster sets it), against DNS rebinding. "+
+			"Empty: any Host (a Pod is reached by its IP or a Service name).")
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 }
 
@@ -105,9 +123,28 @@ func (o *options) envInt(getenv func(string) string, name string, def int64) int
 	return n
 }
 
-// validate rejects values that cannot work, one message per setting.
+// validate rejects values that cannot work, one message per setting, and
+// loads the token and the allowed hosts.
 func (o *options) validate() error {
 	errs := append([]error(nil), o.envErrs...)
+	o.token = strings.TrimSpace(o.envToken)
+	if o.authTokenFile != "" {
+		data, err := os.ReadFile(o.authTokenFile)
+		o.token = strings.TrimSpace(string(data))
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("--auth-token-file: %w", err))
+		case o.token == "":
+			errs = append(errs, fmt.Errorf("--auth-token-file %s is empty", o.authTokenFile))
+		}
+	}
+	if o.allowedHosts != "" {
+		hosts, err := webguard.ParseHosts(strings.Split(o.allowedHosts, ","))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--allowed-hosts: %w", err))
+		}
+		o.hosts = hosts
+	}
 	if o.baseDir == "" {
 		errs = append(errs, errors.New("--base-dir must not be empty"))
 	}
@@ -147,6 +184,8 @@ func main() {
 	fs := flag.NewFlagSet("sandbox-runtime", flag.ExitOnError)
 	o.bind(fs, os.Getenv)
 	_ = fs.Parse(os.Args[1:])
+	// Read by bind: gone from the environment before anything runs.
+	_ = os.Unsetenv(runtime.TokenEnv)
 	if o.showVersion {
 		fmt.Printf("sandbox-runtime %s (commit %s)\n", version, commit)
 		return
@@ -234,6 +273,7 @@ func serve(ctx context.Context, o options, l listeners, logger *slog.Logger) err
 		srv := newHTTP(runtime.New(runtime.Options{
 			BaseDir: o.baseDir, ExecTimeout: o.execTimeout,
 			MaxOutputBytes: o.maxOutputBytes, MaxUploadBytes: o.maxUploadBytes, Logger: logger,
+			AuthToken: o.token, AllowedHosts: o.hosts,
 		}))
 		servers = append(servers, srv)
 		go func() { served <- srv.Serve(l.legacy) }()
@@ -254,7 +294,8 @@ func serve(ctx context.Context, o options, l listeners, logger *slog.Logger) err
 		running++
 		logger.Info("serving sandboxd's gRPC ProcessService", "address", l.grpc.Addr().String())
 	}
-	logger.Info("serving", "base_dir", o.baseDir, "exec_timeout", o.execTimeout, "version", version, "commit", commit)
+	logger.Info("serving", "base_dir", o.baseDir, "exec_timeout", o.execTimeout,
+		"token_required", o.token != "", "host_check", o.hosts != nil, "version", version, "commit", commit)
 
 	var failed error
 	select {

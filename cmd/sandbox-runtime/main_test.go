@@ -163,3 +163,83 @@ func TestServeExecuteOutlivesWriteTimeout(t *testing.T) {
 		t.Errorf("%d %s", resp.StatusCode, body)
 	}
 }
+
+// The token comes from --auth-token-file, else $SANDBOX_RUNTIME_TOKEN; the
+// allowed hosts from --allowed-hosts or $SANDBOX_ALLOWED_HOSTS.
+func TestTokenAndHostOptions(t *testing.T) {
+	o := parse(t, nil)
+	if err := o.validate(); err != nil || o.token != "" || o.hosts != nil {
+		t.Errorf("defaults: token %q, hosts %v, %v", o.token, o.hosts, err)
+	}
+	o = parse(t, map[string]string{"SANDBOX_RUNTIME_TOKEN": " from-env\n", "SANDBOX_ALLOWED_HOSTS": "sandbox.test"})
+	if err := o.validate(); err != nil || o.token != "from-env" || !o.hosts.Allowed("sandbox.test:8888") || o.hosts.Allowed("attacker.example") {
+		t.Errorf("from the environment: token %q, hosts %v, %v", o.token, o.hosts, err)
+	}
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o = parse(t, map[string]string{"SANDBOX_RUNTIME_TOKEN": "from-env"}, "--auth-token-file="+file, "--allowed-hosts=a.test, b.test")
+	if err := o.validate(); err != nil || o.token != "from-file" || !o.hosts.Allowed("b.test") {
+		t.Errorf("flags: token %q, hosts %v, %v", o.token, o.hosts, err)
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for args, want := range map[string]string{
+		"--auth-token-file=" + empty:                 "is empty",
+		"--auth-token-file=" + empty + ".missing":    "no such file",
+		"--allowed-hosts=http://attacker.example:80": `allowed host "http://attacker.example:80"`,
+	} {
+		o = parse(t, nil, args)
+		if err := o.validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: validate() = %v, want %q", args, err, want)
+		}
+	}
+}
+
+// The binary's server refuses requests without the token and runs those
+// with it.
+func TestServeRequiresToken(t *testing.T) {
+	o := parse(t, map[string]string{"SANDBOX_RUNTIME_TOKEN": "tok"}, "--base-dir="+t.TempDir(), "--allowed-hosts=localhost")
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, o, listeners{legacy: ln}, slog.New(slog.DiscardHandler)) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	post := func(host, token string) int {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/execute", strings.NewReader(`{"command": "true"}`))
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("X-Sandbox-Runtime-Token", token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := post("localhost", ""); got != http.StatusUnauthorized {
+		t.Errorf("without the token: %d, want 401", got)
+	}
+	if got := post("attacker.example", "tok"); got != http.StatusForbidden {
+		t.Errorf("Host attacker.example: %d, want 403", got)
+	}
+	if got := post("localhost", "tok"); got != http.StatusOK {
+		t.Errorf("with the token: %d, want 200", got)
+	}
+}

@@ -17,3 +17,10 @@ var Roles []byte
 //
 //go:embed role_binding.yaml
 var Bindings []byte
+
+// SandboxExec is the YAML of sandbox_exec_role.yaml: the ClusterRole
+// agent-sandbox-exec (create sandboxes/exec, what the router's
+// --auth=tokenreview asks for), aggregated to edit and admin.
+//
+//go:embed sandbox_exec_role.yaml
+var SandboxExec []byte

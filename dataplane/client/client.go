@@ -162,7 +162,7 @@ func (c *Client) Open(ctx context.Context, namespace, name string, opts ...Optio
 		return nil, fmt.Errorf("getting sandbox %s/%s: %w", namespace, name, waitError(ctx, err))
 	}
 	claimName := ""
-	if ref := metav1.GetControllerOfNoCopy(sb); ref != nil && ref.Kind == "SandboxClaim" {
+	if ref := extv1beta1.ClaimOf(sb); ref != nil {
 		claimName = ref.Name
 	}
 	return c.openSandbox(ctx, &o, sb, claimName)
@@ -180,6 +180,12 @@ func (c *Client) openClaim(ctx context.Context, o *options, claim *extv1beta1.Sa
 			err = ErrNotFound
 		}
 		return nil, fmt.Errorf("sandbox %s/%s of claim %s: %w", claim.Namespace, name, claim.Name, waitError(ctx, err))
+	}
+	// The name in the claim's status is not proof: a Sandbox of that name
+	// that the claim does not control (API group, kind, name and UID) is
+	// someone else's, made after the claim's own was gone.
+	if !extv1beta1.IsClaimedBy(sb, bound) {
+		return nil, fmt.Errorf("sandbox %s/%s is not controlled by claim %s: %w", claim.Namespace, name, claim.Name, ErrNotFound)
 	}
 	return c.openSandbox(ctx, o, sb, claim.Name)
 }

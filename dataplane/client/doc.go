@@ -15,7 +15,9 @@
 //     annotation), waits with one watch for status.sandbox.name and with one
 //     more for the Sandbox's Ready=True, connects, and deletes the claim if
 //     any of that fails. Open does the same for an existing claim or
-//     Sandbox without creating anything.
+//     Sandbox without creating anything. A claim's Sandbox is used only if
+//     the claim controls it (API group, kind, name and UID): the name in
+//     the claim's status alone could be a later Sandbox's.
 //   - Requests speak upstream's legacy runtime protocol (port 8888): POST
 //     /execute, POST /upload (multipart, field "file", a path under the base),
 //     GET /download/{path}, /list/{path} and /exists/{path} with the path
@@ -32,6 +34,11 @@
 //     through a router (WithRouter: X-Sandbox-ID, X-Sandbox-Namespace,
 //     X-Sandbox-Port, X-Request-ID, and Authorization with
 //     WithBearerToken), or to a base URL (WithBaseURL).
+//   - A handle is pinned to the Sandbox it resolved (its UID): through a
+//     router every request carries X-Sandbox-UID (the router answers 404
+//     once the name stands for another Sandbox); over a port-forward a Pod
+//     of the name that the Sandbox does not control is never reached. A
+//     handle whose Sandbox is gone gets ErrNotFound, never a namesake.
 //   - Read, List, Exists and the health check are retried, up to 6 times
 //     with backoff, on connection errors and 500, 502, 503 and 504; Run and
 //     Write are sent exactly once, since running a command twice is not the

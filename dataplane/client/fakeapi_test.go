@@ -347,7 +347,9 @@ func notFound(w http.ResponseWriter, kind, name string) {
 
 func (f *fakeCluster) pod(uid types.UID, rv int) map[string]any {
 	return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{
-		"name": f.name, "namespace": "team-a", "uid": string(uid), "resourceVersion": strconv.Itoa(rv)}}
+		"name": f.name, "namespace": "team-a", "uid": string(uid), "resourceVersion": strconv.Itoa(rv),
+		"ownerReferences": []any{map[string]any{"apiVersion": sandboxv1beta1.GroupVersion.String(), "kind": "Sandbox",
+			"name": f.name, "uid": string(f.uid), "controller": true}}}}
 }
 
 // patch records a server-side apply and applies what it sets.

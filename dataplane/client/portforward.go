@@ -12,6 +12,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/streaming/pkg/httpstream/spdy"
@@ -33,7 +36,10 @@ type portForward struct {
 	// core, namespace and name find the Pod to follow (see follow).
 	core            *rest.RESTClient
 	namespace, name string
-	tr              *http.Transport
+	// owner, when set, is the UID of the Sandbox whose Pod this is: a Pod
+	// of the name that it does not control is never reached (see verify).
+	owner types.UID
+	tr    *http.Transport
 
 	mu     sync.Mutex
 	conn   httpstream.Connection
@@ -43,12 +49,12 @@ type portForward struct {
 	stopFollowing context.CancelFunc
 }
 
-func newPortForward(cfg *rest.Config, core *rest.RESTClient, namespace, pod string, port int) (*portForward, error) {
+func newPortForward(cfg *rest.Config, core *rest.RESTClient, namespace, pod string, owner types.UID, port int) (*portForward, error) {
 	if cfg == nil || core == nil {
 		return nil, fmt.Errorf("port-forward to pod %s/%s: no Kubernetes client (use New)", namespace, pod)
 	}
 	u := core.Post().Namespace(namespace).Resource("pods").Name(pod).SubResource("portforward").URL()
-	p := &portForward{cfg: cfg, url: u, pod: namespace + "/" + pod, port: port, core: core, namespace: namespace, name: pod}
+	p := &portForward{cfg: cfg, url: u, pod: namespace + "/" + pod, port: port, core: core, namespace: namespace, name: pod, owner: owner}
 	// An idle HTTP connection is a pair of streams; the transport's read
 	// loop sees them end when the SPDY connection drops, and dials anew.
 	p.tr = &http.Transport{DialContext: p.dial, MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second}
@@ -91,6 +97,10 @@ func (p *portForward) connection(ctx context.Context) (httpstream.Connection, er
 	if err != nil {
 		return nil, err
 	}
+	if err := p.verify(ctx); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
 	p.conn = conn
 	if p.stopFollowing == nil {
 		fctx, cancel := context.WithCancel(context.Background())
@@ -98,6 +108,28 @@ func (p *portForward) connection(ctx context.Context) (httpstream.Connection, er
 		go p.follow(fctx)
 	}
 	return conn, nil
+}
+
+// verify checks, once a connection is made and before anything is sent
+// over it, that the Pod of the name is the Sandbox's (controlled by the owner UID): a Pod that is missing, or
+// that another Sandbox of the same name made, is gone to this handle
+// (podGone: the caller looks at its Sandbox, by UID).
+func (p *portForward) verify(ctx context.Context) error {
+	if p.owner == "" {
+		return nil
+	}
+	pod := &corev1.Pod{}
+	err := p.core.Get().Namespace(p.namespace).Resource("pods").Name(p.name).Do(ctx).Into(pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		return permanent{podGone{fmt.Errorf("port-forward to pod %s: %w", p.pod, ErrNotFound)}}
+	case err != nil:
+		return fmt.Errorf("port-forward to pod %s: reading the pod: %w", p.pod, err)
+	}
+	if ref := metav1.GetControllerOfNoCopy(pod); ref == nil || ref.UID != p.owner {
+		return permanent{podGone{fmt.Errorf("port-forward to pod %s: the pod is not the sandbox's (UID %s): %w", p.pod, p.owner, ErrNotFound)}}
+	}
+	return nil
 }
 
 // upgrade asks the API server for a port-forward connection. A refusal

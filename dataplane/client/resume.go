@@ -54,12 +54,15 @@ func (s *Sandbox) wake(ctx context.Context) error {
 	sb := &sandboxv1beta1.Sandbox{}
 	if err := c.sandboxes.Get().Namespace(s.namespace).Resource("sandboxes").Name(s.name).Do(ctx).Into(sb); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("sandbox %s/%s: %w", s.namespace, s.name, ErrDeleted)
+			return fmt.Errorf("sandbox %s/%s: %w (%w)", s.namespace, s.name, ErrDeleted, ErrNotFound)
 		}
 		return fmt.Errorf("sandbox %s/%s: %w", s.namespace, s.name, err)
 	}
 	if s.uid != "" && sb.UID != s.uid {
-		return fmt.Errorf("sandbox %s/%s was replaced by another of the same name: %w", s.namespace, s.name, ErrDeleted)
+		// The name stands for another sandbox now: to this handle, its
+		// sandbox is gone.
+		return fmt.Errorf("sandbox %s/%s (UID %s) no longer exists; the name is another sandbox's: %w (%w)",
+			s.namespace, s.name, s.uid, ErrDeleted, ErrNotFound)
 	}
 	policy, _ := sandboxv1beta1.ResumePolicyOf(sb.Annotations)
 	s.setPolicy(policy)

@@ -84,7 +84,7 @@ const MaxResultSize = 16 << 20
 // answers (GET /, retried like every idempotent call).
 func (s *Sandbox) connect(ctx context.Context, o *options) error {
 	c := &conn{
-		namespace: s.namespace, name: s.name, port: o.port, token: o.token,
+		namespace: s.namespace, name: s.name, uid: s.uid, port: o.port, token: o.token,
 		attempts: o.attempts, backoff: o.backoff, maxBackoff: o.maxBackoff, close: func() {},
 	}
 	hc := o.httpClient
@@ -103,7 +103,7 @@ func (s *Sandbox) connect(ctx context.Context, o *options) error {
 		}
 		hc = c.http
 	default:
-		pf, err := newPortForward(s.client.cfg, s.client.core, s.namespace, s.podName, o.port)
+		pf, err := newPortForward(s.client.cfg, s.client.core, s.namespace, s.podName, s.uid, o.port)
 		if err != nil {
 			return err
 		}

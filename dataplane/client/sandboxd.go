@@ -24,7 +24,7 @@ import (
 // connectSandboxd sets c up for WithSandboxd: one port-forward to the Pod,
 // HTTP to its REST port and gRPC to its ProcessService port over it.
 func (s *Sandbox) connectSandboxd(c *conn) error {
-	pf, err := newPortForward(s.client.cfg, s.client.core, s.namespace, s.podName, SandboxdRESTPort)
+	pf, err := newPortForward(s.client.cfg, s.client.core, s.namespace, s.podName, s.uid, SandboxdRESTPort)
 	if err != nil {
 		return err
 	}

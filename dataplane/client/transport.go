@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentsandbox/reconciler/dataplane/sandboxd/processpb"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Headers a router reads (upstream's sandbox-router).
@@ -22,7 +23,10 @@ const (
 	HeaderSandboxNamespace = "X-Sandbox-Namespace"
 	HeaderSandboxPort      = "X-Sandbox-Port"
 	HeaderSandboxTimeout   = "X-Sandbox-Timeout"
-	HeaderRequestID        = "X-Request-ID"
+	// HeaderSandboxUID pins a request to the Sandbox the client resolved:
+	// a router refuses it (404) when the name now stands for another one.
+	HeaderSandboxUID = "X-Sandbox-UID"
+	HeaderRequestID  = "X-Request-ID"
 )
 
 // conn is how one Sandbox's requests travel.
@@ -33,6 +37,7 @@ type conn struct {
 	token      string
 	namespace  string
 	name       string
+	uid        types.UID // the Sandbox's, sent to a router when known
 	port       int
 	attempts   int
 	backoff    time.Duration
@@ -128,6 +133,9 @@ func (c *conn) send(ctx context.Context, r request, id string) (*http.Response, 
 		req.Header.Set(HeaderSandboxID, c.name)
 		req.Header.Set(HeaderSandboxNamespace, c.namespace)
 		req.Header.Set(HeaderSandboxPort, strconv.Itoa(c.port))
+		if c.uid != "" {
+			req.Header.Set(HeaderSandboxUID, string(c.uid))
+		}
 		if d, ok := ctx.Deadline(); ok {
 			req.Header.Set(HeaderSandboxTimeout, strconv.FormatFloat(max(time.Until(d).Seconds(), 0.001), 'f', 3, 64))
 		}

@@ -4,7 +4,8 @@
 // last-activity annotation), one resume shared by all the requests that
 // wait for it, and an activity reporter that turns any number of requests
 // into at most one write per Sandbox per interval, made off the request
-// path.
+// path (while a request is in flight, the time written is a lease ahead of
+// the report, so idle suspend never takes the Pod from under it).
 //
 // Both writes are server-side apply under their own field manager
 // (agents.x-k8s.io/v1beta1's FieldManagerOperatingMode and

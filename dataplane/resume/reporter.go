@@ -9,8 +9,13 @@ import (
 // Reporter turns traffic into last-activity writes: Begin marks a request
 // to a Sandbox, and Run writes, off the request path, at most one
 // last-activity per Sandbox per interval. A Sandbox with a request in
-// flight counts as active at every interval (a long command is traffic),
-// and the first request after a quiet interval is written at once, so the
+// flight is reported at every interval with a lease: the time written is
+// InFlightLease ahead of now, so idle suspend, which counts its timeout from
+// that time, cannot suspend the Sandbox (and delete its Pod) while the
+// request is open, however short its idle timeout and however late a write
+// lands, as long as the next report (one interval later) is not later than
+// the lease; the end of the last request is then written as it happened.
+// The first request after a quiet interval is written at once, so the
 // controller learns of renewed traffic as early as the interval allows.
 type Reporter struct {
 	// Write records that k saw traffic at the given time
@@ -32,11 +37,21 @@ type Reporter struct {
 	wake    chan struct{}
 }
 
+// InFlightLease is how far ahead of the report the last-activity of a
+// Sandbox with a request in flight is stamped, for a report interval:
+// two intervals (the next report is due after one) and two seconds (a
+// flush tick, and the rounding to whole seconds).
+func InFlightLease(interval time.Duration) time.Duration { return 2*interval + 2*time.Second }
+
 type entry struct {
 	interval  time.Duration
 	lastWrite time.Time // zero: never written
 	seen      time.Time // latest traffic not yet written; zero: none
 	inflight  int
+	stamped   time.Time // the last time written
+	// urgent: a request began that the time last written may not cover
+	// until the next interval; it is written at once.
+	urgent bool
 }
 
 func (r *Reporter) now() time.Time {
@@ -74,8 +89,14 @@ func (r *Reporter) touch(k Key, interval time.Duration, delta int) {
 		r.entries[k] = e
 	}
 	e.interval, e.seen = interval, now
+	if delta > 0 && e.inflight == 0 && e.stamped.Before(now.Add(-2*interval+2*time.Second)) {
+		// The first request in flight, and the time last written (with an
+		// idle timeout of at least three intervals) may run out before
+		// the next interval's report lands.
+		e.urgent = true
+	}
 	e.inflight = max(e.inflight+delta, 0)
-	due := now.Sub(e.lastWrite) >= interval
+	due := e.urgent || now.Sub(e.lastWrite) >= interval
 	wake := r.wake
 	r.mu.Unlock()
 	if due {
@@ -96,7 +117,7 @@ func (r *Reporter) due(now time.Time) map[Key]time.Time {
 		if e.inflight > 0 {
 			e.seen = now
 		}
-		if now.Sub(e.lastWrite) < e.interval {
+		if !e.urgent && now.Sub(e.lastWrite) < e.interval {
 			continue
 		}
 		if e.seen.IsZero() {
@@ -106,7 +127,10 @@ func (r *Reporter) due(now time.Time) map[Key]time.Time {
 			continue
 		}
 		out[k] = e.seen
-		e.lastWrite, e.seen = now, time.Time{}
+		if e.inflight > 0 {
+			out[k] = now.Add(InFlightLease(e.interval))
+		}
+		e.lastWrite, e.seen, e.stamped, e.urgent = now, time.Time{}, out[k], false
 	}
 	return out
 }

@@ -91,13 +91,18 @@ func TestReporterInflight(t *testing.T) {
 	r := f.reporter()
 	ctx := context.Background()
 	end := r.Begin(key, time.Minute)
-	if n := r.Flush(ctx); n != 1 {
-		t.Fatalf("a request begins: %d writes", n)
+	began := f.advance(0)
+	if n := r.Flush(ctx); n != 1 || !f.writes[0].Equal(began.Add(InFlightLease(time.Minute))) {
+		t.Fatalf("a request begins: %d writes (%v), want one leased ahead", n, f.writes)
 	}
+	// While it is open, each interval's report is stamped a lease ahead
+	// (2 intervals and 2s), so the deadline idle suspend counts from it is
+	// never reached before the next report, even with a timeout of 3
+	// intervals and a report late by one.
 	for i := range 3 {
 		now := f.advance(time.Minute)
-		if n := r.Flush(ctx); n != 1 || !f.writes[len(f.writes)-1].Equal(now) {
-			t.Fatalf("interval %d of a long request: %d writes (%v), want one at %v", i, n, f.writes, now)
+		if n := r.Flush(ctx); n != 1 || !f.writes[len(f.writes)-1].Equal(now.Add(2*time.Minute+2*time.Second)) {
+			t.Fatalf("interval %d of a long request: %d writes (%v), want one at %v + lease", i, n, f.writes, now)
 		}
 	}
 	endedAt := f.advance(30 * time.Second)
@@ -195,4 +200,36 @@ func TestInterval(t *testing.T) {
 			t.Errorf("Interval(%s, %s) = %s, want %s", tc.idle, tc.max, got, tc.want)
 		}
 	}
+}
+
+// TestReporterFirstRequestIsUrgent: a request that begins while the time
+// last written could run out before the next interval's report (its end
+// was written, a short idle timeout) is written at once, not at the next
+// interval; one that begins under a lease still running is not.
+func TestReporterFirstRequestIsUrgent(t *testing.T) {
+	f := newFake()
+	r := f.reporter()
+	ctx := context.Background()
+	interval := time.Second // an idle timeout of 3s
+	end := r.Begin(key, interval)
+	r.Flush(ctx)
+	f.advance(interval)
+	end()
+	f.advance(interval)
+	if n := r.Flush(ctx); n != 1 {
+		t.Fatalf("the end of the request: %d writes", n)
+	}
+	f.advance(100 * time.Millisecond) // within the interval of the last write
+	end = r.Begin(key, interval)
+	if n := r.Flush(ctx); n != 1 || !f.writes[len(f.writes)-1].After(f.advance(0)) {
+		t.Fatalf("a request begins after the end was written: %d writes (%v), want a lease at once", n, f.writes)
+	}
+	// A second request under the lease needs no write of its own.
+	f.advance(100 * time.Millisecond)
+	end2 := r.Begin(key, interval)
+	if n := r.Flush(ctx); n != 0 {
+		t.Errorf("a second request under a running lease: %d writes", n)
+	}
+	end()
+	end2()
 }

@@ -25,31 +25,44 @@ type Authorizer interface {
 	Authorize(ctx context.Context, r *http.Request, namespace, name string) *Error
 }
 
-// Access the TokenReview authorizer checks: the caller may get the Sandbox.
+// The access the TokenReview authorizer checks, as Kubernetes checks
+// pods/exec: the caller may create sandboxes/exec (group agents.x-k8s.io)
+// on the Sandbox. Reading a Sandbox (get) is not enough: auditors, backup
+// and GitOps tools may read what they must never run code in.
 const (
-	AccessVerb     = "get"
-	AccessResource = "sandboxes"
+	AccessVerb        = "create"
+	AccessResource    = "sandboxes"
+	AccessSubresource = "exec"
 )
 
 // TokenReviewOptions configure NewTokenReview.
 type TokenReviewOptions struct {
 	// CacheTTL is how long a positive TokenReview or SubjectAccessReview
-	// is reused; zero asks the API server every time. Refusals are never
-	// reused.
+	// is reused; zero asks the API server every time.
 	CacheTTL time.Duration
+	// RefusalTTL is how long a refusal (a token the API server did not
+	// authenticate, an access it denied) is reused; zero asks again every
+	// time. Errors of the API server are never reused.
+	RefusalTTL time.Duration
 	// CacheSize bounds each cache (entries); default 4096.
 	CacheSize int
 	// Audiences, if set, are the audiences a token must be issued for.
 	Audiences []string
 	// Timeout bounds each review; default 5s.
 	Timeout time.Duration
+	// Budget, if set, bounds the reviews sent to the API server (see
+	// ReviewBudget); nil sends every review.
+	Budget *ReviewBudget
+	// Metrics, if set, counts the reviews sent.
+	Metrics *Metrics
 }
 
 // TokenReview authenticates the bearer token with a TokenReview and then
-// asks with a SubjectAccessReview whether its user may get the Sandbox
-// (verb get, resource sandboxes.agents.x-k8s.io, the Sandbox's namespace and
-// name). No token or an unauthenticated one gets 401, a user without the
-// right 403, and an API server that cannot answer 502.
+// asks with a SubjectAccessReview whether its user may create
+// sandboxes/exec on the Sandbox (group agents.x-k8s.io, the Sandbox's
+// namespace and name). No token or an unauthenticated one gets 401, a user
+// without the right 403, a request beyond the review budget 429, and an API
+// server that cannot answer 502.
 type TokenReview struct {
 	client       kubernetes.Interface
 	o            TokenReviewOptions
@@ -73,30 +86,49 @@ func (a *TokenReview) Authorize(ctx context.Context, r *http.Request, namespace,
 	if !ok {
 		return &Error{Status: http.StatusUnauthorized, Reason: ReasonUnauthenticated, Detail: "Missing or invalid Authorization header."}
 	}
-	user, err := a.authenticate(ctx, token)
+	user, err := a.authenticate(ctx, token, clientAddress(r))
 	if err != nil {
 		return err
 	}
 	return a.authorize(ctx, user, namespace, name)
 }
 
-func (a *TokenReview) authenticate(ctx context.Context, token string) (*authenticationv1.UserInfo, *Error) {
+// errInvalidToken is the refusal of a token the API server did not
+// authenticate (cached as such for RefusalTTL).
+var errInvalidToken = &Error{Status: http.StatusUnauthorized, Reason: ReasonUnauthenticated, Detail: "Invalid token."}
+
+func (a *TokenReview) authenticate(ctx context.Context, token, source string) (*authenticationv1.UserInfo, *Error) {
 	sum := sha256.Sum256([]byte(token)) // raw tokens are never kept
 	key := hex.EncodeToString(sum[:])
 	if v, ok := a.users.Get(key); ok {
-		return v.(*authenticationv1.UserInfo), nil
+		if user, ok := v.(*authenticationv1.UserInfo); ok {
+			return user, nil
+		}
+		return nil, errInvalidToken
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
 	defer cancel()
+	if e := a.o.Budget.tokenReview(ctx, key, source); e != nil {
+		a.o.Metrics.review(reviewToken, reviewThrottled)
+		return nil, e
+	}
 	tr, err := a.client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
 		Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: a.o.Audiences},
 	}, metav1.CreateOptions{})
 	if err != nil {
+		a.o.Metrics.review(reviewToken, reviewError)
 		return nil, &Error{Status: http.StatusBadGateway, Reason: ReasonAuthError, Detail: "Could not authenticate the request: the API server did not review the token."}
 	}
 	if !tr.Status.Authenticated || !audienceMatches(a.o.Audiences, tr.Status.Audiences) {
-		return nil, &Error{Status: http.StatusUnauthorized, Reason: ReasonUnauthenticated, Detail: "Invalid token."}
+		a.o.Metrics.review(reviewToken, reviewRefused)
+		a.o.Budget.forget(key)
+		if a.o.RefusalTTL > 0 {
+			a.users.Add(key, false, a.o.RefusalTTL)
+		}
+		return nil, errInvalidToken
 	}
+	a.o.Metrics.review(reviewToken, reviewAllowed)
+	a.o.Budget.remember(key)
 	user := tr.Status.User
 	if a.o.CacheTTL > 0 {
 		a.users.Add(key, &user, a.o.CacheTTL)
@@ -119,6 +151,15 @@ func audienceMatches(want, got []string) bool {
 	return false
 }
 
+// AccessAttributes are the SubjectAccessReview's resource attributes for a
+// request to the Sandbox namespace/name.
+func AccessAttributes(namespace, name string) *authorizationv1.ResourceAttributes {
+	return &authorizationv1.ResourceAttributes{
+		Namespace: namespace, Name: name, Verb: AccessVerb,
+		Group: sandboxv1beta1.GroupName, Resource: AccessResource, Subresource: AccessSubresource,
+	}
+}
+
 func (a *TokenReview) authorize(ctx context.Context, user *authenticationv1.UserInfo, namespace, name string) *Error {
 	extra := map[string]authorizationv1.ExtraValue{}
 	for k, v := range user.Extra {
@@ -126,27 +167,38 @@ func (a *TokenReview) authorize(ctx context.Context, user *authenticationv1.User
 	}
 	spec := authorizationv1.SubjectAccessReviewSpec{
 		User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: namespace, Name: name, Verb: AccessVerb,
-			Group: sandboxv1beta1.GroupName, Resource: AccessResource,
-		},
+		ResourceAttributes: AccessAttributes(namespace, name),
 	}
 	raw, _ := json.Marshal(spec) // the whole question is the key
 	sum := sha256.Sum256(raw)
 	key := hex.EncodeToString(sum[:])
-	if _, ok := a.grant.Get(key); ok {
-		return nil
+	forbidden := &Error{Status: http.StatusForbidden, Reason: ReasonForbidden,
+		Detail: fmt.Sprintf("User %q may not %s %s/%s.%s %s/%s.", user.Username, AccessVerb, AccessResource, AccessSubresource, sandboxv1beta1.GroupName, namespace, name)}
+	if v, ok := a.grant.Get(key); ok {
+		if v.(bool) {
+			return nil
+		}
+		return forbidden
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
 	defer cancel()
+	if e := a.o.Budget.accessReview(ctx); e != nil {
+		a.o.Metrics.review(reviewAccess, reviewThrottled)
+		return e
+	}
 	sar, err := a.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
+		a.o.Metrics.review(reviewAccess, reviewError)
 		return &Error{Status: http.StatusBadGateway, Reason: ReasonAuthError, Detail: "Could not authorize the request: the API server did not review the access."}
 	}
 	if !sar.Status.Allowed || sar.Status.Denied {
-		return &Error{Status: http.StatusForbidden, Reason: ReasonForbidden,
-			Detail: fmt.Sprintf("User %q may not %s %s.%s %s/%s.", user.Username, AccessVerb, AccessResource, sandboxv1beta1.GroupName, namespace, name)}
+		a.o.Metrics.review(reviewAccess, reviewRefused)
+		if a.o.RefusalTTL > 0 {
+			a.grant.Add(key, false, a.o.RefusalTTL)
+		}
+		return forbidden
 	}
+	a.o.Metrics.review(reviewAccess, reviewAllowed)
 	if a.o.CacheTTL > 0 {
 		a.grant.Add(key, true, a.o.CacheTTL)
 	}

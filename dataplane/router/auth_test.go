@@ -3,7 +3,9 @@ package router
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,7 +18,8 @@ import (
 )
 
 // fakeAPI answers TokenReviews (token "alice-token" is alice, "down" fails)
-// and SubjectAccessReviews (alice may get sandboxes in team), counting them.
+// and SubjectAccessReviews (alice may create sandboxes/exec in team),
+// counting them.
 type fakeAPI struct {
 	reviews, accesses atomic.Int64
 	lastAccess        atomic.Pointer[authorizationv1.SubjectAccessReviewSpec]
@@ -42,8 +45,8 @@ func (f *fakeAPI) clientset() *fake.Clientset {
 		spec := sar.Spec
 		f.lastAccess.Store(&spec)
 		ra := sar.Spec.ResourceAttributes
-		sar.Status.Allowed = sar.Spec.User == "alice" && ra.Namespace == "team" && ra.Verb == "get" &&
-			ra.Group == "agents.x-k8s.io" && ra.Resource == "sandboxes"
+		sar.Status.Allowed = sar.Spec.User == "alice" && ra.Namespace == "team" && ra.Verb == "create" &&
+			ra.Group == "agents.x-k8s.io" && ra.Resource == "sandboxes" && ra.Subresource == "exec"
 		return true, sar, nil
 	})
 	return cs
@@ -82,9 +85,9 @@ func TestTokenReview(t *testing.T) {
 		t.Errorf("SubjectAccessReview asked %+v", s)
 	}
 	check("alice elsewhere", bearer("alice-token"), "other", "box", http.StatusForbidden,
-		`User "alice" may not get sandboxes.agents.x-k8s.io other/box.`)
+		`User "alice" may not create sandboxes/exec.agents.x-k8s.io other/box.`)
 
-	// Positive answers are reused, refusals are not.
+	// Positive answers are reused, refusals are not (RefusalTTL is zero).
 	reviews, accesses := api.reviews.Load(), api.accesses.Load()
 	check("alice in team again", bearer("alice-token"), "team", "box", 0, "")
 	if api.reviews.Load() != reviews || api.accesses.Load() != accesses {
@@ -109,6 +112,82 @@ func TestTokenReview(t *testing.T) {
 	// Audiences: the review must confirm one.
 	a = NewTokenReview(api.clientset(), TokenReviewOptions{Audiences: []string{"sandbox-router"}})
 	check("audience confirmed", bearer("alice-token"), "team", "box", 0, "")
+}
+
+// TestTokenReviewRefusalCache: with RefusalTTL, a token the API server did
+// not authenticate and an access it denied are answered from the cache
+// until the TTL passes; an API server error never is.
+func TestTokenReviewRefusalCache(t *testing.T) {
+	ctx := context.Background()
+	api := &fakeAPI{}
+	a := NewTokenReview(api.clientset(), TokenReviewOptions{CacheTTL: time.Minute, RefusalTTL: 200 * time.Millisecond})
+	for range 3 {
+		if e := a.Authorize(ctx, bearer("mallory-token"), "team", "box"); e == nil || e.Status != http.StatusUnauthorized {
+			t.Fatalf("an unknown token: %+v", e)
+		}
+		if e := a.Authorize(ctx, bearer("alice-token"), "other", "box"); e == nil || e.Status != http.StatusForbidden {
+			t.Fatalf("alice elsewhere: %+v", e)
+		}
+		if e := a.Authorize(ctx, bearer("down"), "team", "box"); e == nil || e.Status != http.StatusBadGateway {
+			t.Fatalf("the API server down: %+v", e)
+		}
+	}
+	// mallory once, alice once, down three times; alice's access once.
+	if api.reviews.Load() != 5 || api.accesses.Load() != 1 {
+		t.Errorf("%d TokenReviews and %d SubjectAccessReviews, want 5 and 1", api.reviews.Load(), api.accesses.Load())
+	}
+	time.Sleep(300 * time.Millisecond)
+	_ = a.Authorize(ctx, bearer("mallory-token"), "team", "box")
+	_ = a.Authorize(ctx, bearer("alice-token"), "other", "box")
+	if api.reviews.Load() != 6 || api.accesses.Load() != 2 {
+		t.Errorf("after the refusal TTL: %d TokenReviews and %d SubjectAccessReviews, want 6 and 2", api.reviews.Load(), api.accesses.Load())
+	}
+}
+
+// TestReviewBudget: tokens never seen authenticated are reviewed within
+// their budget, per client address and all together, and refused 429
+// beyond it without asking the API server; a token seen authenticated is
+// reviewed from a budget of its own, whatever the flood.
+func TestReviewBudget(t *testing.T) {
+	ctx := context.Background()
+	api := &fakeAPI{}
+	budget := NewReviewBudget(ReviewBudgetOptions{NewTokenQPS: 0.001, NewTokenBurst: 4, SourceQPS: 0.001, SourceBurst: 2, KnownQPS: 1000, KnownBurst: 10})
+	a := NewTokenReview(api.clientset(), TokenReviewOptions{Budget: budget}) // no cache: every request is reviewed
+	from := func(token, addr string) *http.Request {
+		r := bearer(token)
+		r.RemoteAddr = addr
+		return r
+	}
+	// alice authenticates once: her token is known from now on.
+	if e := a.Authorize(ctx, from("alice-token", "10.0.0.1:1000"), "team", "box"); e != nil {
+		t.Fatal(e)
+	}
+	// A flood from one address: its share (2, one taken by alice's first
+	// review) then 429.
+	var codes []int
+	for i := range 5 {
+		e := a.Authorize(ctx, from(fmt.Sprintf("junk-%d", i), "10.0.0.66:2000"), "team", "box")
+		codes = append(codes, e.Status)
+	}
+	if want := []int{401, 401, 429, 429, 429}; !slices.Equal(codes, want) {
+		t.Errorf("a flood from one address: %v, want %v", codes, want)
+	}
+	// Other addresses take the rest of the shared budget (4: alice, two junk, one more).
+	if e := a.Authorize(ctx, from("junk-x", "10.0.0.67:2000"), "team", "box"); e.Status != http.StatusUnauthorized {
+		t.Errorf("a new token from another address, within the shared budget: %+v", e)
+	}
+	if e := a.Authorize(ctx, from("junk-y", "10.0.0.68:2000"), "team", "box"); e.Status != http.StatusTooManyRequests {
+		t.Errorf("a new token beyond the shared budget: %+v, want 429", e)
+	}
+	if n := api.reviews.Load(); n != 4 {
+		t.Errorf("%d TokenReviews sent, want 4 (the budget's burst)", n)
+	}
+	// alice, known, is still reviewed and let through.
+	for range 5 {
+		if e := a.Authorize(ctx, from("alice-token", "10.0.0.66:2000"), "team", "box"); e != nil {
+			t.Errorf("a known token during the flood: %+v", e)
+		}
+	}
 }
 
 func TestBearerToken(t *testing.T) {

@@ -14,6 +14,7 @@ const (
 	ReasonUnauthenticated  = "unauthenticated"
 	ReasonForbidden        = "forbidden"
 	ReasonAuthError        = "auth_error"
+	ReasonThrottled        = "auth_throttled"
 	ReasonNotFound         = "not_found"
 	ReasonNotReady         = "not_ready"
 	ReasonWarmMember       = "warm_member"
@@ -74,8 +75,11 @@ func AsError(err error) *Error {
 
 // WriteError answers with e's status and {"detail": e.Detail}.
 func WriteError(w http.ResponseWriter, e *Error) {
-	if e.Status == http.StatusUnauthorized {
+	switch e.Status {
+	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sandbox-router"`)
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, e.Status, struct {
 		Detail string `json:"detail"`

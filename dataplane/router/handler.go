@@ -42,6 +42,11 @@ type Options struct {
 	WebSocketMaxLifetime time.Duration
 	// MaxRequestBodyBytes caps request bodies (413 beyond); zero: no cap.
 	MaxRequestBodyBytes int64
+	// RuntimeToken, if set, is sent to the sandbox in X-Sandbox-Runtime-Token
+	// on every proxied request (WebSockets included), so a runtime that
+	// requires it answers only requests that came through the router. A
+	// client's own X-Sandbox-Runtime-Token never reaches the sandbox.
+	RuntimeToken string
 	// Resume, if set, makes resume on connect's write (resume.Writer): a
 	// request for a Suspended Sandbox that opted in sets it Running, and
 	// waits for it; nil, such requests are refused 409.
@@ -208,6 +213,10 @@ func (h *Handler) proxy(w *recorder, r *http.Request, t Target, ep Endpoint, req
 			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", urlHost // the path stays as sent, escapes included
 			pr.Out.Host = hostHeader
 			pr.Out.Header.Del("Authorization") // the caller's credentials are not the sandbox's business
+			pr.Out.Header.Del(HeaderRuntimeToken)
+			if h.o.RuntimeToken != "" {
+				pr.Out.Header.Set(HeaderRuntimeToken, h.o.RuntimeToken)
+			}
 			if xff := pr.In.Header["X-Forwarded-For"]; len(xff) > 0 {
 				pr.Out.Header["X-Forwarded-For"] = slices.Clone(xff)
 			}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 
@@ -33,6 +34,11 @@ const (
 	// HeaderRequestID is passed on; the router makes one when it is missing
 	// and returns it in the response.
 	HeaderRequestID = "X-Request-ID"
+	// HeaderRuntimeToken carries the shared secret the sandbox runtime may
+	// require of requests (--runtime-token-file): the router sets it on
+	// every proxied request when configured and never passes on a value a
+	// client sent.
+	HeaderRuntimeToken = "X-Sandbox-Runtime-Token"
 )
 
 // Defaults of upstream's router.
@@ -115,13 +121,23 @@ func ParseTarget(h http.Header, l Limits) (Target, *Error) {
 	return t, nil
 }
 
+// metadataAddresses are cloud metadata services: no sandbox is ever there.
+// (169.254.169.254, the usual one, is link-local; AWS's IPv6 one and
+// Alibaba's are not.)
+var metadataAddresses = []netip.Addr{
+	netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("169.254.170.2"),
+	netip.MustParseAddr("fd00:ec2::254"), netip.MustParseAddr("100.100.100.200"),
+}
+
 // AllowedAddress reports whether the router may dial ip: never an
-// unspecified, multicast or broadcast address; loopback and link-local
-// ones only when allowLocal is set.
+// unspecified, multicast or broadcast address or a cloud metadata service;
+// loopback and link-local ones only when allowLocal is set.
 func AllowedAddress(ip netip.Addr, allowLocal bool) bool {
 	ip = ip.Unmap()
 	switch {
 	case !ip.IsValid(), ip.IsUnspecified(), ip.IsMulticast(), ip == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return false
+	case slices.Contains(metadataAddresses, ip):
 		return false
 	case ip.IsLoopback(), ip.IsLinkLocalUnicast():
 		return allowLocal

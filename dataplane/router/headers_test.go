@@ -94,7 +94,7 @@ func TestParseTarget(t *testing.T) {
 func TestAllowedAddress(t *testing.T) {
 	for addr, want := range map[string][2]bool{ // without, with the local allowance
 		"10.0.0.1": {true, true}, "2001:db8::1": {true, true}, "127.0.0.1": {false, true}, "::1": {false, true},
-		"169.254.169.254": {false, true}, "fe80::1": {false, true}, "0.0.0.0": {false, false}, "224.0.0.1": {false, false},
+		"169.254.169.254": {false, false}, "169.254.1.1": {false, true}, "fd00:ec2::254": {false, false}, "100.100.100.200": {false, false}, "fe80::1": {false, true}, "0.0.0.0": {false, false}, "224.0.0.1": {false, false},
 		"255.255.255.255": {false, false}, "::ffff:127.0.0.1": {false, true},
 	} {
 		a := netip.MustParseAddr(addr)

@@ -18,6 +18,7 @@ type Metrics struct {
 	connections        prometheus.Gauge
 	resolutionFailures *prometheus.CounterVec
 	authFailures       *prometheus.CounterVec
+	reviews            *prometheus.CounterVec
 	upstreamErrors     *prometheus.CounterVec
 	portForwards       prometheus.Gauge
 	resumes            *prometheus.CounterVec
@@ -25,6 +26,17 @@ type Metrics struct {
 	resumeWaits        prometheus.Counter
 	activityWrites     *prometheus.CounterVec
 }
+
+// Reviews the TokenReview authorizer asks for, and their results
+// (sandbox_router_auth_reviews_total).
+const (
+	reviewToken     = "token"
+	reviewAccess    = "access"
+	reviewAllowed   = "allowed"
+	reviewRefused   = "refused"
+	reviewError     = "error"
+	reviewThrottled = "throttled"
+)
 
 // Results of a resume on connect (sandbox_router_resumes_total).
 const (
@@ -59,8 +71,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"reason"}),
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandbox_router_auth_failures_total",
-			Help: "Requests refused by authentication or authorization, by reason (unauthenticated, forbidden, auth_error).",
+			Help: "Requests refused by authentication or authorization, by reason (unauthenticated, forbidden, auth_error, auth_throttled).",
 		}, []string{"reason"}),
+		reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandbox_router_auth_reviews_total",
+			Help: "Reviews the router asked the API server for (review: token for TokenReviews, access for SubjectAccessReviews) by result (allowed, refused, error), and those the review budget held back (throttled: never sent).",
+		}, []string{"review", "result"}),
 		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandbox_router_upstream_errors_total",
 			Help: "Requests that failed between the router and the sandbox, by reason (dial, timeout, other).",
@@ -87,7 +103,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Writes of the last-activity annotation of Sandboxes with idle suspend, by result (ok, error, gone).",
 		}, []string{"result"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.inflight, m.connections, m.resolutionFailures, m.authFailures, m.upstreamErrors, m.portForwards,
+	reg.MustRegister(m.requests, m.duration, m.inflight, m.connections, m.resolutionFailures, m.authFailures, m.reviews, m.upstreamErrors, m.portForwards,
 		m.resumes, m.resumeDuration, m.resumeWaits, m.activityWrites)
 	return m
 }
@@ -120,11 +136,17 @@ func (m *Metrics) refused(e *Error) {
 		return
 	}
 	switch e.Reason {
-	case ReasonUnauthenticated, ReasonForbidden, ReasonAuthError:
+	case ReasonUnauthenticated, ReasonForbidden, ReasonAuthError, ReasonThrottled:
 		m.authFailures.WithLabelValues(e.Reason).Inc()
 	case ReasonBadRequest, ReasonTooLarge:
 	default:
 		m.resolutionFailures.WithLabelValues(e.Reason).Inc()
+	}
+}
+
+func (m *Metrics) review(review, result string) {
+	if m != nil {
+		m.reviews.WithLabelValues(review, result).Inc()
 	}
 }
 

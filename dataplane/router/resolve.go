@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -39,7 +40,8 @@ type Endpoint struct {
 	PodUID types.UID
 	// IP is the Pod IP to dial (invalid with the DNS form).
 	IP netip.Addr
-	// Host is the DNS name to dial when there is no IP.
+	// Host is the DNS name IP was resolved from (the DNS fallback): the
+	// Host header the sandbox sees.
 	Host string
 	// Port is the port in the Pod.
 	Port int
@@ -80,7 +82,8 @@ func PodName(sb metav1.Object) string {
 
 // Route decides where a request for t goes, given the Sandbox and its Pod
 // (nil when there is none): the Sandbox must have the UID the caller
-// expects, be standalone or claimed, Running (not Suspended), and control a
+// expects (else 404: a handle pinned to a Sandbox that is gone never
+// reaches another of the same name), be standalone or claimed, Running (not Suspended), and control a
 // Ready Pod with an IP (the caller's X-Sandbox-Pod-IP, if set, among them;
 // else IPv4 first). A refusal for a Sandbox that opted in to resume on
 // connect carries Resume: a resume (or the one under way) may make it
@@ -88,8 +91,11 @@ func PodName(sb metav1.Object) string {
 func Route(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod, t Target) (Endpoint, *Error) {
 	name := t.Namespace + "/" + t.ID
 	if t.UID != "" && sb.UID != t.UID {
-		return Endpoint{}, &Error{Status: http.StatusConflict, Reason: ReasonUIDMismatch, Retry: true,
-			Detail: fmt.Sprintf("Sandbox %s has UID %s, not %s.", name, sb.UID, t.UID)}
+		// The Sandbox the caller resolved is gone: to its handle the
+		// namesake does not exist. (Retry: the cache may still show the
+		// one it replaced.)
+		return Endpoint{}, &Error{Status: http.StatusNotFound, Reason: ReasonUIDMismatch, Retry: true,
+			Detail: fmt.Sprintf("Sandbox %s with UID %s not found.", name, t.UID)}
 	}
 	if extv1beta1.IsUnclaimedWarmMember(sb) {
 		return Endpoint{}, &Error{Status: http.StatusForbidden, Reason: ReasonWarmMember, Retry: true,
@@ -126,7 +132,7 @@ func Route(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod, t Target) (Endpoint, *Er
 	if pod == nil {
 		return notReady("it has no pod")
 	}
-	if !metav1.IsControlledBy(pod, sb) {
+	if !sandboxv1beta1.IsControlledBy(pod, sb, sandboxv1beta1.SandboxKind) {
 		return notReady("pod " + pod.Name + " is not controlled by it")
 	}
 	switch {
@@ -198,9 +204,19 @@ type CacheResolver struct {
 	Reader client.Reader
 	// DNSFallback sends a request for a Sandbox the cache does not hold to
 	// X-Sandbox-Pod-IP, else to <id>.<ns>.svc.<ClusterDomain>, as upstream's
-	// router does; off, such requests get 404.
+	// router does; off, such requests get 404. The name is resolved here
+	// and every address it resolves to must pass AllowedAddress; the
+	// request is sent to the address checked, never to the name again (so
+	// a second answer, DNS rebinding, cannot swap it). A request pinned to
+	// a UID (X-Sandbox-UID) always gets 404: what DNS reaches cannot be
+	// checked.
 	DNSFallback   bool
 	ClusterDomain string
+	// DNS resolves the fallback's names; nil is net.DefaultResolver.
+	DNS *net.Resolver
+	// AllowLocalAddresses lets the fallback's names resolve to loopback
+	// and link-local addresses (Limits.AllowLocalAddresses).
+	AllowLocalAddresses bool
 	// Namespaces, if set, are the only namespaces routed to (the ones the
 	// cache watches); Sandboxes elsewhere are not found.
 	Namespaces []string
@@ -215,12 +231,12 @@ func (r *CacheResolver) Resolve(ctx context.Context, t Target) (Endpoint, error)
 	sb := &sandboxv1beta1.Sandbox{}
 	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.ID}, sb)
 	switch {
-	case apierrors.IsNotFound(err) && r.DNSFallback:
+	case apierrors.IsNotFound(err) && r.DNSFallback && t.UID == "":
 		ep := Endpoint{Namespace: t.Namespace, Sandbox: t.ID, Port: t.Port, IP: t.PodIP, Source: SourcePodIP}
-		if !t.PodIP.IsValid() {
-			ep.Host, ep.Source = t.ID+"."+t.Namespace+".svc."+r.ClusterDomain, SourceDNS
+		if t.PodIP.IsValid() {
+			return ep, nil
 		}
-		return ep, nil
+		return r.lookup(ctx, t)
 	case apierrors.IsNotFound(err):
 		return Endpoint{}, &Error{Status: http.StatusNotFound, Reason: ReasonNotFound, Retry: true,
 			Detail: fmt.Sprintf("Sandbox %s/%s not found.", t.Namespace, t.ID)}
@@ -240,4 +256,34 @@ func (r *CacheResolver) Resolve(ctx context.Context, t Target) (Endpoint, error)
 		return ep, rerr
 	}
 	return ep, nil
+}
+
+// lookup resolves the DNS fallback's name for t and checks every address
+// it resolves to; the endpoint is the first allowed one (IPv4 first).
+func (r *CacheResolver) lookup(ctx context.Context, t Target) (Endpoint, error) {
+	host := t.ID + "." + t.Namespace + ".svc." + r.ClusterDomain
+	dns := r.DNS
+	if dns == nil {
+		dns = net.DefaultResolver
+	}
+	addrs, err := dns.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(addrs) == 0 {
+		return Endpoint{}, &Error{Status: http.StatusBadGateway, Reason: ReasonNotFound,
+			Detail: fmt.Sprintf("Could not connect to the backend sandbox: %s (%s does not resolve).", t.ID, host)}
+	}
+	var v4, v6 []netip.Addr
+	for _, a := range addrs {
+		a = a.Unmap()
+		if !AllowedAddress(a, r.AllowLocalAddresses) {
+			return Endpoint{}, &Error{Status: http.StatusBadGateway, Reason: ReasonAddressForbidden,
+				Detail: fmt.Sprintf("Could not connect to the backend sandbox: %s (%s resolves to %s, which is not allowed).", t.ID, host, a)}
+		}
+		if a.Is4() {
+			v4 = append(v4, a)
+		} else {
+			v6 = append(v6, a.WithZone(""))
+		}
+	}
+	ip := append(v4, v6...)[0]
+	return Endpoint{Namespace: t.Namespace, Sandbox: t.ID, Port: t.Port, IP: ip, Host: host, Source: SourceDNS}, nil
 }

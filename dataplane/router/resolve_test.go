@@ -112,7 +112,7 @@ func TestRoute(t *testing.T) {
 			return sb
 		}(), status: http.StatusConflict, reason: ReasonNotReady},
 		{name: "uid matches", sb: standalone, target: Target{UID: "uid-box"}, ip: "10.0.0.5"},
-		{name: "uid of an earlier sandbox", sb: standalone, target: Target{UID: "uid-old"}, status: http.StatusConflict, reason: ReasonUIDMismatch},
+		{name: "uid of an earlier sandbox", sb: standalone, target: Target{UID: "uid-old"}, status: http.StatusNotFound, reason: ReasonUIDMismatch},
 		{name: "ipv4 first", sb: standalone, pod: func(sb *sandboxv1beta1.Sandbox) *corev1.Pod { return testPod(sb, "box", "fd00::5", "10.0.0.5") }, ip: "10.0.0.5"},
 		{name: "the caller's pod ip", sb: standalone, pod: func(sb *sandboxv1beta1.Sandbox) *corev1.Pod { return testPod(sb, "box", "10.0.0.5", "fd00::5") },
 			target: Target{PodIP: netip.MustParseAddr("fd00::5")}, ip: "fd00::5"},
@@ -167,7 +167,8 @@ func TestCacheResolver(t *testing.T) {
 	}
 
 	r.DNSFallback = true
-	if ep, err := r.Resolve(ctx, target("missing")); err != nil || ep.Host != "missing.team.svc.cluster.local" || ep.Source != SourceDNS {
+	r.DNS = startDNS(t, map[string][]netip.Addr{"missing.team.svc.cluster.local": {netip.MustParseAddr("10.0.0.9")}}).Resolver()
+	if ep, err := r.Resolve(ctx, target("missing")); err != nil || ep.Host != "missing.team.svc.cluster.local" || ep.IP.String() != "10.0.0.9" || ep.Source != SourceDNS {
 		t.Errorf("DNS fallback: %+v, %v", ep, err)
 	}
 	withIP := target("missing")
@@ -177,6 +178,13 @@ func TestCacheResolver(t *testing.T) {
 	}
 	if _, err := r.Resolve(ctx, target("pool-b4c9d")); AsError(err).Reason != ReasonWarmMember {
 		t.Errorf("the fallback is for unknown Sandboxes only; a warm member: %v, want refused", err)
+	}
+	// A handle pinned to a UID whose Sandbox the cache does not hold is
+	// not sent to whatever DNS finds under the name.
+	pinned := target("missing")
+	pinned.UID = "uid-missing"
+	if ep, err := r.Resolve(ctx, pinned); err == nil || AsError(err).Status != http.StatusNotFound {
+		t.Errorf("DNS fallback with X-Sandbox-UID: %+v, %v; want 404", ep, err)
 	}
 }
 

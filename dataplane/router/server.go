@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agentsandbox/reconciler/dataplane/webguard"
 )
 
 // ServerOptions bound the proxy port's client connections.
@@ -24,6 +26,9 @@ type ServerOptions struct {
 	// ShutdownTimeout bounds the wait for open requests and WebSocket
 	// sessions when the server stops (default 30s).
 	ShutdownTimeout time.Duration
+	// AllowedHosts, when set, puts the proxy behind LocalGuard: for a
+	// router listening on a developer's machine.
+	AllowedHosts *webguard.Hosts
 }
 
 func (o *ServerOptions) defaults() {
@@ -48,8 +53,12 @@ func (o *ServerOptions) defaults() {
 // is bounded by its own timeout instead (see Handler).
 func Serve(ctx context.Context, l net.Listener, h *Handler, o ServerOptions) error {
 	o.defaults()
+	var handler http.Handler = h
+	if o.AllowedHosts != nil {
+		handler = LocalGuard(h, o.AllowedHosts, h.o.Metrics)
+	}
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           handler,
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		IdleTimeout:       o.IdleTimeout,
 		MaxHeaderBytes:    o.MaxHeaderBytes,

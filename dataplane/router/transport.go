@@ -63,19 +63,27 @@ func NewTransport(pf *PortForward) *Transport {
 func (t *Transport) RoundTripper() http.RoundTripper { return t.rt }
 
 // Address returns the URL host requests to ep go to and the Host header
-// the sandbox sees (the pod's ip:port, or the DNS name and port).
+// the sandbox sees: the pod's ip:port; with the DNS fallback, the address
+// the name was resolved to (and checked), never the name again, and the
+// name and port as the Host header.
 func (t *Transport) Address(ep Endpoint) (urlHost, hostHeader string) {
 	port := strconv.Itoa(ep.Port)
+	ipPort := ""
 	if ep.IP.IsValid() {
-		hostHeader = netip.AddrPortFrom(ep.IP, uint16(ep.Port)).String()
-	} else {
+		ipPort = netip.AddrPortFrom(ep.IP, uint16(ep.Port)).String()
+	}
+	hostHeader = ipPort
+	if ep.Host != "" {
 		hostHeader = net.JoinHostPort(ep.Host, port)
 	}
 	if t.pf != nil && ep.PodUID != "" {
 		t.pf.Remember(ep.PodUID, ep.Namespace, ep.Pod)
 		return string(ep.PodUID) + pfHostSuffix + ":" + port, hostHeader
 	}
-	return hostHeader, hostHeader
+	if ipPort == "" { // not resolved: nothing is dialled by name
+		return "unresolved" + pfHostSuffix + ":" + port, hostHeader
+	}
+	return ipPort, hostHeader
 }
 
 // CloseIdleConnections closes idle upstream connections (and, with a

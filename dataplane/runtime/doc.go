@@ -20,15 +20,28 @@
 //     rest is drained and dropped), request bodies and uploads are capped.
 //   - Every file path is confined to the base directory after resolving
 //     symlinks; a path that leaves it is answered with upstream's 403.
+//   - With a token (Options.AuthToken), every request but the health checks
+//     (GET /, GET /v1/health) must carry it in X-Sandbox-Runtime-Token, or
+//     gets 401: the runtime serves only what came through the router. The
+//     token is compared in constant time and never reaches the commands'
+//     environment (SANDBOX_RUNTIME_TOKEN is removed from it).
+//   - Browsers cannot drive it: a request from a page of another site (a
+//     foreign Origin, Sec-Fetch-Site: cross-site) gets 403, and POST
+//     /execute takes only a body sent as JSON (FastAPI's 422 otherwise, as
+//     upstream's runtime answers). With Options.AllowedHosts (set by the
+//     local cluster, whose runtimes listen on the developer's machine), a
+//     Host that is neither one of its names nor an IP address gets 403, so
+//     DNS rebinding cannot reach it either (package webguard).
 //
 // What it must never do: run anything through a shell or expand a command
 // string, follow a path out of the base directory, buffer an unbounded
 // request or output in memory, or leave a timed-out command's processes
 // running. It must not import the controller (apply/, render/, policy/,
 // webhooks/): it runs inside the sandbox, with nothing but the standard
-// library (and dataplane/shlex, which splits command lines). Resolve, its
-// path confinement, is shared with sandboxd (dataplane/sandboxd), which the
-// same binary serves next to it.
+// library, dataplane/shlex (which splits command lines) and
+// dataplane/webguard (itself the standard library only). Resolve, its path
+// confinement, is shared with sandboxd (dataplane/sandboxd), which the same
+// binary serves next to it.
 //
 // The confinement is the protocol's, not a security boundary: commands run
 // with the runtime's own rights and can read and write anything those allow.

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentsandbox/reconciler/dataplane/webguard"
 )
 
 // waitDelay is how long a finished (or killed) command's output pipes may
@@ -37,6 +39,14 @@ type ExecuteResponse struct {
 // exit_code 1 and the reason in stderr; only a request that is not
 // {"command": string} is refused (FastAPI's 422).
 func (h *handler) execute(w http.ResponseWriter, r *http.Request) {
+	if !webguard.JSON(r) {
+		// FastAPI's answer (upstream's runtime) to a body not sent as
+		// JSON; refusing it keeps pages of other sites, which can POST
+		// text/plain, forms and multipart without asking, out.
+		writeJSON(w, http.StatusUnprocessableEntity, fieldError([]string{"body"}, "model_attributes_type",
+			"Input should be a valid dictionary or object to extract fields from: send {\"command\": ...} with Content-Type: application/json"))
+		return
+	}
 	var req struct {
 		Command *string `json:"command"`
 	}
@@ -78,6 +88,7 @@ func (h *handler) run(ctx context.Context, command string) ExecuteResponse {
 	stderr := &cappedBuffer{limit: h.opts.MaxOutputBytes}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = h.opts.BaseDir
+	cmd.Env = childEnv()
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Its own process group, so that a timeout kills what it started too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

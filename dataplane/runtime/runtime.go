@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentsandbox/reconciler/dataplane/webguard"
 )
 
 // Defaults, upstream's where upstream has one.
@@ -49,6 +51,18 @@ type Options struct {
 	// Logger receives one line per command and per failed request; nil logs
 	// nothing.
 	Logger *slog.Logger
+	// AuthToken, when set, must arrive in the X-Sandbox-Runtime-Token
+	// header (TokenHeader) of every request but the health checks (GET /,
+	// GET /v1/health); others get 401. The router sends it: a runtime with
+	// a token serves only requests that came through the router. Compared
+	// in constant time.
+	AuthToken string
+	// AllowedHosts, when set, refuses (403) requests whose Host header is
+	// neither one of its names nor an IP address (see webguard.Hosts): a
+	// runtime listening on a developer's machine cannot be reached through
+	// DNS rebinding. Nil checks no Host (a Pod is reached by its IP, a
+	// Service name or a port-forward).
+	AllowedHosts *webguard.Hosts
 }
 
 func (o Options) withDefaults() Options {
@@ -101,6 +115,9 @@ type handler struct {
 // {path} reach the handlers as data and no path cleaning or redirect happens
 // before the confinement check.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.guard(w, r) {
+		return
+	}
 	p := r.URL.EscapedPath()
 	if p == "/" {
 		h.method(w, r, http.MethodGet, h.health)

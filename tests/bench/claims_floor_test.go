@@ -68,7 +68,7 @@ func measureClaimsFloor(t *testing.T, cfg *rest.Config, user client.Client, watc
 	}
 	free := make(chan *sandboxv1beta1.Sandbox, m+paced)
 	for i := range m + paced {
-		ac, err := render.WarmPoolMember(render.WarmPoolInputs{Pool: pool, Template: tmpl}, render.MemberName(pool, i))
+		ac, err := render.WarmPoolMember(render.WarmPoolInputs{Pool: pool, Template: tmpl}, render.MemberName(pool.Name, render.SeededSuffixes(string(pool.UID))(i)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,9 +14,10 @@ import (
 	"github.com/agentsandbox/reconciler/tests/cluster"
 )
 
-// TestLocalCluster starts a local cluster, runs a plain Pod to Running and
-// Ready with an IP under a gVisor RuntimeClass, checks that our CRDs are
-// served, and tears the cluster down with no process left behind.
+// TestLocalCluster starts a local cluster, checks that garbage collection
+// knows our kinds at once, runs a plain Pod to Running and Ready with an IP
+// under a gVisor RuntimeClass, checks that our CRDs are served, and tears
+// the cluster down with no process left behind.
 func TestLocalCluster(t *testing.T) {
 	if cluster.UseKind() {
 		t.Skip("checks the kwok cluster's own processes; not applicable with E2E_CLUSTER=kind")
@@ -44,6 +45,8 @@ func TestLocalCluster(t *testing.T) {
 			_ = c.Stop(context.WithoutCancel(ctx))
 		}
 	}()
+	// Garbage collection knows our kinds as soon as the cluster is up.
+	ownedCollectedAtOnce(t, c)
 
 	cs, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {

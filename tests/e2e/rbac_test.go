@@ -256,9 +256,10 @@ func installDeployRBAC(c client.Client) error {
 		}
 	}
 	// Namespace, ServiceAccount, the controller's ClusterRole and Role and
-	// their bindings, and the metrics-reader ClusterRole.
-	if applied != 7 {
-		return fmt.Errorf("applied %d RBAC objects from dist/install.yaml, want 7", applied)
+	// their bindings, the metrics-reader ClusterRole and the users'
+	// agent-sandbox-exec ClusterRole.
+	if applied != 8 {
+		return fmt.Errorf("applied %d RBAC objects from dist/install.yaml, want 8", applied)
 	}
 	return nil
 }

@@ -67,6 +67,7 @@ func TestUpDown(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("up: exit %d", code)
 	}
+	upAt := time.Now()
 	var kubeconfig, metrics string
 	pid, standInPID, routerPID, routerURL := 0, 0, 0, ""
 	for _, line := range strings.Split(out, "\n") {
@@ -123,6 +124,8 @@ func TestUpDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Right after up, garbage collection already knows our kinds.
+	claimCollectedAtOnce(t, c, upAt)
 	sb := sandbox("default", "updown")
 	if err := c.Create(context.Background(), sb); err != nil {
 		t.Fatal(err)

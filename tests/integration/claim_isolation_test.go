@@ -55,6 +55,9 @@ spec:
 		{"crio-label", "    labels:\n      io.kubernetes.cri-o.userns-mode: host\n", `label "io.kubernetes.cri-o.userns-mode"`},
 		{"apparmor", "    annotations:\n      container.apparmor.security.beta.kubernetes.io/python: unconfined\n",
 			`annotation "container.apparmor.security.beta.kubernetes.io/python": it could change the Sandbox's isolation`},
+		{"istio", "    labels:\n      sidecar.istio.io/inject: \"false\"\n", `label "sidecar.istio.io/inject": it could change the Sandbox's isolation: Istio`},
+		{"multus", "    annotations:\n      k8s.v1.cni.cncf.io/networks: host-net\n", `annotation "k8s.v1.cni.cncf.io/networks": it could change the Sandbox's isolation: Multus`},
+		{"calico", "    annotations:\n      cni.projectcalico.org/ipAddrs: '[\"10.0.0.9\"]'\n", `annotation "cni.projectcalico.org/ipAddrs"`},
 		{"ordinary", "    labels:\n      user: alice\n    annotations:\n      session: abc123\n", ""},
 	}
 	for _, tc := range cases {
@@ -70,5 +73,36 @@ spec:
 				t.Errorf("kubectl apply: %v\n%s\nwant a webhook denial containing %s", err, out, tc.want)
 			}
 		})
+	}
+
+	// A Sandbox or a template whose Pod would carry such a key is refused
+	// by the baseline bundle, judged on the Pod it renders.
+	podMeta := `    metadata:
+      annotations:
+        io.katacontainers.config.hypervisor.kernel_params: init=/bin/sh
+    spec:
+      runtimeClassName: gvisor
+      containers:
+      - name: main
+        image: python:3.13
+`
+	for _, m := range []string{`apiVersion: agents.x-k8s.io/v1beta1
+kind: Sandbox
+metadata:
+  name: kata-keys
+spec:
+  podTemplate:
+` + podMeta, `apiVersion: extensions.agents.x-k8s.io/v1beta1
+kind: SandboxTemplate
+metadata:
+  name: kata-keys
+spec:
+  podTemplate:
+` + podMeta} {
+		out, err := apply(m)
+		want := "labels and annotations that container runtimes, the kubelet or OCI hooks read are not allowed (they can change how the sandbox is isolated): io.katacontainers.config.hypervisor.kernel_params"
+		if err == nil || !strings.Contains(out, `denied the request`) || !strings.Contains(out, want) {
+			t.Errorf("kubectl apply: %v\n%s\nwant a webhook denial containing %s", err, out, want)
+		}
 	}
 }

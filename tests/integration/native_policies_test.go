@@ -141,6 +141,12 @@ func TestNativeBaselineMatchesOffline(t *testing.T) {
 		}, "probes and lifecycle hooks must not set host", ""},
 		{"token", func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = ptr.To(true) },
 			"automountServiceAccountToken must not be true", ""},
+		{"token Secret", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "default-token-x7k2q"}}}}
+		}, "ServiceAccount token Secrets (named <account>-token-<suffix>) must not be mounted", ""},
+		{"runtime key", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{"io.katacontainers.config.hypervisor.kernel_params": "init=/bin/sh"}
+		}, "OCI hooks read are not allowed (they can change how the sandbox is isolated): io.katacontainers.config.hypervisor.kernel_params", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

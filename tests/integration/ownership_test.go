@@ -191,3 +191,66 @@ func TestWebhookOwnershipCannotBeForged(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookGuardsOwnerKindsInEveryGroup drives the real API server: a
+// Sandbox whose controller reference names a SandboxWarmPool or a
+// SandboxClaim under another API group, carrying the real pool's or
+// claim's name and UID, is refused as a forged member would be: the kind is
+// guarded whatever the group. The controller's own ServiceAccount is not
+// refused, and a reference to another kind of another group still passes.
+func TestWebhookGuardsOwnerKindsInEveryGroup(t *testing.T) {
+	const controllerSA = "system:serviceaccount:agent-sandbox-system:agent-sandbox-controller"
+	serveValidator(t, &webhooks.Validator{Policy: &policy.Holder{}, Reader: env.Client,
+		ControllerUser: webhooks.ServiceAccountUser("agent-sandbox-system", "agent-sandbox-controller")})
+
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	alice, ctl := actingAs(t, "alice"), actingAs(t, controllerSA)
+	pool := &extv1beta1.SandboxWarmPool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool"},
+		Spec:       extv1beta1.SandboxWarmPoolSpec{Replicas: ptr.To[int32](0), TemplateRef: extv1beta1.SandboxTemplateRef{Name: "tpl"}},
+	}
+	claim := &extv1beta1.SandboxClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "claim"},
+		Spec:       extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: "pool"}},
+	}
+	for _, o := range []client.Object{pool, claim} {
+		if err := alice.Create(ctx, o); err != nil {
+			t.Fatalf("creating %s: %v", o.GetName(), err)
+		}
+	}
+	lookalike := func(apiVersion, kind string, o client.Object) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: o.GetName(), UID: o.GetUID(), Controller: ptr.To(true)}
+	}
+	sandbox := func(name string, owner metav1.OwnerReference) *sandboxv1beta1.Sandbox {
+		sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: []metav1.OwnerReference{owner}}}
+		sb.Spec.PodTemplate.Spec = corev1.PodSpec{RuntimeClassName: ptr.To("gvisor"), Containers: []corev1.Container{{Name: "agent", Image: "agent:1"}}}
+		return sb
+	}
+	cases := []struct {
+		name  string
+		owner metav1.OwnerReference
+	}{
+		{"evil-pool", lookalike("evil.example.com/v1", "SandboxWarmPool", pool)},
+		{"evil-claim", lookalike("evil.example.com/v1", "SandboxClaim", claim)},
+		{"core-group-pool", lookalike("v1", "SandboxWarmPool", pool)},
+		{"sandbox-group-claim", lookalike(sandboxv1beta1.GroupVersion.String(), "SandboxClaim", claim)},
+	}
+	for _, tc := range cases {
+		err := alice.Create(ctx, sandbox(tc.name, tc.owner))
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "only the agent-sandbox controller ("+controllerSA+")") ||
+			!strings.Contains(err.Error(), tc.owner.APIVersion) {
+			t.Errorf("%s: want the webhook's refusal naming %s, got %v", tc.name, tc.owner.APIVersion, err)
+		}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: tc.name}, &sandboxv1beta1.Sandbox{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s exists after the refusal (err %v)", tc.name, err)
+		}
+	}
+	if err := ctl.Create(ctx, sandbox("by-the-controller", lookalike("evil.example.com/v1", "SandboxWarmPool", pool))); err != nil {
+		t.Errorf("the controller's own request was refused: %v", err)
+	}
+	other := metav1.OwnerReference{APIVersion: "evil.example.com/v1", Kind: "Workflow", Name: "wf", UID: "wf-uid", Controller: ptr.To(true)}
+	if err := alice.Create(ctx, sandbox("workflow", other)); err != nil {
+		t.Errorf("a controller reference of another kind was refused: %v", err)
+	}
+}

@@ -154,7 +154,7 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running,
 	}
 	r.Sandbox = &controllers.SandboxReconciler{
 		Client: mgr.GetClient(), Engine: r.Engine, Recorder: mgr.GetEventRecorder("sandbox-controller"), Policy: o.Policy,
-		Defaults: r.Defaults,
+		Defaults: r.Defaults, ControllerNamespace: "agent-sandbox-system", Templates: o.Extensions,
 	}
 	if err := r.Sandbox.SetupWithManager(mgr, o.SandboxWorkers); err != nil {
 		return nil, err

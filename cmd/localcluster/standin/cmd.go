@@ -24,7 +24,10 @@ sandbox-runtime process on 127.0.0.1 per sandbox Pod, with a work directory
 per Sandbox under --dir, and the kwok PortForward, Exec and Logs objects that
 make kubectl port-forward, exec and logs reach it. SIGTERM or SIGINT stops
 every runtime it runs; a stand-in killed otherwise and started again adopts
-them.
+them. It refuses to start unless --kubeconfig reaches the local cluster
+recorded in --dir/cluster.json (its API server's URL and CA, written when
+kubectl-sandbox up made the cluster): against a shared cluster it would run
+everyone's sandbox Pods on this machine.
 
 Flags:
 `
@@ -64,6 +67,9 @@ func Main(args []string, stderr io.Writer) int {
 func run(kubeconfig, probe string, o Options) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
+		return err
+	}
+	if err := CheckCluster(o.Dir, cfg); err != nil {
 		return err
 	}
 	cfg.QPS, cfg.Burst = 50, 100

@@ -2,7 +2,8 @@
 // sandbox Pods of a kwok cluster real enough to use. For every sandbox Pod
 // (labelled agents.x-k8s.io/sandbox-name-hash, bound to a node, not
 // terminating) it runs one sandbox-runtime process on 127.0.0.1 with free
-// ports and a work directory of its own, and creates the Pod's kwok
+// ports and a work directory of its own (with --allowed-hosts, so that a web
+// page cannot drive it through DNS rebinding), and creates the Pod's kwok
 // PortForward (every port the runtime serves: 8888, the legacy protocol,
 // and sandboxd's 8080 REST and 9090 gRPC, each to the process's matching
 // listener), Exec (local, in the work

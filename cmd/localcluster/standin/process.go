@@ -24,6 +24,10 @@ type processSpec struct {
 	Runtime string   // the sandbox-runtime binary
 	SbDir   string   // the Sandbox's directory (work/, logs)
 	Env     []string // added to the stand-in's environment
+	// Pod is the name of the Pod the process serves: a Host the runtime
+	// accepts besides loopback names and IP addresses (the Go SDK's
+	// port-forward mode addresses the Pod by name).
+	Pod string
 	// FreshLogs truncates the logs (a new Pod); otherwise they are appended
 	// to (the same Pod's process started again).
 	FreshLogs bool
@@ -69,7 +73,8 @@ func startProcess(ctx context.Context, p processSpec) (int, ports, error) {
 	cmd := exec.Command(p.Runtime, "--listen-address", addr,
 		"--sandboxd-rest-address", net.JoinHostPort(Loopback, strconv.Itoa(pp.rest)),
 		"--sandboxd-grpc-address", net.JoinHostPort(Loopback, strconv.Itoa(pp.grpc)),
-		"--base-dir", work, "--shutdown-timeout", p.ShutdownTimeout.String())
+		"--base-dir", work, "--shutdown-timeout", p.ShutdownTimeout.String(),
+		"--allowed-hosts", allowedHosts(p.Pod))
 	cmd.Dir = work
 	cmd.Env = append(append(os.Environ(), p.Env...), markerEnv(p.SbDir))
 	cmd.Stdout, cmd.Stderr = out, out
@@ -85,6 +90,19 @@ func startProcess(ctx context.Context, p processSpec) (int, ports, error) {
 		return 0, ports{}, fmt.Errorf("sandbox-runtime on %s: %w%s", addr, err, logTail(filepath.Join(p.SbDir, rawLog)))
 	}
 	return pid, pp, nil
+}
+
+// allowedHosts is the runtime's --allowed-hosts: it listens on the
+// developer's machine, so it answers only requests addressed to it
+// (loopback names, an IP address such as the Pod IP the router's
+// port-forward transport sends, or the Pod's name, which the Go SDK's
+// port-forward mode sends), not a page that DNS rebinding pointed at it. A
+// Pod name with a dot could be someone's domain: it is not added.
+func allowedHosts(pod string) string {
+	if pod == "" || strings.Contains(pod, ".") {
+		return "localhost"
+	}
+	return "localhost," + pod
 }
 
 // freePort returns a loopback port that is free right now.

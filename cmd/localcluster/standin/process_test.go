@@ -178,3 +178,59 @@ func TestStopAll(t *testing.T) {
 		}
 	}
 }
+
+// A runtime the stand-in starts listens on the developer's machine: it
+// answers requests addressed to this machine, to an IP address (a Pod IP,
+// from the router's port-forward transport) or to its Pod's name (the Go
+// SDK's port-forward mode), and refuses the Host a
+// page that DNS rebinding pointed at it sends, and pages of other sites.
+func TestProcessRefusesBrowsers(t *testing.T) {
+	sbDir := filepath.Join(t.TempDir(), "ns", "sb")
+	sp := spec(sbDir)
+	sp.Pod = "sb-pod"
+	pid, port, err := startProcess(context.Background(), sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stopProcess(pid, sbDir, time.Second) }()
+	send := func(host, origin string) int {
+		req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/execute", port), strings.NewReader(`{"command": "touch ran"}`))
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct{ host, origin string }{
+		{"attacker.example:" + fmt.Sprint(port), ""},
+		{"attacker.example:" + fmt.Sprint(port), "http://attacker.example:" + fmt.Sprint(port)},
+		{"other-pod:8888", ""},
+		{fmt.Sprintf("127.0.0.1:%d", port), "https://attacker.example"},
+	} {
+		if got := send(tc.host, tc.origin); got != http.StatusForbidden {
+			t.Errorf("Host %s, Origin %q: %d, want 403", tc.host, tc.origin, got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(sbDir, workDir, "ran")); !os.IsNotExist(err) {
+		t.Fatalf("a refused request ran its command (%v)", err)
+	}
+	for _, host := range []string{fmt.Sprintf("localhost:%d", port), fmt.Sprintf("127.0.0.1:%d", port), "10.0.0.7:8888", "sb-pod:8888"} {
+		if got := send(host, ""); got != http.StatusOK {
+			t.Errorf("Host %s: %d, want 200", host, got)
+		}
+	}
+}
+
+func TestAllowedHosts(t *testing.T) {
+	for pod, want := range map[string]string{"": "localhost", "sb-1": "localhost,sb-1", "evil.example": "localhost"} {
+		if got := allowedHosts(pod); got != want {
+			t.Errorf("allowedHosts(%q) = %q, want %q", pod, got, want)
+		}
+	}
+}

@@ -77,7 +77,7 @@ func (s *StandIn) ensure(ctx context.Context, k Key, pod *corev1.Pod, st State) 
 		}
 	} else {
 		pid, pp, err := startProcess(ctx, processSpec{
-			Runtime: s.o.Runtime, SbDir: sbDir, Env: envStrings(literalEnv(pod)), FreshLogs: st.PodUID != pod.UID,
+			Runtime: s.o.Runtime, SbDir: sbDir, Env: envStrings(literalEnv(pod)), Pod: pod.Name, FreshLogs: st.PodUID != pod.UID,
 			ShutdownTimeout: s.o.StopGrace / 2, ReadyTimeout: s.o.ReadyTimeout,
 		})
 		if err != nil {
@@ -195,7 +195,7 @@ func (s *StandIn) pvcsLeft(ctx context.Context, k Key, uid types.UID) (left, ter
 	}
 	for _, pvc := range list.Items {
 		for _, ref := range pvc.OwnerReferences {
-			if ref.UID == uid {
+			if ref.UID == uid && ref.Name == k.Name && sandboxv1beta1.RefersTo(ref, sandboxv1beta1.SandboxKind) {
 				left = true
 				terminating = terminating || pvc.DeletionTimestamp != nil
 			}

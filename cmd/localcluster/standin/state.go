@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -61,8 +59,7 @@ func (s State) ports() ports { return ports{legacy: s.Port, rest: s.RESTPort, gr
 // KeyOf returns the Sandbox a Pod belongs to: its controller owner of kind
 // Sandbox, or the Pod's own name when it has none.
 func KeyOf(pod *corev1.Pod) (Key, types.UID) {
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && ref.Kind == "Sandbox" &&
-		strings.HasPrefix(ref.APIVersion, sandboxv1beta1.GroupName+"/") {
+	if ref := sandboxv1beta1.ControllerOf(pod, sandboxv1beta1.SandboxKind); ref != nil {
 		return Key{pod.Namespace, ref.Name}, ref.UID
 	}
 	return Key{pod.Namespace, pod.Name}, ""

@@ -283,12 +283,16 @@ type invariants struct {
 	// BoundClaimsLostSandbox counts claims that still exist and still name
 	// a Sandbox that was deleted: data lost under a live claim.
 	BoundClaimsLostSandbox int `json:"boundClaimsLostSandbox"`
+	// ClaimsBoundToForeignSandbox counts claims bound to a Sandbox their
+	// pool did not make (nor the controller for them, cold): one first seen
+	// controlled by something else (recorder.foreignBound).
+	ClaimsBoundToForeignSandbox int `json:"claimsBoundToForeignSandbox"`
 }
 
 func (i invariants) violations() int {
 	return i.RunningWithoutOnePod + i.SuspendedWithPod + i.MissingService + i.MissingPVC + i.ClaimsNotBoundToOne +
 		i.SandboxesWithTwoClaims + i.OrphanPods + i.PVCsLostWhileSandboxed + i.PodsCreatedTwice + i.ClaimsWithSecondSandbox +
-		i.BoundClaimsLostSandbox
+		i.BoundClaimsLostSandbox + i.ClaimsBoundToForeignSandbox
 }
 
 // check counts the invariants in ns now, plus what rec saw happen (nil: not
@@ -315,7 +319,7 @@ func check(t *testing.T, c client.Client, ns string, rec *recorder) invariants {
 	podsOf := map[types.UID]int{}
 	for _, p := range pods.Items {
 		ref := metav1.GetControllerOf(&p)
-		if ref == nil || ref.Kind != "Sandbox" || byUID[ref.UID] == nil {
+		if ref == nil || !sandboxv1beta1.RefersTo(*ref, sandboxv1beta1.SandboxKind) || byUID[ref.UID] == nil {
 			if p.DeletionTimestamp == nil {
 				inv.OrphanPods++
 				t.Logf("orphan Pod %s (controller %v)", p.Name, ref)
@@ -365,7 +369,7 @@ func check(t *testing.T, c client.Client, ns string, rec *recorder) invariants {
 	for _, cl := range claims.Items {
 		name := cl.Status.Sandbox.Name
 		sb := findSandbox(sbs.Items, name)
-		if name == "" || sb == nil || !controlledBy(sb, cl.UID) {
+		if name == "" || sb == nil || !extv1beta1.IsClaimedBy(sb, &cl) {
 			inv.ClaimsNotBoundToOne++
 			t.Logf("claim %s is bound to %q (exists %v)", cl.Name, name, sb != nil)
 			continue
@@ -384,6 +388,11 @@ func check(t *testing.T, c client.Client, ns string, rec *recorder) invariants {
 			t.Log(d)
 		}
 		inv.BoundClaimsLostSandbox = rec.lostUnder(t, claims.Items)
+		var pools extv1beta1.SandboxWarmPoolList
+		if err := c.List(ctx, &pools, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		inv.ClaimsBoundToForeignSandbox = rec.foreignBound(t, claims.Items, sbs.Items, pools.Items)
 	}
 	return inv
 }
@@ -397,11 +406,6 @@ func findSandbox(items []sandboxv1beta1.Sandbox, name string) *sandboxv1beta1.Sa
 	return nil
 }
 
-func controlledBy(o metav1.Object, uid types.UID) bool {
-	ref := metav1.GetControllerOf(o)
-	return ref != nil && ref.UID == uid
-}
-
 // recorder watches a namespace for the duration of a scenario: every Pod
 // created for a Sandbox, every Sandbox a claim ever controlled, every PVC
 // deleted.
@@ -413,6 +417,9 @@ type recorder struct {
 	// claimedDeleted are Sandboxes deleted (or marked for deletion) while
 	// a claim controlled them: claim UID -> Sandbox names.
 	claimedDeleted map[types.UID]map[string]bool
+	// firstController is each Sandbox's controller reference as first
+	// seen (nil: none): who made it.
+	firstController map[types.UID]*metav1.OwnerReference
 	// details say which objects broke an invariant, for the log.
 	details []string
 	stop    []func()
@@ -421,7 +428,8 @@ type recorder struct {
 func record(t *testing.T, ns string) *recorder {
 	t.Helper()
 	r := &recorder{podsBySandbox: map[types.UID]map[types.UID]bool{}, sandboxByClaim: map[types.UID]map[types.UID]bool{},
-		deletedPVCOwner: map[string]types.UID{}, claimedDeleted: map[types.UID]map[string]bool{}}
+		deletedPVCOwner: map[string]types.UID{}, claimedDeleted: map[types.UID]map[string]bool{},
+		firstController: map[types.UID]*metav1.OwnerReference{}}
 	wc, err := client.NewWithWatch(local.Config, client.Options{Scheme: envtest.Scheme()})
 	if err != nil {
 		t.Fatal(err)
@@ -471,11 +479,14 @@ func (r *recorder) observe(typ watch.EventType, o client.Object) {
 	ref := metav1.GetControllerOf(o)
 	switch o := o.(type) {
 	case *corev1.Pod:
-		if ref != nil && ref.Kind == "Sandbox" {
+		if ref != nil && sandboxv1beta1.RefersTo(*ref, sandboxv1beta1.SandboxKind) {
 			add(r.podsBySandbox, ref.UID, o.UID)
 		}
 	case *sandboxv1beta1.Sandbox:
-		if ref != nil && ref.Kind == "SandboxClaim" {
+		if _, seen := r.firstController[o.UID]; !seen {
+			r.firstController[o.UID] = ref
+		}
+		if ref != nil && sandboxv1beta1.RefersTo(*ref, extv1beta1.ClaimKind) {
 			add(r.sandboxByClaim, ref.UID, o.UID)
 			if typ == watch.Deleted || o.DeletionTimestamp != nil {
 				if r.claimedDeleted[ref.UID] == nil {

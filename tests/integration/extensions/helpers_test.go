@@ -132,7 +132,9 @@ func waitClaim(t *testing.T, ns, name string, status metav1.ConditionStatus, rea
 }
 
 // sandboxes lists the namespace's Sandboxes (not being deleted) controlled
-// by the object with the given UID, sorted by name.
+// by the pool or claim with the given UID (the reference names our API
+// group and one of those kinds: a copied UID under another group is not
+// the owner), sorted by name.
 func sandboxes(t *testing.T, ns string, owner types.UID) []sandboxv1beta1.Sandbox {
 	t.Helper()
 	var list sandboxv1beta1.SandboxList
@@ -144,7 +146,8 @@ func sandboxes(t *testing.T, ns string, owner types.UID) []sandboxv1beta1.Sandbo
 		if sb.DeletionTimestamp != nil {
 			continue
 		}
-		if ref := metav1.GetControllerOf(&sb); ref != nil && ref.UID == owner {
+		if ref := metav1.GetControllerOf(&sb); ref != nil && ref.UID == owner &&
+			(sandboxv1beta1.RefersTo(*ref, extv1beta1.WarmPoolKind) || sandboxv1beta1.RefersTo(*ref, extv1beta1.ClaimKind)) {
 			out = append(out, sb)
 		}
 	}

@@ -77,10 +77,11 @@ func TestRoutesThroughTheCache(t *testing.T) {
 		t.Errorf("warm member refusals counted: %v", n)
 	}
 
-	// The UID of an earlier Sandbox of the same name is refused.
+	// The UID of an earlier Sandbox of the same name is refused: to that
+	// handle the Sandbox is gone.
 	stale := headers("standalone")
 	stale["X-Sandbox-UID"] = "6d1c1a8e-0000-4000-8000-000000000000"
-	if code, body := call(t, url, stale); code != http.StatusConflict {
+	if code, body := call(t, url, stale); code != http.StatusNotFound {
 		t.Errorf("a stale X-Sandbox-UID: %d %s", code, body)
 	}
 	current := headers("standalone")
@@ -119,8 +120,8 @@ func TestRoutesThroughTheCache(t *testing.T) {
 }
 
 // TestTokenReviewAuth: with --auth=tokenreview, a ServiceAccount token the
-// API server authenticates, whose user may get the Sandbox, goes through;
-// others get 401 or 403. The router itself runs with the deploy bundle's
+// API server authenticates, whose user may create sandboxes/exec on the
+// Sandbox, goes through; others get 401 or 403. The router itself runs with the deploy bundle's
 // RBAC (it may create TokenReviews and SubjectAccessReviews) and watches
 // one namespace only.
 func TestTokenReviewAuth(t *testing.T) {
@@ -153,7 +154,7 @@ func TestTokenReviewAuth(t *testing.T) {
 	}
 	alice, bob := token("alice"), token("bob")
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sandbox-user"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{sandboxv1beta1.GroupName}, Resources: []string{"sandboxes"}, Verbs: []string{"get"}}}}
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{sandboxv1beta1.GroupName}, Resources: []string{"sandboxes/exec"}, Verbs: []string{"create"}}}}
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice-uses-sandboxes"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "alice"}}}
@@ -176,8 +177,8 @@ func TestTokenReviewAuth(t *testing.T) {
 	if code, body := call(t, url, headers("made-up")); code != http.StatusUnauthorized || !strings.Contains(body, "Invalid token.") {
 		t.Errorf("a made-up token: %d %s", code, body)
 	}
-	if code, body := call(t, url, headers(bob)); code != http.StatusForbidden || !strings.Contains(body, ":bob\\\" may not get sandboxes.agents.x-k8s.io") {
-		t.Errorf("a user without get on the Sandbox: %d %s", code, body)
+	if code, body := call(t, url, headers(bob)); code != http.StatusForbidden || !strings.Contains(body, ":bob\\\" may not create sandboxes/exec.agents.x-k8s.io") {
+		t.Errorf("a user without create sandboxes/exec on the Sandbox: %d %s", code, body)
 	}
 	// Alice's Role may take a moment to reach the API server's authorizer
 	// (refusals are not cached by the router).
@@ -202,7 +203,7 @@ func TestTokenReviewAuth(t *testing.T) {
 	}
 	h := headers(alice)
 	h["X-Sandbox-Namespace"] = other
-	waitUntil(t, 10*time.Second, "alice may get Sandboxes in the other namespace", func() bool {
+	waitUntil(t, 10*time.Second, "alice may create sandboxes/exec in the other namespace", func() bool {
 		code, _ := call(t, url, h)
 		return code != http.StatusForbidden
 	})

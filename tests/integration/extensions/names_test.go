@@ -1,0 +1,84 @@
+package extensions
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/apply/controllers"
+	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/tests"
+	"github.com/agentsandbox/reconciler/tests/manager"
+)
+
+// createLog is a blindClient that records the Sandbox creates it passes
+// on and how the API server answered them.
+type createLog struct {
+	blindClient
+	mu      sync.Mutex
+	created []string // name, or "name: already exists"
+}
+
+func (c *createLog) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	err := c.blindClient.Create(ctx, obj, opts...)
+	if _, ok := obj.(*sandboxv1beta1.Sandbox); ok {
+		c.mu.Lock()
+		entry := obj.GetName()
+		if apierrors.IsAlreadyExists(err) {
+			entry += ": already exists"
+		}
+		c.created = append(c.created, entry)
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// TestMemberNameCollisionTriesAnotherName: a pool reconciler whose cache
+// does not show the Sandbox that holds the name it drew (another user's,
+// say) is answered AlreadyExists and creates the member under a new name,
+// as the API server retries a generateName: the Sandbox of that name is
+// never touched, and its name is never a member's.
+func TestMemberNameCollisionTriesAnotherName(t *testing.T) {
+	ns := env.Namespace(t)
+	foreign := tests.Sandbox(ns, "pool-bbbbb")
+	create(t, newTemplate(ns, "tpl"), foreign)
+	before, _ := get(t, ns, "pool-bbbbb", &sandboxv1beta1.Sandbox{})
+	rv := before.ResourceVersion
+	create(t, newPool(ns, "pool", "tpl", 1))
+	pool, _ := get(t, ns, "pool", &extv1beta1.SandboxWarmPool{})
+
+	log := &createLog{blindClient: blindClient{env.Client}}
+	draws := []string{"bbbbb", "ccccc", "ddddd"}
+	r := &controllers.WarmPoolReconciler{
+		Client: log, Engine: ssa.New(log, manager.FieldManager, manager.StatusManager),
+		Recorder: events.NewFakeRecorder(100), MaxBatch: 300,
+		Suffix: func() string { s := draws[0]; draws = draws[1:]; return s },
+	}
+	r.SetDefaults()
+	if _, err := r.Reconcile(ctxFor(t), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pool)}); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if want := []string{"pool-bbbbb: already exists", "pool-ccccc"}; !slices.Equal(log.created, want) {
+		t.Errorf("creates %v, want %v", log.created, want)
+	}
+	after, err := get(t, ns, "pool-bbbbb", &sandboxv1beta1.Sandbox{})
+	if err != nil || after.ResourceVersion != rv || metav1.GetControllerOf(after) != nil {
+		t.Errorf("the Sandbox that held the name was touched: %+v, %v", after.ObjectMeta, err)
+	}
+	member, err := get(t, ns, "pool-ccccc", &sandboxv1beta1.Sandbox{})
+	if err != nil {
+		t.Fatalf("the member under the new name: %v", err)
+	}
+	if ref := metav1.GetControllerOf(member); ref == nil || ref.UID != pool.UID {
+		t.Errorf("pool-ccccc is not the pool's member: %+v", member.OwnerReferences)
+	}
+}

@@ -80,12 +80,13 @@ func (o *options) bind(fs *flag.FlagSet, getenv func(string) string) {
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 20*time.Second,
 		"On SIGTERM, how long running requests may finish before their commands are killed.")
 	fs.StringVar(&o.authTokenFile, "auth-token-file", "",
-		"File holding the token every request but GET / must carry in "+runtime.TokenHeader+" (401 otherwise): the router's --runtime-token-file sends it. "+
+		"File holding the token every request but the health checks (GET /, GET /v1/health) must carry in "+runtime.TokenHeader+
+			" (401 otherwise; sandboxd's gRPC calls in the "+sandboxd.TokenMetadataKey+" metadata): the router's --runtime-token-file sends it. "+
 			"Without this flag, $"+runtime.TokenEnv+" is the token; neither: no token needed. Read once at start; commands never see it.")
 	o.envToken = getenv(runtime.TokenEnv)
 	fs.StringVar(&o.allowedHosts, "allowed-hosts", o.envString(getenv, "SANDBOX_ALLOWED_HOSTS", ""),
 		"Refuse (403) requests whose Host is not localhost, 127.0.0.1, [::1], an IP address or one of these comma-separated names "+
-			"($SANDBOX_ALLOWED_HOSTS); for a runtime listening on a developer's machine (the local cluster sets it), against DNS rebinding. "+
+			"($SANDBOX_ALLOWED_HOSTS; legacy protocol and sandboxd REST); for a runtime listening on a developer's machine (the local cluster sets it), against DNS rebinding. "+
 			"Empty: any Host (a Pod is reached by its IP or a Service name).")
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 }
@@ -265,6 +266,9 @@ func serve(ctx context.Context, o options, l listeners, logger *slog.Logger) err
 			"SANDBOX_BASE_DIR": o.baseDir, "SANDBOX_EXEC_TIMEOUT_SECONDS": strconv.FormatFloat(o.execTimeout.Seconds(), 'f', -1, 64),
 			"SANDBOX_RUNTIME_VERSION": version,
 		},
+		// The legacy protocol's guard: the token, the Host allowlist and
+		// the cross-site refusal (GET /v1/health needs no token).
+		Middleware: runtime.Guard(runtime.Options{AuthToken: o.token, AllowedHosts: o.hosts, Logger: logger}),
 	}
 	var servers []*http.Server
 	served := make(chan error, 3)
@@ -289,7 +293,7 @@ func serve(ctx context.Context, o options, l listeners, logger *slog.Logger) err
 	}
 	var g *grpc.Server
 	if l.grpc != nil {
-		g = sandboxd.NewGRPCServer(sdOpts)
+		g = sandboxd.NewGRPCServer(sdOpts, sandboxd.RequireToken(o.token)...)
 		go func() { served <- g.Serve(l.grpc) }()
 		running++
 		logger.Info("serving sandboxd's gRPC ProcessService", "address", l.grpc.Addr().String())

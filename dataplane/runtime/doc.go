@@ -40,7 +40,8 @@
 // webhooks/): it runs inside the sandbox, with nothing but the standard
 // library, dataplane/shlex (which splits command lines) and
 // dataplane/webguard (itself the standard library only). Resolve, its path
-// confinement, is shared with sandboxd (dataplane/sandboxd), which the same
+// confinement, and Guard, its checks (token, Host allowlist, cross-site) as
+// middleware, are shared with sandboxd (dataplane/sandboxd), which the same
 // binary serves next to it.
 //
 // The confinement is the protocol's, not a security boundary: commands run

@@ -26,10 +26,13 @@
 //   - Memory is bounded: Execute keeps at most MaxOutputBytes of each
 //     stream, uploads are capped at MaxUploadBytes and streamed to disk.
 //
-// There is no authentication here: Options.Middleware wraps the REST
-// handler and grpc.ServerOption interceptors wrap the gRPC server, for the
-// caller to add it. Like dataplane/runtime, the confinement is the
-// protocol's, not a security boundary (programs run with the runtime's
+// The handlers themselves check no credentials: Options.Middleware wraps the
+// REST handler (cmd/sandbox-runtime passes runtime.Guard: the runtime's
+// token, Host allowlist and cross-site refusal) and grpc.ServerOption
+// interceptors wrap the gRPC server (RequireToken: the same token in the
+// x-sandbox-runtime-token metadata of every call). Like dataplane/runtime,
+// the confinement is the protocol's, not a security boundary (programs run
+// with the runtime's
 // rights), and the package must not import the controller (apply/,
 // render/, policy/, webhooks/).
 package sandboxd

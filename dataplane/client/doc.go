@@ -36,8 +36,9 @@
 //     WithBearerToken), or to a base URL (WithBaseURL).
 //   - A handle is pinned to the Sandbox it resolved (its UID): through a
 //     router every request carries X-Sandbox-UID (the router answers 404
-//     once the name stands for another Sandbox); over a port-forward a Pod
-//     of the name that the Sandbox does not control is never reached. A
+//     once the name stands for another Sandbox); over a port-forward
+//     (sandboxd's REST and gRPC connections included) a Pod of the name
+//     that the Sandbox does not control is never reached. A
 //     handle whose Sandbox is gone gets ErrNotFound, never a namesake.
 //   - Read, List, Exists and the health check are retried, up to 6 times
 //     with backoff, on connection errors and 500, 502, 503 and 504; Run and

@@ -43,6 +43,10 @@ func (s *Sandbox) connectSandboxd(c *conn) error {
 	c.base = "http://" + net.JoinHostPort(s.podName, strconv.Itoa(SandboxdRESTPort)) + "/"
 	c.http = &http.Client{Transport: pf.transport(), CheckRedirect: noRedirects}
 	c.proc = processpb.NewProcessServiceClient(cc)
+	c.reach = func(ctx context.Context) error {
+		_, err := pf.connection(ctx)
+		return err
+	}
 	c.close = func() {
 		_ = cc.Close()
 		pf.Close()
@@ -78,6 +82,9 @@ func (s *Sandbox) runSandboxd(ctx context.Context, command string) (Result, erro
 	}
 	end := s.began()
 	defer end()
+	if err := s.reachSandboxd(ctx, "run"); err != nil {
+		return Result{}, err
+	}
 	res, err := s.conn.proc.Execute(ctx, &processpb.ExecuteRequest{Config: &processpb.ProcessConfig{Command: argv}})
 	switch status.Code(err) {
 	case codes.OK:
@@ -96,6 +103,25 @@ func (s *Sandbox) runSandboxd(ctx context.Context, command string) (Result, erro
 		return Result{}, fmt.Errorf("sandbox %s/%s: run: %w", s.namespace, s.name, ctxError(ctx, err))
 	}
 	return Result{}, fmt.Errorf("sandbox %s/%s: run: %w", s.namespace, s.name, err)
+}
+
+// reachSandboxd connects the port-forward before a gRPC call, as call does
+// for HTTP: its dialer checks that the Pod is still controlled by the
+// Sandbox's UID, so a call never reaches a namesake's Pod. A Pod that is
+// gone is a Sandbox to wake (suspended, or its Pod replaced) or, when the
+// name now stands for another Sandbox, ErrNotFound; the call was not sent.
+func (s *Sandbox) reachSandboxd(ctx context.Context, op string) error {
+	err := s.conn.reach(ctx)
+	if gone := (podGone{}); errors.As(err, &gone) {
+		if werr := s.wake(ctx); werr != nil {
+			return fmt.Errorf("sandbox %s/%s: %s: %w", s.namespace, s.name, op, werr)
+		}
+		err = s.conn.reach(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("sandbox %s/%s: %s: %w", s.namespace, s.name, op, err)
+	}
+	return nil
 }
 
 // open fails once the Sandbox is closed.

@@ -46,6 +46,9 @@ type conn struct {
 	// proc is sandboxd's ProcessService (WithSandboxd), nil for the legacy
 	// protocol: then files go to /v1/files and health to /v1/health.
 	proc processpb.ProcessServiceClient
+	// reach connects the sandboxd port-forward (checking that the Pod is
+	// still its Sandbox's) before a gRPC call; nil for other transports.
+	reach func(context.Context) error
 }
 
 // healthEndpoint is the runtime's health check: GET / (legacy) or GET

@@ -13,8 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentsandbox/reconciler/dataplane/sandboxd/processpb"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/agentsandbox/reconciler/dataplane/sandboxd/processpb"
 )
 
 // Headers a router reads (upstream's sandbox-router).

@@ -28,7 +28,7 @@ import (
 // sandboxd next to the legacy protocol. Through one client-go port-forward
 // to its ports 8888, 8080 and 9090: PUT and GET a file on the REST API,
 // Execute `echo hi` on the gRPC service, and the file is the one the legacy
-// protocol sees. The SDK's sandboxd transport runs a command and round-trips
+// protocol sees; a foreign Host is refused on REST. The SDK's sandboxd transport runs a command and round-trips
 // a file; `kubectl sandbox exec -t` gets a real terminal. It logs the
 // medians of `echo hi` through the port-forward: legacy POST /execute
 // against sandboxd Start's first output and Execute (no timing assertion).
@@ -66,6 +66,14 @@ func TestSandboxdOnLocalCluster(t *testing.T) {
 	if got, err := download(legacy, "dir/e2e.txt"); err != nil || got != "through 8080" {
 		t.Fatalf("the legacy protocol reads %q, %v", got, err)
 	}
+	// The stand-in's runtime has --allowed-hosts: sandboxd's REST API, like
+	// the legacy protocol, refuses a Host DNS rebinding would send.
+	req, _ = http.NewRequestWithContext(ctx, http.MethodPut, rest+"/v1/files/rebound.txt", strings.NewReader("x"))
+	req.Host = "attacker.example"
+	if resp, err = http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("PUT /v1/files with Host attacker.example: %v %v, want 403", resp, err)
+	}
+	_ = resp.Body.Close()
 
 	cc, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", ports[standin.SandboxdGRPCPort]), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

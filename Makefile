@@ -24,12 +24,20 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 KWOK_VERSION ?= v0.8.0
 KUSTOMIZE_VERSION ?= v5.8.2
+BUF_VERSION ?= v1.75.0
+# protoc-gen-go comes from google.golang.org/protobuf: keep it at go.mod's version.
+PROTOC_GEN_GO_VERSION ?= v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 KWOK := $(BIN)/kwok-$(KWOK_VERSION)
 KWOKCTL := $(BIN)/kwokctl-$(KWOK_VERSION)
 KUSTOMIZE := $(BIN)/kustomize-$(KUSTOMIZE_VERSION)
+BUF := $(BIN)/buf-$(BUF_VERSION)
+PROTOC_GEN_GO := $(BIN)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)
+PROTOC_GEN_GO_GRPC := $(BIN)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)
+PROTO_TOOLS := $(BUF) $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC)
 
 CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/etcd
 ENVTEST_ASSETS := $(BIN)/kube-apiserver $(BIN)/etcd
@@ -131,7 +139,7 @@ golden: ## Rewrite golden files from the current code (review the diff like code
 ##@ Code generation and checks
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, apply configurations, CRDs and RBAC.
+generate: $(CONTROLLER_GEN) $(PROTO_TOOLS) ## Regenerate deepcopy, apply configurations, CRDs, RBAC and the sandboxd gRPC code.
 	rm -rf api/v1beta1/applyconfiguration api/extensions/v1beta1/applyconfiguration
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) applyconfiguration:externalApplyConfigurations="$(EXTERNAL_ACS)" paths=./api/...
@@ -147,6 +155,10 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, apply configurations, CRDs a
 		'# The default bundles; restricted.yaml is opt-in (add it below).' \
 		'apiVersion: kustomize.config.k8s.io/v1beta1' 'kind: Kustomization' 'resources:' \
 		'- runtime-isolation.yaml' '- baseline.yaml'; } > config/policies/kustomization.yaml
+	@# sandboxd's gRPC API (proto/process/v1) -> dataplane/sandboxd/processpb,
+	@# with the pinned buf and plugins from bin/.
+	rm -rf dataplane/sandboxd/processpb
+	cd proto && PATH="$(BIN):$$PATH" $(BUF) generate
 
 # Types from other packages that our apply configurations refer to, mapped to
 # their apply configurations, so every field (down to a container's ports) is
@@ -209,7 +221,7 @@ undeploy: $(KUSTOMIZE) ## Remove what deploy installed (deletes the CRDs and so 
 	$(KUSTOMIZE) build config/$(OVERLAY) | kubectl delete --ignore-not-found -f -
 
 .PHONY: verify
-verify: $(CONTROLLER_GEN) $(KUSTOMIZE) ## Fail when generated code, CRDs, RBAC, go.mod/go.sum or formatting differ from what the tools produce, or the Dockerfile cannot build.
+verify: $(CONTROLLER_GEN) $(KUSTOMIZE) $(PROTO_TOOLS) ## Fail when generated code, CRDs, RBAC, go.mod/go.sum or formatting differ from what the tools produce, or the Dockerfile cannot build.
 	@before=$$($(GENERATED_SUM)); \
 	$(MAKE) --no-print-directory generate dist >/dev/null; \
 	go mod tidy; (cd tests/tools && go mod tidy); \
@@ -225,7 +237,7 @@ verify: $(CONTROLLER_GEN) $(KUSTOMIZE) ## Fail when generated code, CRDs, RBAC, 
 	@echo "verify: generated files, modules, formatting and the Dockerfile's build are up to date"
 
 # Checksums of everything generation or tidying may touch.
-GENERATED_SUM := find api config dist go.mod go.sum tests/tools/go.mod tests/tools/go.sum -type f -print0 | sort -z | xargs -0 sha256sum
+GENERATED_SUM := find api config dist proto dataplane/sandboxd/processpb go.mod go.sum tests/tools/go.mod tests/tools/go.sum -type f -print0 | sort -z | xargs -0 sha256sum
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (with importas and depguard).
@@ -238,7 +250,7 @@ fmt: ## gofmt the tree.
 ##@ Binaries (built from Go modules into bin/ when missing or out of date)
 
 .PHONY: tools
-tools: $(CLUSTER_BINS) $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(KUSTOMIZE) ## Build every tool and control-plane binary.
+tools: $(CLUSTER_BINS) $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(KUSTOMIZE) $(PROTO_TOOLS) ## Build every tool and control-plane binary.
 
 TOOLS_MOD := tests/tools/go.mod tests/tools/go.sum
 
@@ -263,6 +275,15 @@ $(GOLANGCI_LINT):
 
 $(KUSTOMIZE):
 	$(call go-install,sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION),kustomize)
+
+$(BUF):
+	$(call go-install,github.com/bufbuild/buf/cmd/buf,$(BUF_VERSION),buf)
+
+$(PROTOC_GEN_GO):
+	$(call go-install,google.golang.org/protobuf/cmd/protoc-gen-go,$(PROTOC_GEN_GO_VERSION),protoc-gen-go)
+
+$(PROTOC_GEN_GO_GRPC):
+	$(call go-install,google.golang.org/grpc/cmd/protoc-gen-go-grpc,$(PROTOC_GEN_GO_GRPC_VERSION),protoc-gen-go-grpc)
 
 $(KWOK):
 	$(call go-install,sigs.k8s.io/kwok/cmd/kwok,$(KWOK_VERSION),kwok)

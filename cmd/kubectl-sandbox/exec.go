@@ -24,6 +24,12 @@ The runtime splits the command like a POSIX shell but runs no shell; the
 arguments arrive as given. For pipes or variables, run a shell yourself:
   kubectl sandbox exec my-claim -- sh -c 'ls | wc -l'
 
+With -i (send this terminal's input) or -t (a terminal: a PTY in the
+sandbox, this terminal in raw mode, its size kept in step), the command runs
+through sandboxd's streaming Start over a port-forward to the Pod's port
+9090 (so the sandbox's runtime must serve sandboxd), output as it comes:
+  kubectl sandbox exec -it my-claim -- sh
+
 Flags:
 `
 
@@ -34,6 +40,13 @@ func runExec(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() { _, _ = fmt.Fprint(stderr, execUsage); fs.PrintDefaults() }
 	var f sandboxFlags
 	f.bind(fs)
+	var stdinFlag, ttyFlag, both bool
+	fs.BoolVar(&stdinFlag, "i", false, "send this terminal's input to the command (through sandboxd)")
+	fs.BoolVar(&stdinFlag, "stdin", false, "same as -i")
+	fs.BoolVar(&ttyFlag, "t", false, "run the command on a terminal (a PTY, through sandboxd)")
+	fs.BoolVar(&ttyFlag, "tty", false, "same as -t")
+	fs.BoolVar(&both, "it", false, "same as -i -t")
+	fs.BoolVar(&both, "ti", false, "same as -i -t")
 	var name string
 	var command []string
 	if i := slices.Index(args, "--"); i >= 0 {
@@ -59,6 +72,15 @@ func runExec(args []string, stdout, stderr io.Writer) int {
 		_, _ = fmt.Fprintln(stderr, "kubectl-sandbox exec: want CLAIM|SANDBOX -- COMMAND [ARG...]")
 		return exitUsage
 	}
+	stdinFlag, ttyFlag = stdinFlag || both, ttyFlag || both
+	interactive := stdinFlag || ttyFlag
+	if interactive && f.router != "" {
+		_, _ = fmt.Fprintln(stderr, "kubectl-sandbox exec: -i and -t speak sandboxd straight to the Pod; --router does not apply")
+		return exitUsage
+	}
+	if interactive {
+		f.sandboxd = true
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -67,6 +89,17 @@ func runExec(args []string, stdout, stderr io.Writer) int {
 		return sandboxError(stderr, "exec", err)
 	}
 	defer func() { _ = sb.Close(context.WithoutCancel(ctx)) }()
+	if interactive {
+		proc, err := sb.ProcessService()
+		if err != nil {
+			return sandboxError(stderr, "exec", err)
+		}
+		code, err := runInteractive(ctx, proc, command, stdinFlag, ttyFlag, stdout, stderr)
+		if err != nil {
+			return sandboxError(stderr, "exec", err)
+		}
+		return code
+	}
 	res, err := sb.Run(ctx, shellJoin(command))
 	if err != nil {
 		return sandboxError(stderr, "exec", err)

@@ -40,8 +40,9 @@ Commands:
   policy export        print the configured policies as ValidatingAdmissionPolicy YAML
   diff     -f PATH...  server-side dry-run apply against the cluster; show how each
                        object and the children it renders would change
-  exec CLAIM|SANDBOX -- COMMAND [ARG...]
+  exec [-it] CLAIM|SANDBOX -- COMMAND [ARG...]
                        run a command in a sandbox; print its output, exit with its code
+                       (-i/-t: stdin and a terminal, through sandboxd)
   cp LOCAL SANDBOX:NAME, cp SANDBOX:PATH LOCAL
                        copy a file into or out of a sandbox
   up                   start a local cluster (no Docker needed) with the CRDs, the

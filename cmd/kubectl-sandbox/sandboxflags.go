@@ -19,6 +19,7 @@ type sandboxFlags struct {
 	router, routerToken            string
 	port                           int
 	readyTimeout                   time.Duration
+	sandboxd                       bool
 }
 
 func (f *sandboxFlags) bind(fs *flag.FlagSet) {
@@ -29,6 +30,7 @@ func (f *sandboxFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.router, "router", "", "sandbox router URL (e.g. http://localhost:8080); default: straight to the sandbox's Pod by the API server's port-forward")
 	fs.StringVar(&f.routerToken, "router-token", "", "bearer token for the router (one with TokenReview authentication)")
 	fs.IntVar(&f.port, "port", client.DefaultPort, "the runtime's port in the Pod")
+	fs.BoolVar(&f.sandboxd, "sandboxd", false, "speak sandboxd (upstream's standard runtime API: REST on the Pod's port 8080, gRPC on 9090) instead of the legacy protocol; straight to the Pod by port-forward")
 	fs.DurationVar(&f.readyTimeout, "ready-timeout", 3*time.Minute, "how long to wait for a claim's sandbox to be ready and answering")
 }
 
@@ -51,7 +53,10 @@ var openSandbox = func(ctx context.Context, f *sandboxFlags, name string) (*clie
 		}
 	}
 	opts := []client.Option{client.WithPort(f.port), client.WithReadyTimeout(f.readyTimeout)}
-	if f.router != "" {
+	switch {
+	case f.sandboxd:
+		opts = append(opts, client.WithSandboxd())
+	case f.router != "":
 		opts = append(opts, client.WithRouter(f.router), client.WithBearerToken(f.routerToken))
 	}
 	c, err := client.New(cfg, opts...)

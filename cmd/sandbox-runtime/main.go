@@ -12,10 +12,14 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/agentsandbox/reconciler/dataplane/runtime"
+	"github.com/agentsandbox/reconciler/dataplane/sandboxd"
 	"github.com/agentsandbox/reconciler/dataplane/webguard"
 )
 
@@ -27,6 +31,8 @@ var (
 
 type options struct {
 	listenAddr        string
+	restAddr          string
+	grpcAddr          string
 	baseDir           string
 	execTimeout       time.Duration
 	maxOutputBytes    int64
@@ -53,7 +59,11 @@ type options struct {
 // (upstream's variables, and ours for the limits).
 func (o *options) bind(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&o.listenAddr, "listen-address", o.envString(getenv, "SANDBOX_LISTEN_ADDRESS", ":8888"),
-		"Address to serve on ($SANDBOX_LISTEN_ADDRESS).")
+		"Address to serve upstream's legacy protocol on; empty or off turns it off ($SANDBOX_LISTEN_ADDRESS).")
+	fs.StringVar(&o.restAddr, "sandboxd-rest-address", o.envString(getenv, "SANDBOXD_REST_ADDRESS", ":8080"),
+		"Address to serve sandboxd's REST API (/v1/files, /v1/health, /v1/metadata) on; empty or off turns it off ($SANDBOXD_REST_ADDRESS).")
+	fs.StringVar(&o.grpcAddr, "sandboxd-grpc-address", o.envString(getenv, "SANDBOXD_GRPC_ADDRESS", ":9090"),
+		"Address to serve sandboxd's gRPC process.v1.ProcessService on; empty or off turns it off ($SANDBOXD_GRPC_ADDRESS).")
 	fs.StringVar(&o.baseDir, "base-dir", o.envString(getenv, "SANDBOX_BASE_DIR", runtime.DefaultBaseDir),
 		"Directory commands run in and file paths are confined to; created if missing ($SANDBOX_BASE_DIR).")
 	fs.DurationVar(&o.execTimeout, "exec-timeout", o.envSeconds(getenv, "SANDBOX_EXEC_TIMEOUT_SECONDS", runtime.DefaultExecTimeout),
@@ -70,12 +80,13 @@ func (o *options) bind(fs *flag.FlagSet, getenv func(string) string) {
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 20*time.Second,
 		"On SIGTERM, how long running requests may finish before their commands are killed.")
 	fs.StringVar(&o.authTokenFile, "auth-token-file", "",
-		"File holding the token every request but GET / must carry in "+runtime.TokenHeader+" (401 otherwise): the router's --runtime-token-file sends it. "+
+		"File holding the token every request but the health checks (GET /, GET /v1/health) must carry in "+runtime.TokenHeader+
+			" (401 otherwise; sandboxd's gRPC calls in the "+sandboxd.TokenMetadataKey+" metadata): the router's --runtime-token-file sends it. "+
 			"Without this flag, $"+runtime.TokenEnv+" is the token; neither: no token needed. Read once at start; commands never see it.")
 	o.envToken = getenv(runtime.TokenEnv)
 	fs.StringVar(&o.allowedHosts, "allowed-hosts", o.envString(getenv, "SANDBOX_ALLOWED_HOSTS", ""),
 		"Refuse (403) requests whose Host is not localhost, 127.0.0.1, [::1], an IP address or one of these comma-separated names "+
-			"($SANDBOX_ALLOWED_HOSTS); for a runtime listening on a developer's machine (the local cluster sets it), against DNS rebinding. "+
+			"($SANDBOX_ALLOWED_HOSTS; legacy protocol and sandboxd REST); for a runtime listening on a developer's machine (the local cluster sets it), against DNS rebinding. "+
 			"Empty: any Host (a Pod is reached by its IP or a Service name).")
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 }
@@ -138,6 +149,14 @@ func (o *options) validate() error {
 	if o.baseDir == "" {
 		errs = append(errs, errors.New("--base-dir must not be empty"))
 	}
+	for _, addr := range []*string{&o.listenAddr, &o.restAddr, &o.grpcAddr} {
+		if *addr == "off" {
+			*addr = ""
+		}
+	}
+	if o.listenAddr == "" && o.restAddr == "" && o.grpcAddr == "" {
+		errs = append(errs, errors.New("--listen-address, --sandboxd-rest-address and --sandboxd-grpc-address are all empty: nothing to serve"))
+	}
 	for _, d := range []struct {
 		name  string
 		value time.Duration
@@ -186,64 +205,155 @@ func main() {
 	}
 }
 
+// listeners are where each protocol is served; nil turns one off.
+type listeners struct {
+	legacy, rest, grpc net.Listener
+}
+
 // run creates the base directory, listens and serves until ctx ends.
 func run(ctx context.Context, o options, logger *slog.Logger) error {
 	if err := os.MkdirAll(o.baseDir, 0o755); err != nil {
 		return fmt.Errorf("base directory: %w", err)
 	}
-	ln, err := net.Listen("tcp", o.listenAddr)
-	if err != nil {
-		return err
+	var l listeners
+	for _, x := range []struct {
+		flag, addr string
+		ln         *net.Listener
+	}{{"--listen-address", o.listenAddr, &l.legacy}, {"--sandboxd-rest-address", o.restAddr, &l.rest}, {"--sandboxd-grpc-address", o.grpcAddr, &l.grpc}} {
+		if x.addr == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", x.addr)
+		if err != nil {
+			l.close()
+			return fmt.Errorf("%s=%s: %w (another port, or empty to turn it off)", x.flag, x.addr, err)
+		}
+		*x.ln = ln
 	}
-	return serve(ctx, o, ln, logger)
+	return serve(ctx, o, l, logger)
 }
 
-// serve serves the runtime on ln until ctx ends, then shuts down: running
-// requests get --shutdown-timeout to finish, after which their commands'
-// process groups are killed (their request contexts descend from the
-// server's base context) and the server waits for them to answer.
-func serve(ctx context.Context, o options, ln net.Listener, logger *slog.Logger) error {
+func (l listeners) close() {
+	for _, ln := range []net.Listener{l.legacy, l.rest, l.grpc} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+}
+
+// serve serves every protocol that has a listener until ctx ends (or one
+// of them fails), then shuts down: running requests, calls and streams get
+// --shutdown-timeout to finish, after which their programs' process groups
+// are killed (their contexts descend from the servers') and the servers
+// wait for them to answer.
+func serve(ctx context.Context, o options, l listeners, logger *slog.Logger) error {
 	baseCtx, killAll := context.WithCancel(context.Background())
 	defer killAll()
-	srv := &http.Server{
-		Handler: runtime.New(runtime.Options{
+	newHTTP := func(h http.Handler) *http.Server {
+		return &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: o.readHeaderTimeout,
+			ReadTimeout:       o.readTimeout,
+			WriteTimeout:      o.writeTimeout,
+			IdleTimeout:       o.idleTimeout,
+			BaseContext:       func(net.Listener) context.Context { return baseCtx },
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		}
+	}
+	sdOpts := sandboxd.Options{
+		BaseDir: o.baseDir, ExecTimeout: o.execTimeout, MaxOutputBytes: o.maxOutputBytes, MaxUploadBytes: o.maxUploadBytes,
+		Logger: logger, Metadata: map[string]string{
+			"SANDBOX_BASE_DIR": o.baseDir, "SANDBOX_EXEC_TIMEOUT_SECONDS": strconv.FormatFloat(o.execTimeout.Seconds(), 'f', -1, 64),
+			"SANDBOX_RUNTIME_VERSION": version,
+		},
+		// The legacy protocol's guard: the token, the Host allowlist and
+		// the cross-site refusal (GET /v1/health needs no token).
+		Middleware: runtime.Guard(runtime.Options{AuthToken: o.token, AllowedHosts: o.hosts, Logger: logger}),
+	}
+	var servers []*http.Server
+	served := make(chan error, 3)
+	running := 0
+	if l.legacy != nil {
+		srv := newHTTP(runtime.New(runtime.Options{
 			BaseDir: o.baseDir, ExecTimeout: o.execTimeout,
 			MaxOutputBytes: o.maxOutputBytes, MaxUploadBytes: o.maxUploadBytes, Logger: logger,
 			AuthToken: o.token, AllowedHosts: o.hosts,
-		}),
-		ReadHeaderTimeout: o.readHeaderTimeout,
-		ReadTimeout:       o.readTimeout,
-		WriteTimeout:      o.writeTimeout,
-		IdleTimeout:       o.idleTimeout,
-		BaseContext:       func(net.Listener) context.Context { return baseCtx },
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		}))
+		servers = append(servers, srv)
+		go func() { served <- srv.Serve(l.legacy) }()
+		running++
+		logger.Info("serving the legacy protocol", "address", l.legacy.Addr().String())
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	logger.Info("serving", "address", ln.Addr().String(), "base_dir", o.baseDir, "exec_timeout", o.execTimeout,
+	if l.rest != nil {
+		srv := newHTTP(sandboxd.NewHandler(sdOpts))
+		servers = append(servers, srv)
+		go func() { served <- srv.Serve(l.rest) }()
+		running++
+		logger.Info("serving sandboxd's REST API", "address", l.rest.Addr().String())
+	}
+	var g *grpc.Server
+	if l.grpc != nil {
+		g = sandboxd.NewGRPCServer(sdOpts, sandboxd.RequireToken(o.token)...)
+		go func() { served <- g.Serve(l.grpc) }()
+		running++
+		logger.Info("serving sandboxd's gRPC ProcessService", "address", l.grpc.Addr().String())
+	}
+	logger.Info("serving", "base_dir", o.baseDir, "exec_timeout", o.execTimeout,
 		"token_required", o.token != "", "host_check", o.hosts != nil, "version", version, "commit", commit)
 
+	var failed error
 	select {
-	case err := <-served:
-		return err
+	case failed = <-served:
+		running--
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down", "grace", o.shutdownTimeout)
 	graceCtx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
-	err := srv.Shutdown(graceCtx)
-	cancel()
-	if err != nil {
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	stuck := false
+	for _, srv := range servers {
+		wg.Go(func() {
+			if srv.Shutdown(graceCtx) != nil {
+				mu.Lock()
+				stuck = true
+				mu.Unlock()
+			}
+		})
+	}
+	if g != nil {
+		wg.Go(func() {
+			stopped := make(chan struct{})
+			go func() { g.GracefulStop(); close(stopped) }()
+			select {
+			case <-stopped:
+			case <-graceCtx.Done():
+				g.Stop() // cancels every call and stream: their programs are killed
+				<-stopped
+			}
+		})
+	}
+	wg.Wait()
+	if stuck {
 		logger.Warn("requests still running after the grace period: killing their commands")
 		killAll()
 		// A killed command's handler answers within the runtime's wait delay.
 		waitCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := srv.Shutdown(waitCtx); err != nil {
-			_ = srv.Close()
+		for _, srv := range servers {
+			if err := srv.Shutdown(waitCtx); err != nil {
+				_ = srv.Close()
+			}
 		}
 		cancel()
 	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return err
+	for ; running > 0; running-- {
+		if err := <-served; failed == nil && err != nil && !errors.Is(err, http.ErrServerClosed) {
+			failed = err
+		}
 	}
-	return nil
+	if errors.Is(failed, http.ErrServerClosed) {
+		return nil
+	}
+	return failed
 }

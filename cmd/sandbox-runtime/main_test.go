@@ -69,7 +69,7 @@ func TestServeShutdownKillsRunningCommands(t *testing.T) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, o, ln, slog.New(slog.DiscardHandler)) }()
+	go func() { done <- serve(ctx, o, listeners{legacy: ln}, slog.New(slog.DiscardHandler)) }()
 	url := "http://" + ln.Addr().String()
 
 	resp, err := http.Get(url + "/")
@@ -145,7 +145,7 @@ func TestServeExecuteOutlivesWriteTimeout(t *testing.T) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, o, ln, slog.New(slog.DiscardHandler)) }()
+	go func() { done <- serve(ctx, o, listeners{legacy: ln}, slog.New(slog.DiscardHandler)) }()
 	defer func() {
 		stop()
 		if err := <-done; err != nil {
@@ -212,7 +212,7 @@ func TestServeRequiresToken(t *testing.T) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, o, ln, slog.New(slog.DiscardHandler)) }()
+	go func() { done <- serve(ctx, o, listeners{legacy: ln}, slog.New(slog.DiscardHandler)) }()
 	defer func() {
 		stop()
 		if err := <-done; err != nil {

@@ -234,8 +234,8 @@ func Dial(ctx context.Context, namespace, name string, opts ...Option) (*Sandbox
 	for _, f := range opts {
 		f(&o)
 	}
-	if o.strategy == viaPortForward {
-		return nil, errors.New("client: Dial needs WithRouter or WithBaseURL; port-forward needs a Client (New)")
+	if o.strategy == viaPortForward || o.strategy == viaSandboxd {
+		return nil, errors.New("client: Dial needs WithRouter or WithBaseURL; port-forward (sandboxd included) needs a Client (New)")
 	}
 	ctx, cancel := o.readyContext(ctx)
 	defer cancel()

@@ -22,6 +22,13 @@
 //     /execute, POST /upload (multipart, field "file", a path under the base),
 //     GET /download/{path}, /list/{path} and /exists/{path} with the path
 //     percent-encoded, "/" included.
+//   - With WithSandboxd they speak sandboxd instead, upstream's standard
+//     runtime API (KEP 539.2), straight to the Pod as upstream's SDKs do in
+//     that mode: files through REST on port 8080 (PUT, GET and HEAD
+//     /v1/files/{path}), Run through the gRPC ProcessService on port 9090
+//     (Execute, with the command split as the legacy runtime splits it), and
+//     Sandbox.ProcessService for Start, stdin, signals and PTYs. Both ports
+//     share one port-forward connection.
 //   - They reach the runtime straight through the API server's port-forward
 //     to the sandbox's Pod (the default; needs pods/portforward create), or
 //     through a router (WithRouter: X-Sandbox-ID, X-Sandbox-Namespace,
@@ -29,8 +36,9 @@
 //     WithBearerToken), or to a base URL (WithBaseURL).
 //   - A handle is pinned to the Sandbox it resolved (its UID): through a
 //     router every request carries X-Sandbox-UID (the router answers 404
-//     once the name stands for another Sandbox); over a port-forward a Pod
-//     of the name that the Sandbox does not control is never reached. A
+//     once the name stands for another Sandbox); over a port-forward
+//     (sandboxd's REST and gRPC connections included) a Pod of the name
+//     that the Sandbox does not control is never reached. A
 //     handle whose Sandbox is gone gets ErrNotFound, never a namesake.
 //   - Read, List, Exists and the health check are retried, up to 6 times
 //     with backoff, on connection errors and 500, 502, 503 and 504; Run and
@@ -52,5 +60,8 @@
 //
 // This package talks to the API server only through client-go with the
 // types of api/; it must never import the controller (apply/), the router
-// or the runtime: programs outside the cluster link it.
+// or the runtime servers (dataplane/runtime, dataplane/sandboxd): programs
+// outside the cluster link it. Of the runtime's side it uses only the
+// protocol: sandboxd's generated gRPC types (dataplane/sandboxd/processpb)
+// and the command-line splitter (dataplane/shlex).
 package client

@@ -104,7 +104,15 @@ const (
 func newFakeCluster(t *testing.T, name string, annotations map[string]string, suspended bool) *fakeCluster {
 	t.Helper()
 	rt, runtimeSrv := newFakeRuntime(t)
-	pf, pfSrv := newFakeAPIServer(t, name, runtimeSrv.Listener.Addr().String())
+	return newFakeClusterPorts(t, name, annotations, suspended, rt, map[string]string{"8888": runtimeSrv.Listener.Addr().String()})
+}
+
+// newFakeClusterPorts is newFakeCluster whose Pod's ports forward to
+// targets (port -> address); rt, if any, is the fake runtime behind them.
+func newFakeClusterPorts(t *testing.T, name string, annotations map[string]string, suspended bool,
+	rt *fakeRuntime, targets map[string]string) *fakeCluster {
+	t.Helper()
+	pf, pfSrv := newFakeAPIServerPorts(t, name, targets)
 	target, _ := url.Parse(pfSrv.URL)
 	f := &fakeCluster{
 		t: t, name: name, uid: types.UID("uid-" + name), rt: rt, pf: pf,

@@ -15,6 +15,7 @@ const (
 	viaPortForward strategy = iota
 	viaRouter
 	viaBaseURL
+	viaSandboxd
 )
 
 type options struct {
@@ -53,6 +54,25 @@ const DefaultPort = 8888
 // annotation, else the Sandbox's name. This is the default.
 func WithPortForward() Option {
 	return func(o *options) { o.strategy, o.url = viaPortForward, "" }
+}
+
+// Ports of upstream's sandboxd runtime API (KEP 539.2) in a sandbox's Pod.
+const (
+	// SandboxdRESTPort serves the REST API: /v1/files, /v1/health.
+	SandboxdRESTPort = 8080
+	// SandboxdGRPCPort serves the gRPC process.v1.ProcessService.
+	SandboxdGRPCPort = 9090
+)
+
+// WithSandboxd speaks sandboxd, upstream's standard runtime API (KEP
+// 539.2; upstream Go SDK's Runtime "sandboxd"), instead of the legacy
+// protocol: straight to the sandbox's Pod through the API server's
+// port-forward (pods/portforward), files through the REST API on port
+// 8080 (/v1/files), commands through the gRPC ProcessService on port 9090
+// (Execute for Run; ProcessService for streaming, stdin and PTYs). Both
+// ports share one SPDY connection. WithPort does not apply.
+func WithSandboxd() Option {
+	return func(o *options) { o.strategy, o.url = viaSandboxd, "" }
 }
 
 // WithRouter sends every request to a sandbox router (upstream's

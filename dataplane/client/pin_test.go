@@ -2,9 +2,13 @@ package client
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/agentsandbox/reconciler/dataplane/sandboxd/processpb"
 )
 
 // TestStaleHandleNeverReachesANamesake: a handle (port-forward) whose
@@ -84,4 +88,36 @@ func (f *fakeCluster) replace(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestStaleSandboxdHandleNeverReachesANamesake: the same over WithSandboxd,
+// for REST (Read) and gRPC (Run, and the ProcessService itself): once the
+// name stands for another Sandbox, the handle's calls fail with
+// ErrNotFound and none reaches the namesake's runtime.
+func TestStaleSandboxdHandleNeverReachesANamesake(t *testing.T) {
+	targets, base := realSandboxd(t)
+	f := newFakeClusterPorts(t, "sb-reused-sd", nil, false, nil, targets)
+	sb := f.open(t, WithSandboxd())
+	ctx := ctxFor(t)
+	if res, err := sb.Run(ctx, "echo mine"); err != nil || res.Stdout != "mine\n" {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	f.replace(t)
+	if _, err := sb.Run(ctx, "touch stranger-run"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Run through a stale handle = %v; want ErrNotFound", err)
+	}
+	if _, err := sb.Read(ctx, "secret"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Read through a stale handle = %v; want ErrNotFound", err)
+	}
+	if ps, err := sb.ProcessService(); err == nil {
+		_, err = ps.Execute(ctx, &processpb.ExecuteRequest{Config: &processpb.ProcessConfig{Command: []string{"touch", "stranger-ps"}}})
+		if err == nil {
+			t.Errorf("ProcessService.Execute through a stale handle succeeded")
+		}
+	}
+	for _, name := range []string{"stranger-run", "stranger-ps"} {
+		if _, err := os.Stat(filepath.Join(base, name)); err == nil {
+			t.Errorf("the namesake's runtime ran a command from the stale handle (%s exists)", name)
+		}
+	}
 }

@@ -198,6 +198,13 @@ func (p *portForward) drop(conn httpstream.Connection) {
 
 // dial opens one forwarded TCP connection to the Pod's port.
 func (p *portForward) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	return p.dialPort(ctx, p.port)
+}
+
+// dialPort opens one forwarded TCP connection to another port of the same
+// Pod, over the same SPDY connection (sandboxd's gRPC port next to its REST
+// port).
+func (p *portForward) dialPort(ctx context.Context, port int) (net.Conn, error) {
 	conn, err := p.connection(ctx)
 	if err != nil {
 		return nil, err
@@ -208,7 +215,7 @@ func (p *portForward) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	p.mu.Unlock()
 	h := http.Header{}
 	h.Set(corev1.StreamType, corev1.StreamTypeError)
-	h.Set(corev1.PortHeader, strconv.Itoa(p.port))
+	h.Set(corev1.PortHeader, strconv.Itoa(port))
 	h.Set(corev1.PortForwardRequestIDHeader, strconv.Itoa(id))
 	errStream, err := conn.CreateStream(h)
 	if err != nil {
@@ -224,7 +231,7 @@ func (p *portForward) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 		return nil, fmt.Errorf("port-forward to pod %s: %w", p.pod, err)
 	}
 	sc := &streamConn{Stream: data, errStream: errStream, conn: conn, errDone: make(chan struct{})}
-	go sc.readErrors(p)
+	go sc.readErrors(p, port)
 	return sc, nil
 }
 
@@ -240,11 +247,11 @@ type streamConn struct {
 	once      sync.Once
 }
 
-func (c *streamConn) readErrors(p *portForward) {
+func (c *streamConn) readErrors(p *portForward, port int) {
 	defer close(c.errDone)
 	msg, err := io.ReadAll(c.errStream)
 	if err == nil && len(msg) > 0 {
-		c.remoteErr = fmt.Errorf("port-forward to pod %s port %d: %s", p.pod, p.port, msg)
+		c.remoteErr = fmt.Errorf("port-forward to pod %s port %d: %s", p.pod, port, msg)
 		// As kubectl does: a connection that reported an error is not reused.
 		p.drop(c.conn)
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +23,8 @@ import (
 
 // fakeAPIServer serves pods/portforward for one Pod as a kubelet does
 // (SPDY, protocol portforward.k8s.io, an error and a data stream per
-// connection, paired by requestID), forwarding port 8888 to target.
+// connection, paired by requestID), forwarding port 8888 to target (or, from
+// newFakeAPIServerPorts, each port to its own target).
 type fakeAPIServer struct {
 	upgrades atomic.Int32
 	mu       sync.Mutex
@@ -39,6 +42,10 @@ func (f *fakeAPIServer) drop() {
 }
 
 func newFakeAPIServer(t *testing.T, pod, target string) (*fakeAPIServer, *httptest.Server) {
+	return newFakeAPIServerPorts(t, pod, map[string]string{"8888": target})
+}
+
+func newFakeAPIServerPorts(t *testing.T, pod string, targets map[string]string) (*fakeAPIServer, *httptest.Server) {
 	f := &fakeAPIServer{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/portforward") {
@@ -81,7 +88,7 @@ func newFakeAPIServer(t *testing.T, pod, target string) (*fakeAPIServer, *httpte
 				if s.Headers().Get(corev1.StreamType) == corev1.StreamTypeError {
 					errS, data = s, other
 				}
-				go forward(errS, data, target)
+				go forward(errS, data, targets)
 			}
 		}
 	}))
@@ -89,16 +96,19 @@ func newFakeAPIServer(t *testing.T, pod, target string) (*fakeAPIServer, *httpte
 	return f, srv
 }
 
-func forward(errS, data httpstream.Stream, target string) {
+func forward(errS, data httpstream.Stream, targets map[string]string) {
 	defer func() { _ = errS.Close() }()
 	defer func() { _ = data.Close() }()
-	if data.Headers().Get(corev1.PortHeader) != "8888" {
-		_, _ = io.WriteString(errS, "unable to do port forwarding: port "+data.Headers().Get(corev1.PortHeader)+" is not 8888")
+	port := data.Headers().Get(corev1.PortHeader)
+	target, ok := targets[port]
+	if !ok {
+		served := slices.Sorted(maps.Keys(targets))
+		_, _ = io.WriteString(errS, "unable to do port forwarding: port "+port+" is not "+strings.Join(served, " or "))
 		return
 	}
 	c, err := net.Dial("tcp", target)
 	if err != nil {
-		_, _ = io.WriteString(errS, "error forwarding port 8888: "+err.Error())
+		_, _ = io.WriteString(errS, "error forwarding port "+port+": "+err.Error())
 		return
 	}
 	defer func() { _ = c.Close() }()

@@ -93,7 +93,7 @@ func (s *Sandbox) wake(ctx context.Context) error {
 
 // health asks the runtime GET / until it answers (polled: it is starting).
 func (s *Sandbox) health(ctx context.Context) error {
-	resp, err := s.conn.polling().do(ctx, request{op: "health", method: "GET", idempotent: true})
+	resp, err := s.conn.polling().do(ctx, request{op: "health", method: "GET", endpoint: s.conn.healthEndpoint(), idempotent: true})
 	if err != nil {
 		return fmt.Errorf("runtime not answering after resume: %w", err)
 	}

@@ -97,6 +97,11 @@ func (s *Sandbox) connect(ctx context.Context, o *options) error {
 		c.base, c.router = strings.TrimSuffix(o.url, "/")+"/", true
 	case viaBaseURL:
 		c.base = strings.TrimSuffix(s.expand(o.url), "/") + "/"
+	case viaSandboxd:
+		if err := s.connectSandboxd(c); err != nil {
+			return err
+		}
+		hc = c.http
 	default:
 		pf, err := newPortForward(s.client.cfg, s.client.core, s.namespace, s.podName, s.uid, o.port)
 		if err != nil {
@@ -113,7 +118,7 @@ func (s *Sandbox) connect(ctx context.Context, o *options) error {
 	if o.starting {
 		health = c.polling()
 	}
-	resp, err := health.do(ctx, request{op: "health", method: http.MethodGet, idempotent: true})
+	resp, err := health.do(ctx, request{op: "health", method: http.MethodGet, endpoint: c.healthEndpoint(), idempotent: true})
 	if err != nil {
 		c.close()
 		return fmt.Errorf("sandbox %s/%s: runtime not answering: %w", s.namespace, s.name, err)
@@ -177,6 +182,9 @@ func (s *Sandbox) call(ctx context.Context, r request) (*http.Response, error) {
 // base directory; it reports its own failures (a timeout, a missing
 // program) as exit code 1 with a message on stderr.
 func (s *Sandbox) Run(ctx context.Context, command string) (Result, error) {
+	if s.conn.proc != nil {
+		return s.runSandboxd(ctx, command)
+	}
 	body, _ := json.Marshal(map[string]string{"command": command})
 	resp, err := s.call(ctx, request{op: "run", method: http.MethodPost, endpoint: "execute",
 		body: bytes.NewReader(body), length: int64(len(body)), contentType: "application/json"})
@@ -202,6 +210,9 @@ func (s *Sandbox) Run(ctx context.Context, command string) (Result, error) {
 func (s *Sandbox) Write(ctx context.Context, name string, r io.Reader) error {
 	if name == "" || name == "." || strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") || escapesBase(name) {
 		return fmt.Errorf("sandbox %s/%s: write %q: want a file path relative to the runtime's base directory", s.namespace, s.name, name)
+	}
+	if s.conn.proc != nil {
+		return s.writeSandboxd(ctx, name, r)
 	}
 	var head bytes.Buffer
 	mw := multipart.NewWriter(&head)
@@ -251,6 +262,9 @@ func sizeOf(r io.Reader) (int64, bool) {
 // or absolute inside it) for reading; close it when done. A missing file
 // is ErrNotFound, a path outside the base directory ErrAccessDenied.
 func (s *Sandbox) Read(ctx context.Context, path string) (io.ReadCloser, error) {
+	if s.conn.proc != nil {
+		return s.readSandboxd(ctx, path)
+	}
 	resp, err := s.call(ctx, request{op: "read", method: http.MethodGet, endpoint: "download/" + encodePath(path), idempotent: true})
 	if err != nil {
 		return nil, fmt.Errorf("%w (path %q)", err, path)
@@ -262,6 +276,9 @@ func (s *Sandbox) Read(ctx context.Context, path string) (io.ReadCloser, error) 
 func (s *Sandbox) List(ctx context.Context, path string) ([]FileEntry, error) {
 	if path == "" {
 		path = "."
+	}
+	if s.conn.proc != nil {
+		return s.listSandboxd(ctx, path)
 	}
 	resp, err := s.call(ctx, request{op: "list", method: http.MethodGet, endpoint: "list/" + encodePath(path), idempotent: true})
 	if err != nil {
@@ -287,6 +304,9 @@ func (s *Sandbox) List(ctx context.Context, path string) ([]FileEntry, error) {
 
 // Exists reports whether a file or directory exists at path.
 func (s *Sandbox) Exists(ctx context.Context, path string) (bool, error) {
+	if s.conn.proc != nil {
+		return s.existsSandboxd(ctx, path)
+	}
 	resp, err := s.call(ctx, request{op: "exists", method: http.MethodGet, endpoint: "exists/" + encodePath(path), idempotent: true})
 	if err != nil {
 		return false, fmt.Errorf("%w (path %q)", err, path)

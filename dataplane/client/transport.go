@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/agentsandbox/reconciler/dataplane/sandboxd/processpb"
 )
 
 // Headers a router reads (upstream's sandbox-router).
@@ -42,6 +44,21 @@ type conn struct {
 	backoff    time.Duration
 	maxBackoff time.Duration
 	close      func() // releases the port-forward, if any
+	// proc is sandboxd's ProcessService (WithSandboxd), nil for the legacy
+	// protocol: then files go to /v1/files and health to /v1/health.
+	proc processpb.ProcessServiceClient
+	// reach connects the sandboxd port-forward (checking that the Pod is
+	// still its Sandbox's) before a gRPC call; nil for other transports.
+	reach func(context.Context) error
+}
+
+// healthEndpoint is the runtime's health check: GET / (legacy) or GET
+// /v1/health (sandboxd).
+func (c *conn) healthEndpoint() string {
+	if c.proc != nil {
+		return "v1/health"
+	}
+	return ""
 }
 
 // request is one call to the runtime.

@@ -19,46 +19,84 @@ const (
 	TokenEnv = "SANDBOX_RUNTIME_TOKEN"
 )
 
-// guard refuses what must not be served, in the protocol's error shape, and
-// reports whether it did: a Host the runtime was not told to accept
-// (Options.AllowedHosts; 403), a request from a page of another site (403),
-// and, when the runtime has a token, a request without it (401), health
-// checks excepted.
-func (h *handler) guard(w http.ResponseWriter, r *http.Request) bool {
-	if h.opts.AllowedHosts != nil && !h.opts.AllowedHosts.Allowed(r.Host) {
-		h.refuse(w, r, http.StatusForbidden, "PERMISSION_DENIED", "Host "+quoteHost(r.Host)+
+// guard is the runtime's checks, shared by its own handler and by Guard:
+// a Host the runtime was not told to accept (Options.AllowedHosts; 403), a
+// request from a page of another site (403) and, when the runtime has a
+// token, a request without it (401), health checks excepted.
+type guard struct {
+	opts Options
+	// health reports whether a request is a health check (no token needed).
+	health func(*http.Request) bool
+	// codes answers in sandboxd's {"code", "message"} shape everywhere,
+	// not only under /v1/.
+	codes bool
+}
+
+// refused answers r when it must not be served and reports whether it did.
+func (g guard) refused(w http.ResponseWriter, r *http.Request) bool {
+	if g.opts.AllowedHosts != nil && !g.opts.AllowedHosts.Allowed(r.Host) {
+		g.refuse(w, r, http.StatusForbidden, "PERMISSION_DENIED", "Host "+quoteHost(r.Host)+
 			" is not allowed: this runtime answers only requests addressed to this machine (localhost, 127.0.0.1, [::1]) or an IP address")
 		return true
 	}
 	if why := webguard.CrossSite(r); why != "" {
-		h.refuse(w, r, http.StatusForbidden, "PERMISSION_DENIED", "Refused "+why+": the runtime does not serve web pages of other sites")
+		g.refuse(w, r, http.StatusForbidden, "PERMISSION_DENIED", "Refused "+why+": the runtime does not serve web pages of other sites")
 		return true
 	}
-	if h.opts.AuthToken != "" && !isHealth(r) &&
-		subtle.ConstantTimeCompare([]byte(r.Header.Get(TokenHeader)), []byte(h.opts.AuthToken)) != 1 {
-		h.refuse(w, r, http.StatusUnauthorized, "UNAUTHENTICATED",
+	if g.opts.AuthToken != "" && !g.health(r) && !TokenMatches(r.Header.Get(TokenHeader), g.opts.AuthToken) {
+		g.refuse(w, r, http.StatusUnauthorized, "UNAUTHENTICATED",
 			"Missing or wrong "+TokenHeader+": this runtime serves only requests that come through the sandbox router")
 		return true
 	}
 	return false
 }
 
+// Guard returns middleware that puts another HTTP API served next to the
+// runtime (sandboxd's REST API) behind the runtime's own checks, configured
+// by opts' AuthToken, AllowedHosts and Logger: the Host allowlist, the
+// cross-site refusal and the token, which every request but GET /v1/health
+// must carry. Refusals are sandboxd's {"code", "message"}: 403
+// PERMISSION_DENIED, 401 UNAUTHENTICATED.
+func Guard(opts Options) func(http.Handler) http.Handler {
+	g := guard{opts: opts.withDefaults(), health: isSandboxdHealth, codes: true}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if g.refused(w, r) {
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// TokenMatches reports, in constant time, whether got is the token want
+// (for checks of the same token outside HTTP, such as gRPC metadata).
+func TokenMatches(got, want string) bool {
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
 // isHealth reports whether r is a health check, which needs no token:
 // GET / (the legacy protocol) and GET /v1/health (sandboxd).
 func isHealth(r *http.Request) bool {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return false
-	}
-	p := r.URL.EscapedPath()
-	return p == "/" || p == "/v1/health"
+	return isGet(r) && (r.URL.EscapedPath() == "/" || r.URL.EscapedPath() == "/v1/health")
+}
+
+// isSandboxdHealth is sandboxd's only health check, GET /v1/health.
+func isSandboxdHealth(r *http.Request) bool {
+	return isGet(r) && r.URL.EscapedPath() == "/v1/health"
+}
+
+func isGet(r *http.Request) bool {
+	return r.Method == http.MethodGet || r.Method == http.MethodHead
 }
 
 // refuse answers a refused request: sandboxd's {"code", "message"} under
-// /v1/, the legacy protocol's {"message"} elsewhere.
-func (h *handler) refuse(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
-	h.opts.Logger.Warn("request refused", "status", status, "method", r.Method, "path", r.URL.EscapedPath(),
+// /v1/ (or everywhere, for Guard), the legacy protocol's {"message"}
+// elsewhere.
+func (g guard) refuse(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	g.opts.Logger.Warn("request refused", "status", status, "method", r.Method, "path", r.URL.EscapedPath(),
 		"remote", r.RemoteAddr, "reason", msg)
-	if strings.HasPrefix(r.URL.EscapedPath(), "/v1/") {
+	if g.codes || strings.HasPrefix(r.URL.EscapedPath(), "/v1/") {
 		writeJSON(w, status, map[string]string{"code": code, "message": msg})
 		return
 	}

@@ -8,11 +8,17 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/agentsandbox/reconciler/dataplane/shlex"
 )
 
-// errAccessDenied is a path that resolves outside the base directory. It is
-// answered with upstream's 403 {"message": "Access denied"}.
-var errAccessDenied = errors.New("access denied")
+// ErrAccessDenied is a path that resolves outside the base directory. The
+// legacy protocol answers it with upstream's 403 {"message": "Access
+// denied"}, sandboxd with 403 PERMISSION_DENIED.
+var ErrAccessDenied = errors.New("access denied")
+
+// errAccessDenied is the package's short name for ErrAccessDenied.
+var errAccessDenied = ErrAccessDenied
 
 // maxSymlinkHops bounds symlink chains, as the kernel does (ELOOP).
 const maxSymlinkHops = 40
@@ -29,15 +35,23 @@ const maxSymlinkHops = 40
 // against the sandbox's own processes, which run with the runtime's rights
 // and could move things in between (see the package documentation).
 func (h *handler) resolve(raw string) (string, error) {
+	return Resolve(h.opts.BaseDir, raw)
+}
+
+// Resolve is the confinement every protocol of the runtime shares (the
+// legacy one here, sandboxd in dataplane/sandboxd): it maps raw, a path
+// from a request, to a real path inside baseDir (an absolute directory),
+// or fails with ErrAccessDenied when it leaves it. See handler.resolve.
+func Resolve(baseDir, raw string) (string, error) {
 	if strings.IndexByte(raw, 0) >= 0 {
 		return "", errAccessDenied
 	}
-	base, err := filepath.EvalSymlinks(h.opts.BaseDir)
+	base, err := filepath.EvalSymlinks(baseDir)
 	if err != nil {
 		return "", fmt.Errorf("base directory: %w", err)
 	}
-	joined := filepath.Join(h.opts.BaseDir, strings.TrimLeft(raw, "/"))
-	if !within(filepath.Clean(h.opts.BaseDir), joined) {
+	joined := filepath.Join(baseDir, strings.TrimLeft(raw, "/"))
+	if !within(filepath.Clean(baseDir), joined) {
 		return "", errAccessDenied
 	}
 	real, err := realpath(joined)
@@ -106,8 +120,16 @@ func realpath(p string) (string, error) {
 	return resolved, nil
 }
 
+// IsNotExist is true for errors that mean "this path is not there": a
+// missing entry, or a file where a directory was expected.
+func IsNotExist(err error) bool { return notExist(err) }
+
 // notExist is true for errors that mean "this path is not there": a missing
 // entry, or a file where a directory was expected.
 func notExist(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
+
+// Split splits a command line as upstream's runtime does (Python's
+// shlex.split); see package shlex.
+func Split(s string) ([]string, error) { return shlex.Split(s) }

@@ -104,18 +104,20 @@ func (o Options) withDefaults() Options {
 // group) when the request's context ends, so a server whose BaseContext is
 // cancelled stops every running command.
 func New(opts Options) http.Handler {
-	return &handler{opts: opts.withDefaults()}
+	o := opts.withDefaults()
+	return &handler{opts: o, guard: guard{opts: o, health: isHealth}}
 }
 
 type handler struct {
-	opts Options
+	opts  Options
+	guard guard
 }
 
 // ServeHTTP dispatches on the escaped path, so that "%2F" and "%2E%2E" in
 // {path} reach the handlers as data and no path cleaning or redirect happens
 // before the confinement check.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.guard(w, r) {
+	if h.guard.refused(w, r) {
 		return
 	}
 	p := r.URL.EscapedPath()

@@ -92,7 +92,10 @@ func floorRuntimes(t *testing.T, runtimeBin string, n int) []*sdk.Sandbox {
 	for i := range out {
 		dir := t.TempDir()
 		addr := freeAddr(t)
-		cmd := exec.Command(runtimeBin, "--listen-address", addr, "--base-dir", filepath.Join(dir, "work"))
+		// The legacy protocol only: sandboxd's default :8080 and :9090
+		// would collide between the floor's processes.
+		cmd := exec.Command(runtimeBin, "--listen-address", addr, "--sandboxd-rest-address=", "--sandboxd-grpc-address=",
+			"--base-dir", filepath.Join(dir, "work"))
 		startProcess(t, cmd, filepath.Join(dir, "runtime.log"))
 		floorPIDs = append(floorPIDs, cmd.Process.Pid)
 		sb, err := sdk.Dial(context.Background(), "floor", fmt.Sprintf("floor-%d", i), sdk.WithBaseURL("http://"+addr))

@@ -54,37 +54,55 @@ func forward(t *testing.T, cfg *rest.Config, ns, pod string) string {
 }
 
 func openForward(cfg *rest.Config, ns, pod string) (string, func(), error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	local, stop, err := openForwardPorts(cfg, ns, pod, standin.RuntimePort)
 	if err != nil {
 		return "", nil, err
 	}
+	return fmt.Sprintf("http://127.0.0.1:%d", local[standin.RuntimePort]), stop, nil
+}
+
+// openForwardPorts opens one client-go port-forward to several ports of a
+// Pod, each on a free local port, and returns the local port of each.
+func openForwardPorts(cfg *rest.Config, ns, pod string, podPorts ...int) (map[int]int, func(), error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	transport, upgrader, err := spdy.RoundTripperFor(cfg)
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	u := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("portforward").URL()
 	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
 	stopCh, readyCh := make(chan struct{}), make(chan struct{})
-	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:" + strconv.Itoa(standin.RuntimePort)}, stopCh, readyCh, io.Discard, io.Discard)
+	specs := make([]string, len(podPorts))
+	for i, p := range podPorts {
+		specs[i] = "0:" + strconv.Itoa(p)
+	}
+	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, specs, stopCh, readyCh, io.Discard, io.Discard)
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	errCh := make(chan error, 1)
 	go func() { errCh <- pf.ForwardPorts() }()
 	select {
 	case <-readyCh:
 	case err := <-errCh:
-		return "", nil, fmt.Errorf("port-forward: %w", err)
+		return nil, nil, fmt.Errorf("port-forward: %w", err)
 	case <-time.After(30 * time.Second):
 		close(stopCh)
-		return "", nil, fmt.Errorf("port-forward not ready after 30s")
+		return nil, nil, fmt.Errorf("port-forward not ready after 30s")
 	}
 	ports, err := pf.GetPorts()
-	if err != nil || len(ports) != 1 {
+	if err != nil || len(ports) != len(podPorts) {
 		close(stopCh)
-		return "", nil, fmt.Errorf("port-forward ports %v: %w", ports, err)
+		return nil, nil, fmt.Errorf("port-forward ports %v: %w", ports, err)
 	}
-	return fmt.Sprintf("http://127.0.0.1:%d", ports[0].Local), func() { close(stopCh) }, nil
+	local := map[int]int{}
+	for _, p := range ports {
+		local[int(p.Remote)] = int(p.Local)
+	}
+	return local, func() { close(stopCh) }, nil
 }
 
 type executeResponse struct {

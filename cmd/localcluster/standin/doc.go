@@ -1,10 +1,12 @@
 // Package standin is the local cluster's stand-in kubelet: it makes the fake
 // sandbox Pods of a kwok cluster real enough to use. For every sandbox Pod
 // (labelled agents.x-k8s.io/sandbox-name-hash, bound to a node, not
-// terminating) it runs one sandbox-runtime process on 127.0.0.1 with a free
-// port and a work directory of its own (with --allowed-hosts, so that a web
+// terminating) it runs one sandbox-runtime process on 127.0.0.1 with free
+// ports and a work directory of its own (with --allowed-hosts, so that a web
 // page cannot drive it through DNS rebinding), and creates the Pod's kwok
-// PortForward (port 8888 to that process), Exec (local, in the work
+// PortForward (every port the runtime serves: 8888, the legacy protocol,
+// and sandboxd's 8080 REST and 9090 gRPC, each to the process's matching
+// listener), Exec (local, in the work
 // directory) and Logs (the process's log, in the CRI format kwok reads)
 // objects, named like the Pod. Then the API server's pods/portforward,
 // pods/exec and pods/log reach the process: `kubectl port-forward`,

@@ -14,9 +14,16 @@ import (
 	"k8s.io/client-go/dynamic"
 )
 
-// RuntimePort is the port a sandbox Pod's runtime serves on (upstream's
-// legacy protocol); the Pod's PortForward sends it to the local process.
-const RuntimePort = 8888
+// The ports a sandbox Pod's runtime serves on; the Pod's PortForward sends
+// each to the matching listener of the local process.
+const (
+	// RuntimePort is upstream's legacy protocol.
+	RuntimePort = 8888
+	// SandboxdRESTPort is sandboxd's REST API (/v1/files, /v1/health).
+	SandboxdRESTPort = 8080
+	// SandboxdGRPCPort is sandboxd's gRPC process.v1.ProcessService.
+	SandboxdGRPCPort = 9090
+)
 
 // FieldManager owns the kwok objects the stand-in applies.
 const FieldManager = "sandbox-standin"
@@ -33,10 +40,20 @@ var (
 )
 
 // kwokObjects are the PortForward, Exec and Logs objects of a Pod whose
-// runtime listens on 127.0.0.1:port in the Sandbox directory sbDir. They are
+// runtime listens on 127.0.0.1 at p (one forward per Pod port it serves) in
+// the Sandbox directory sbDir. They are
 // named like the Pod and owned by it, so that they go with the Pod even when
 // no stand-in runs.
-func kwokObjects(pod *corev1.Pod, sbDir string, port int, env []corev1.EnvVar) map[schema.GroupVersionResource]*unstructured.Unstructured {
+func kwokObjects(pod *corev1.Pod, sbDir string, p ports, env []corev1.EnvVar) map[schema.GroupVersionResource]*unstructured.Unstructured {
+	forwards := []any{}
+	for _, f := range []struct{ pod, local int }{{RuntimePort, p.legacy}, {SandboxdRESTPort, p.rest}, {SandboxdGRPCPort, p.grpc}} {
+		if f.local != 0 {
+			forwards = append(forwards, map[string]any{
+				"ports":  []any{int64(f.pod)},
+				"target": map[string]any{"address": Loopback, "port": int64(f.local)},
+			})
+		}
+	}
 	envs := []any{}
 	for _, e := range env {
 		envs = append(envs, map[string]any{"name": e.Name, "value": e.Value})
@@ -46,10 +63,7 @@ func kwokObjects(pod *corev1.Pod, sbDir string, port int, env []corev1.EnvVar) m
 		kind string
 		spec map[string]any
 	}{
-		portForwards: {"PortForward", map[string]any{"forwards": []any{map[string]any{
-			"ports":  []any{int64(RuntimePort)},
-			"target": map[string]any{"address": Loopback, "port": int64(port)},
-		}}}},
+		portForwards: {"PortForward", map[string]any{"forwards": forwards}},
 		execs: {"Exec", map[string]any{"execs": []any{map[string]any{
 			"local": map[string]any{"workDir": filepath.Join(sbDir, workDir), "envs": envs},
 		}}}},

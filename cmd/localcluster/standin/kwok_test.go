@@ -10,11 +10,14 @@ import (
 
 func TestKwokObjects(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "runner", UID: "pod-uid"}}
-	objs := kwokObjects(pod, "/w/ns/sb", 40123, []corev1.EnvVar{{Name: "K", Value: "V"}})
+	objs := kwokObjects(pod, "/w/ns/sb", ports{legacy: 40123, rest: 40124, grpc: 40125}, []corev1.EnvVar{{Name: "K", Value: "V"}})
 	want := map[string]map[string]any{
-		"PortForward": {"forwards": []any{map[string]any{
-			"ports": []any{int64(8888)}, "target": map[string]any{"address": "127.0.0.1", "port": int64(40123)},
-		}}},
+		// Every port the runtime serves, each to its own local listener.
+		"PortForward": {"forwards": []any{
+			map[string]any{"ports": []any{int64(8888)}, "target": map[string]any{"address": "127.0.0.1", "port": int64(40123)}},
+			map[string]any{"ports": []any{int64(8080)}, "target": map[string]any{"address": "127.0.0.1", "port": int64(40124)}},
+			map[string]any{"ports": []any{int64(9090)}, "target": map[string]any{"address": "127.0.0.1", "port": int64(40125)}},
+		}},
 		"Exec": {"execs": []any{map[string]any{
 			"local": map[string]any{"workDir": "/w/ns/sb/work", "envs": []any{map[string]any{"name": "K", "value": "V"}}},
 		}}},
@@ -52,5 +55,20 @@ func TestLiteralEnv(t *testing.T) {
 	}
 	if got := literalEnv(&corev1.Pod{}); got != nil {
 		t.Errorf("literalEnv of a Pod without containers = %v", got)
+	}
+}
+
+// A runtime adopted from before sandboxd (no REST or gRPC port recorded)
+// gets only the legacy port forwarded.
+func TestKwokObjectsLegacyOnlyRuntime(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "old", UID: "u"}}
+	for _, u := range kwokObjects(pod, "/w", State{Port: 40123}.ports(), nil) {
+		if u.GetKind() != "PortForward" {
+			continue
+		}
+		want := []any{map[string]any{"ports": []any{int64(8888)}, "target": map[string]any{"address": "127.0.0.1", "port": int64(40123)}}}
+		if diff := cmp.Diff(want, u.Object["spec"].(map[string]any)["forwards"]); diff != "" {
+			t.Errorf("forwards (-want +got):\n%s", diff)
+		}
 	}
 }

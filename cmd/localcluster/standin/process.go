@@ -37,51 +37,59 @@ type processSpec struct {
 	ReadyTimeout time.Duration
 }
 
-// startProcess starts sandbox-runtime on a free loopback port in a session
-// of its own (so that it outlives the stand-in, and so that StopAll finds
-// every process its commands left, which share that session), and waits
-// until it answers GET /. It returns the PID and the port.
-func startProcess(ctx context.Context, p processSpec) (int, int, error) {
+// startProcess starts sandbox-runtime on free loopback ports (the legacy
+// protocol, sandboxd's REST API and its gRPC service) in a session of its
+// own (so that it outlives the stand-in, and so that StopAll finds every
+// process its commands left, which share that session), and waits until it
+// answers GET /. It returns the PID and the ports.
+func startProcess(ctx context.Context, p processSpec) (int, ports, error) {
 	work := filepath.Join(p.SbDir, workDir)
 	if err := os.MkdirAll(work, 0o755); err != nil {
-		return 0, 0, err
+		return 0, ports{}, err
 	}
-	port, err := freePort()
-	if err != nil {
-		return 0, 0, err
+	var pp ports
+	for _, port := range []*int{&pp.legacy, &pp.rest, &pp.grpc} {
+		free, err := freePort()
+		if err != nil {
+			return 0, ports{}, err
+		}
+		*port = free
 	}
 	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	if p.FreshLogs {
 		flags |= os.O_TRUNC
 		for _, f := range []string{criLog, offsetFile} {
 			if err := os.Remove(filepath.Join(p.SbDir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return 0, 0, err
+				return 0, ports{}, err
 			}
 		}
 	}
 	out, err := os.OpenFile(filepath.Join(p.SbDir, rawLog), flags, 0o644)
 	if err != nil {
-		return 0, 0, err
+		return 0, ports{}, err
 	}
 	defer func() { _ = out.Close() }() // the child has its own descriptor
-	addr := net.JoinHostPort(Loopback, strconv.Itoa(port))
-	cmd := exec.Command(p.Runtime, "--listen-address", addr, "--base-dir", work,
-		"--shutdown-timeout", p.ShutdownTimeout.String(), "--allowed-hosts", allowedHosts(p.Pod))
+	addr := net.JoinHostPort(Loopback, strconv.Itoa(pp.legacy))
+	cmd := exec.Command(p.Runtime, "--listen-address", addr,
+		"--sandboxd-rest-address", net.JoinHostPort(Loopback, strconv.Itoa(pp.rest)),
+		"--sandboxd-grpc-address", net.JoinHostPort(Loopback, strconv.Itoa(pp.grpc)),
+		"--base-dir", work, "--shutdown-timeout", p.ShutdownTimeout.String(),
+		"--allowed-hosts", allowedHosts(p.Pod))
 	cmd.Dir = work
 	cmd.Env = append(append(os.Environ(), p.Env...), markerEnv(p.SbDir))
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return 0, 0, fmt.Errorf("starting %s: %w", p.Runtime, err)
+		return 0, ports{}, fmt.Errorf("starting %s: %w", p.Runtime, err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }() // reaps it, whoever stops it
 	pid := cmd.Process.Pid
 	if err := waitServing(ctx, addr, exited, p.ReadyTimeout); err != nil {
 		_ = stopProcess(pid, p.SbDir, time.Second)
-		return 0, 0, fmt.Errorf("sandbox-runtime on %s: %w%s", addr, err, logTail(filepath.Join(p.SbDir, rawLog)))
+		return 0, ports{}, fmt.Errorf("sandbox-runtime on %s: %w%s", addr, err, logTail(filepath.Join(p.SbDir, rawLog)))
 	}
-	return pid, port, nil
+	return pid, pp, nil
 }
 
 // allowedHosts is the runtime's --allowed-hosts: it listens on the

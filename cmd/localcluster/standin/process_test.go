@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -60,11 +61,23 @@ func post(t *testing.T, port int, command string) map[string]any {
 // session.
 func TestProcessLifecycle(t *testing.T) {
 	sbDir := filepath.Join(t.TempDir(), "ns", "sb")
-	pid, port, err := startProcess(context.Background(), spec(sbDir))
+	pid, pp, err := startProcess(context.Background(), spec(sbDir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = stopProcess(pid, sbDir, time.Second) }()
+	port := pp.legacy
+	// The same process serves sandboxd's REST API and gRPC service.
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/health", pp.rest))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("sandboxd health on port %d: %v %v", pp.rest, resp, err)
+	}
+	_ = resp.Body.Close()
+	if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", pp.grpc)); err != nil {
+		t.Fatalf("sandboxd gRPC port %d: %v", pp.grpc, err)
+	} else {
+		_ = c.Close()
+	}
 	if !alive(pid, sbDir) {
 		t.Fatal("alive = false for the runtime just started")
 	}
@@ -143,12 +156,12 @@ func TestStopAll(t *testing.T) {
 	var pids []int
 	for _, k := range []Key{{"a", "one"}, {"b", "two"}} {
 		sbDir := SandboxDir(dir, k)
-		pid, port, err := startProcess(context.Background(), spec(sbDir))
+		pid, pp, err := startProcess(context.Background(), spec(sbDir))
 		if err != nil {
 			t.Fatal(err)
 		}
 		pids = append(pids, pid)
-		if err := writeState(sbDir, State{Pod: k.Name, PodUID: "u", PID: pid, Port: port}); err != nil {
+		if err := writeState(sbDir, State{Pod: k.Name, PodUID: "u", PID: pid, Port: pp.legacy, RESTPort: pp.rest, GRPCPort: pp.grpc}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -169,47 +182,63 @@ func TestStopAll(t *testing.T) {
 // A runtime the stand-in starts listens on the developer's machine: it
 // answers requests addressed to this machine, to an IP address (a Pod IP,
 // from the router's port-forward transport) or to its Pod's name (the Go
-// SDK's port-forward mode), and refuses the Host a
-// page that DNS rebinding pointed at it sends, and pages of other sites.
+// SDK's port-forward mode), and refuses the Host a page that DNS rebinding
+// pointed at it sends, and pages of other sites: on the legacy protocol and
+// on sandboxd's REST API alike.
 func TestProcessRefusesBrowsers(t *testing.T) {
 	sbDir := filepath.Join(t.TempDir(), "ns", "sb")
 	sp := spec(sbDir)
 	sp.Pod = "sb-pod"
-	pid, port, err := startProcess(context.Background(), sp)
+	pid, pp, err := startProcess(context.Background(), sp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = stopProcess(pid, sbDir, time.Second) }()
-	send := func(host, origin string) int {
-		req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/execute", port), strings.NewReader(`{"command": "touch ran"}`))
-		req.Host = host
-		req.Header.Set("Content-Type", "application/json")
-		if origin != "" {
-			req.Header.Set("Origin", origin)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode
-	}
-	for _, tc := range []struct{ host, origin string }{
-		{"attacker.example:" + fmt.Sprint(port), ""},
-		{"attacker.example:" + fmt.Sprint(port), "http://attacker.example:" + fmt.Sprint(port)},
-		{"other-pod:8888", ""},
-		{fmt.Sprintf("127.0.0.1:%d", port), "https://attacker.example"},
+	for _, c := range []struct {
+		name   string
+		port   int
+		method string
+		path   string
+		body   string
+		ok     int
+	}{
+		{"legacy", pp.legacy, http.MethodPost, "/execute", `{"command": "touch ran"}`, http.StatusOK},
+		{"sandboxd", pp.rest, http.MethodPut, "/v1/files/ran", "x", http.StatusNoContent},
 	} {
-		if got := send(tc.host, tc.origin); got != http.StatusForbidden {
-			t.Errorf("Host %s, Origin %q: %d, want 403", tc.host, tc.origin, got)
+		send := func(host, origin string) int {
+			req, _ := http.NewRequest(c.method, fmt.Sprintf("http://127.0.0.1:%d%s", c.port, c.path), strings.NewReader(c.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Host = host
+			if origin != "" {
+				req.Header.Set("Origin", origin)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			return resp.StatusCode
 		}
-	}
-	if _, err := os.Stat(filepath.Join(sbDir, workDir, "ran")); !os.IsNotExist(err) {
-		t.Fatalf("a refused request ran its command (%v)", err)
-	}
-	for _, host := range []string{fmt.Sprintf("localhost:%d", port), fmt.Sprintf("127.0.0.1:%d", port), "10.0.0.7:8888", "sb-pod:8888"} {
-		if got := send(host, ""); got != http.StatusOK {
-			t.Errorf("Host %s: %d, want 200", host, got)
+		for _, tc := range []struct{ host, origin string }{
+			{"attacker.example:" + fmt.Sprint(c.port), ""},
+			{"attacker.example:" + fmt.Sprint(c.port), "http://attacker.example:" + fmt.Sprint(c.port)},
+			{"other-pod:8888", ""},
+			{fmt.Sprintf("127.0.0.1:%d", c.port), "https://attacker.example"},
+		} {
+			if got := send(tc.host, tc.origin); got != http.StatusForbidden {
+				t.Errorf("%s: Host %s, Origin %q: %d, want 403", c.name, tc.host, tc.origin, got)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(sbDir, workDir, "ran")); !os.IsNotExist(err) {
+			t.Fatalf("%s: a refused request ran its command or wrote its file (%v)", c.name, err)
+		}
+		for _, host := range []string{fmt.Sprintf("localhost:%d", c.port), fmt.Sprintf("127.0.0.1:%d", c.port), "10.0.0.7:8888", "sb-pod:8080"} {
+			if got := send(host, ""); got != c.ok {
+				t.Errorf("%s: Host %s: %d, want %d", c.name, host, got, c.ok)
+			}
+		}
+		if err := os.Remove(filepath.Join(sbDir, workDir, "ran")); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

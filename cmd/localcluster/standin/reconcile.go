@@ -73,30 +73,30 @@ func (s *StandIn) ensure(ctx context.Context, k Key, pod *corev1.Pod, st State) 
 	}
 	if running {
 		if s.lastApplied(k) == (applied{}) {
-			s.o.Logger.Info("runtime adopted", "sandbox", k.String(), "pod", pod.Name, "pid", st.PID, "port", st.Port)
+			s.o.Logger.Info("runtime adopted", "sandbox", k.String(), "pod", pod.Name, "pid", st.PID, "ports", st.ports())
 		}
 	} else {
-		pid, port, err := startProcess(ctx, processSpec{
+		pid, pp, err := startProcess(ctx, processSpec{
 			Runtime: s.o.Runtime, SbDir: sbDir, Env: envStrings(literalEnv(pod)), Pod: pod.Name, FreshLogs: st.PodUID != pod.UID,
 			ShutdownTimeout: s.o.StopGrace / 2, ReadyTimeout: s.o.ReadyTimeout,
 		})
 		if err != nil {
 			return err
 		}
-		st = State{SandboxUID: sbUID, Pod: pod.Name, PodUID: pod.UID, PID: pid, Port: port}
+		st = State{SandboxUID: sbUID, Pod: pod.Name, PodUID: pod.UID, PID: pid, Port: pp.legacy, RESTPort: pp.rest, GRPCPort: pp.grpc}
 		if err := writeState(sbDir, st); err != nil {
 			_ = stopProcess(pid, sbDir, s.o.StopGrace)
 			return err
 		}
-		s.o.Logger.Info("runtime started", "sandbox", k.String(), "pod", pod.Name, "pid", pid, "address", fmt.Sprintf("%s:%d", Loopback, port),
+		s.o.Logger.Info("runtime started", "sandbox", k.String(), "pod", pod.Name, "pid", pid, "address", fmt.Sprintf("%s:%d", Loopback, pp.legacy), "ports", pp,
 			"workdir", WorkDir(s.o.Dir, k))
 	}
 	s.startPump(k, sbDir)
-	want := applied{podUID: string(pod.UID), port: st.Port}
+	want := applied{podUID: string(pod.UID), ports: st.ports()}
 	if s.lastApplied(k) == want {
 		return nil
 	}
-	if err := applyKwokObjects(ctx, s.dyn, kwokObjects(pod, sbDir, st.Port, literalEnv(pod))); err != nil {
+	if err := applyKwokObjects(ctx, s.dyn, kwokObjects(pod, sbDir, st.ports(), literalEnv(pod))); err != nil {
 		return fmt.Errorf("applying the kwok objects of pod %s: %w", pod.Name, err)
 	}
 	s.setApplied(k, want)
@@ -250,7 +250,7 @@ func StopAll(dir string, grace time.Duration) error {
 			err := stopProcess(st.PID, sbDir, grace)
 			if err == nil {
 				_ = pumpOnce(sbDir, time.Now(), true)
-				st.PID, st.Port = 0, 0
+				st.PID, st.Port, st.RESTPort, st.GRPCPort = 0, 0, 0, 0
 				err = writeState(sbDir, st)
 			}
 			mu.Lock()

@@ -134,7 +134,11 @@ func TestReconcileLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := pf.Object["spec"].(map[string]any)["forwards"].([]any)[0].(map[string]any)["target"].(map[string]any)
+	forwards := pf.Object["spec"].(map[string]any)["forwards"].([]any)
+	if len(forwards) != 3 || st.RESTPort == 0 || st.GRPCPort == 0 {
+		t.Errorf("PortForward forwards %v for state %+v, want the legacy, REST and gRPC ports", forwards, st)
+	}
+	target := forwards[0].(map[string]any)["target"].(map[string]any)
 	if target["port"] != int64(st.Port) && target["port"] != float64(st.Port) {
 		t.Errorf("PortForward target %v, want port %d", target, st.Port)
 	}

@@ -84,7 +84,7 @@ type StandIn struct {
 // applied is what a Sandbox's kwok objects were last applied for.
 type applied struct {
 	podUID string
-	port   int
+	ports  ports
 }
 
 type pumpHandle struct {

@@ -38,11 +38,23 @@ type State struct {
 	// are named after; empty when no Pod runs.
 	Pod    string    `json:"pod,omitempty"`
 	PodUID types.UID `json:"podUID,omitempty"`
-	// PID and Port are the runtime process and its port on 127.0.0.1; 0
-	// when none runs.
+	// PID and Port are the runtime process and its legacy protocol's port
+	// on 127.0.0.1; 0 when none runs.
 	PID  int `json:"pid,omitempty"`
 	Port int `json:"port,omitempty"`
+	// RESTPort and GRPCPort are its sandboxd ports on 127.0.0.1 (0 for a
+	// runtime started before it served sandboxd: those are not forwarded).
+	RESTPort int `json:"restPort,omitempty"`
+	GRPCPort int `json:"grpcPort,omitempty"`
 }
+
+// ports are where a runtime listens on 127.0.0.1, one for each port its
+// Pod serves; 0 is none.
+type ports struct {
+	legacy, rest, grpc int
+}
+
+func (s State) ports() ports { return ports{legacy: s.Port, rest: s.RESTPort, grpc: s.GRPCPort} }
 
 // KeyOf returns the Sandbox a Pod belongs to: its controller owner of kind
 // Sandbox, or the Pod's own name when it has none.

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -127,7 +128,7 @@ func (c *Cluster) waitCollecting(ctx context.Context) error {
 		"spec": map[string]any{"podTemplate": map[string]any{"spec": map[string]any{
 			"containers": []any{map[string]any{"name": "probe", "image": "probe"}}}}},
 	}}
-	if err := cl.Create(ctx, owner); err != nil {
+	if cl, err = c.createServed(ctx, cl, owner); err != nil {
 		return fmt.Errorf("creating the garbage collection probe: %w", err)
 	}
 	dependent := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault,
@@ -153,6 +154,29 @@ func (c *Cluster) waitCollecting(ctx context.Context) error {
 			return fmt.Errorf("garbage collection did not remove what a SandboxTemplate owned within %s (see %s): %w",
 				gcWait, filepath.Join(c.dir(), "logs", controllerManager+".log"), errors.Join(wctx.Err(), err))
 		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// createServed creates obj once the API server serves its kind: a CRD
+// installed a moment ago may not be in discovery yet (the client's
+// RESTMapper answers "no matches for kind"), so the create is tried again,
+// with a client whose mapper reads discovery anew, for up to gcWait. It
+// returns the client that succeeded.
+func (c *Cluster) createServed(ctx context.Context, cl client.Client, obj client.Object) (client.Client, error) {
+	deadline := time.Now().Add(gcWait)
+	for {
+		err := cl.Create(ctx, obj)
+		if err == nil || (!meta.IsNoMatchError(err) && !apierrors.IsNotFound(err)) || time.Now().After(deadline) {
+			return cl, err
+		}
+		select {
+		case <-ctx.Done():
+			return cl, errors.Join(ctx.Err(), err)
+		case <-time.After(250 * time.Millisecond):
+		}
+		if fresh, cerr := c.Client(); cerr == nil {
+			cl = fresh
 		}
 	}
 }

@@ -155,10 +155,10 @@ generate: $(CONTROLLER_GEN) $(PROTO_TOOLS) ## Regenerate deepcopy, apply configu
 		'# The default bundles; restricted.yaml is opt-in (add it below).' \
 		'apiVersion: kustomize.config.k8s.io/v1beta1' 'kind: Kustomization' 'resources:' \
 		'- runtime-isolation.yaml' '- baseline.yaml'; } > config/policies/kustomization.yaml
-	@# sandboxd's gRPC API (proto/process/v1) -> dataplane/sandboxd/processpb,
+	@# sandboxd's gRPC API (dataplane/sandboxd/proto/process/v1) -> dataplane/sandboxd/processpb,
 	@# with the pinned buf and plugins from bin/.
 	rm -rf dataplane/sandboxd/processpb
-	cd proto && PATH="$(BIN):$$PATH" $(BUF) generate
+	cd dataplane/sandboxd/proto && PATH="$(BIN):$$PATH" $(BUF) generate
 
 # Types from other packages that our apply configurations refer to, mapped to
 # their apply configurations, so every field (down to a container's ports) is
@@ -237,7 +237,7 @@ verify: $(CONTROLLER_GEN) $(KUSTOMIZE) $(PROTO_TOOLS) ## Fail when generated cod
 	@echo "verify: generated files, modules, formatting and the Dockerfile's build are up to date"
 
 # Checksums of everything generation or tidying may touch.
-GENERATED_SUM := find api config dist proto dataplane/sandboxd/processpb go.mod go.sum tests/tools/go.mod tests/tools/go.sum -type f -print0 | sort -z | xargs -0 sha256sum
+GENERATED_SUM := find api config dist dataplane/sandboxd/proto dataplane/sandboxd/processpb go.mod go.sum tests/tools/go.mod tests/tools/go.sum -type f -print0 | sort -z | xargs -0 sha256sum
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (with importas and depguard).

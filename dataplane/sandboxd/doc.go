@@ -7,7 +7,7 @@
 //     PUT with ?mode, DELETE with ?recursive), /v1/health and /v1/metadata;
 //     errors are JSON {"code", "message"} with 400, 403, 404 and 409.
 //   - NewGRPCServer / NewService: the gRPC service process.v1.ProcessService
-//     on port 9090 (proto/process/v1/process.proto, generated into
+//     on port 9090 (proto/process/v1/process.proto in this folder, generated into
 //     processpb by make generate): Start (a stream: init, output, exit;
 //     optionally on a PTY), Execute, WriteStdin, SendSignal, ResizeTTY.
 //

@@ -157,7 +157,7 @@ generate: $(CONTROLLER_GEN) $(PROTO_TOOLS) ## Regenerate deepcopy, apply configu
 		'- runtime-isolation.yaml' '- baseline.yaml'; } > config/policies/kustomization.yaml
 	@# sandboxd's gRPC API (dataplane/sandboxd/proto/process/v1) -> dataplane/sandboxd/processpb,
 	@# with the pinned buf and plugins from bin/.
-	rm -rf dataplane/sandboxd/processpb
+	rm -f dataplane/sandboxd/processpb/*.pb.go
 	cd dataplane/sandboxd/proto && PATH="$(BIN):$$PATH" $(BUF) generate
 
 # Types from other packages that our apply configurations refer to, mapped to

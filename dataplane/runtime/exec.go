@@ -84,8 +84,8 @@ func (h *handler) run(ctx context.Context, command string) ExecuteResponse {
 	ctx, cancel := context.WithTimeout(ctx, h.opts.ExecTimeout)
 	defer cancel()
 
-	stdout := &cappedBuffer{limit: h.opts.MaxOutputBytes}
-	stderr := &cappedBuffer{limit: h.opts.MaxOutputBytes}
+	stdout := &CappedBuffer{limit: h.opts.MaxOutputBytes}
+	stderr := &CappedBuffer{limit: h.opts.MaxOutputBytes}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = h.opts.BaseDir
 	cmd.Env = childEnv()
@@ -153,15 +153,25 @@ func exitCode(ps *os.ProcessState) int {
 	return 1
 }
 
-// cappedBuffer keeps the first limit bytes written to it and counts the rest,
+// CappedBuffer keeps the first limit bytes written to it and counts the rest,
 // always accepting writes so the command never blocks on a full pipe.
-type cappedBuffer struct {
+type CappedBuffer struct {
 	buf     bytes.Buffer
 	limit   int64
 	dropped int64
 }
 
-func (b *cappedBuffer) Write(p []byte) (int, error) {
+// NewCappedBuffer returns a CappedBuffer that keeps limit bytes (sandboxd's
+// Execute caps its output as /execute does).
+func NewCappedBuffer(limit int64) *CappedBuffer { return &CappedBuffer{limit: limit} }
+
+// Bytes is what was kept.
+func (b *CappedBuffer) Bytes() []byte { return b.buf.Bytes() }
+
+// Dropped is how many bytes were written past the limit.
+func (b *CappedBuffer) Dropped() int64 { return b.dropped }
+
+func (b *CappedBuffer) Write(p []byte) (int, error) {
 	room := b.limit - int64(b.buf.Len())
 	if room >= int64(len(p)) {
 		return b.buf.Write(p)
@@ -175,7 +185,7 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 
 // String is what was kept, cut back to a whole UTF-8 character when the
 // limit split one.
-func (b *cappedBuffer) String() string {
+func (b *CappedBuffer) String() string {
 	data := b.buf.Bytes()
 	if b.dropped == 0 {
 		return string(data)
@@ -191,7 +201,7 @@ func (b *cappedBuffer) String() string {
 
 // note is a line for stderr saying how much of the stream was dropped, or
 // nothing.
-func (b *cappedBuffer) note(name string) string {
+func (b *CappedBuffer) note(name string) string {
 	if b.dropped == 0 {
 		return ""
 	}

@@ -159,7 +159,7 @@ func TestExecuteOutputCapped(t *testing.T) {
 }
 
 func TestCappedBufferKeepsWholeCharacters(t *testing.T) {
-	b := &cappedBuffer{limit: 5}
+	b := &CappedBuffer{limit: 5}
 	for _, p := range []string{"ab", "cdé", "日本"} { // é is 2 bytes: the limit cuts it
 		if n, err := b.Write([]byte(p)); n != len(p) || err != nil {
 			t.Fatalf("Write(%q) = %d, %v", p, n, err)

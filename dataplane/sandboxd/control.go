@@ -1,7 +1,6 @@
 package sandboxd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"syscall"
@@ -11,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/agentsandbox/reconciler/dataplane/runtime"
 	"github.com/agentsandbox/reconciler/dataplane/sandboxd/processpb"
 )
 
@@ -30,8 +30,8 @@ func (s *Service) Execute(ctx context.Context, req *processpb.ExecuteRequest) (*
 		return nil, err
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout := &capped{limit: s.opts.MaxOutputBytes}
-	stderr := &capped{limit: s.opts.MaxOutputBytes}
+	stdout := runtime.NewCappedBuffer(s.opts.MaxOutputBytes)
+	stderr := runtime.NewCappedBuffer(s.opts.MaxOutputBytes)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -46,8 +46,8 @@ func (s *Service) Execute(ctx context.Context, req *processpb.ExecuteRequest) (*
 	}
 	code := exitCode(cmd.ProcessState)
 	s.opts.Logger.Info("execute", "program", cmd.Args[0], "args", len(cmd.Args)-1, "exit_code", code,
-		"duration", time.Since(start).Round(time.Millisecond), "stdout_dropped", stdout.dropped, "stderr_dropped", stderr.dropped)
-	return &processpb.ExecuteResponse{ExitCode: code, Stdout: stdout.buf.Bytes(), Stderr: stderr.buf.Bytes()}, nil
+		"duration", time.Since(start).Round(time.Millisecond), "stdout_dropped", stdout.Dropped(), "stderr_dropped", stderr.Dropped())
+	return &processpb.ExecuteResponse{ExitCode: code, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, nil
 }
 
 // WriteStdin sends input to a program started by Start, or ends its input
@@ -119,24 +119,4 @@ func (s *Service) ResizeTTY(_ context.Context, req *processpb.ResizeTTYRequest) 
 		return nil, status.Errorf(codes.FailedPrecondition, "process %d: resize: %s", req.GetProcessId(), errText(err))
 	}
 	return &processpb.ResizeTTYResponse{}, nil
-}
-
-// capped keeps the first limit bytes written to it and counts the rest,
-// always accepting writes so the program never blocks on a full pipe.
-type capped struct {
-	buf     bytes.Buffer
-	limit   int64
-	dropped int64
-}
-
-func (b *capped) Write(p []byte) (int, error) {
-	room := b.limit - int64(b.buf.Len())
-	if room >= int64(len(p)) {
-		return b.buf.Write(p)
-	}
-	if room > 0 {
-		b.buf.Write(p[:room])
-	}
-	b.dropped += int64(len(p)) - max(room, 0)
-	return len(p), nil
 }

@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,12 +37,8 @@ func SandboxSelector(sb *sandboxv1beta1.Sandbox) map[string]string {
 // its own. (That no user can make a Sandbox look controlled by a claim or a
 // pool is the admission webhook's ownership guard.)
 func MadeFromTemplate(sb *sandboxv1beta1.Sandbox) bool {
-	ref := metav1.GetControllerOfNoCopy(sb)
-	if ref == nil || sb.Labels[sandboxv1beta1.LabelSandboxTemplateRefHash] == "" {
-		return false
-	}
-	group, _, _ := strings.Cut(ref.APIVersion, "/")
-	return group == extv1beta1.GroupVersion.Group && (ref.Kind == "SandboxClaim" || ref.Kind == "SandboxWarmPool")
+	return sb.Labels[sandboxv1beta1.LabelSandboxTemplateRefHash] != "" &&
+		(extv1beta1.ClaimOf(sb) != nil || extv1beta1.PoolOf(sb) != nil)
 }
 
 // NetworkPolicyUnmanaged reports a Sandbox whose annotation

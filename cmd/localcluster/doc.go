@@ -22,8 +22,12 @@
 // as `kubectl-sandbox kubelet`), which gives every sandbox Pod a real
 // sandbox-runtime process on this machine; it records the new cluster's API
 // server (URL and CA) in the stand-in's directory, and the stand-in serves
-// that cluster only. The local router and the runtimes refuse requests a
-// web page could make (--allowed-hosts). With Kind set it creates a kind
+// that cluster only; given the local router's port, the stand-in also gives
+// every namespace upstream's Service sandbox-router-svc with a Ready Pod
+// behind it whose port 8080 leads to that router, so upstream's SDKs find
+// the router in their port-forward modes (the router starts first for
+// that). The local router and the runtimes refuse requests a web page could
+// make (--allowed-hosts). With Kind set it creates a kind
 // cluster instead (Docker needed).
 //
 // It is a library of cmd/: only binaries and the test harness import it.

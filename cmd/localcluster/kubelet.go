@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -46,6 +47,9 @@ type StandInOptions struct {
 	LogPath string
 	// Detach starts it in a session of its own (it outlives the caller).
 	Detach bool
+	// RouterPort is the host router's port on 127.0.0.1 (--router-port):
+	// every namespace gets sandbox-router-svc leading there; 0 none.
+	RouterPort int
 }
 
 // StartStandIn runs the stand-in kubelet against the cluster and waits until
@@ -67,6 +71,9 @@ func StartStandIn(c *Cluster, o StandInOptions) (*StandIn, error) {
 	}
 	args := append(append([]string{}, o.Command[1:]...), "--kubeconfig", c.Kubeconfig, "--dir", c.SandboxDir(),
 		"--runtime", o.Runtime, "--health-probe-bind-address", probe, "--stop-grace", standInGrace.String())
+	if o.RouterPort != 0 {
+		args = append(args, "--router-port", strconv.Itoa(o.RouterPort))
+	}
 	cmd := exec.Command(o.Command[0], args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if o.Detach {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -170,3 +171,13 @@ func (r *Router) Stop() error {
 }
 
 const routerStopTimeout = 45 * time.Second
+
+// Port is the port of its proxy on 127.0.0.1.
+func (r *Router) Port() int {
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		return 0
+	}
+	p, _ := strconv.Atoi(u.Port())
+	return p
+}

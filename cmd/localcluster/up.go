@@ -104,14 +104,6 @@ func Up(ctx context.Context, o UpOptions) (*Env, error) {
 		st.ControllerPID, st.Marker = env.Controller.PID, c.Kubeconfig
 		st.Metrics, st.LogPath = env.Controller.Metrics, env.Controller.LogPath
 	}
-	if o.StandIn.Runtime != "" && !o.Kind {
-		so := o.StandIn
-		so.Detach, so.LogPath = o.Detach, filepath.Join(o.Workdir, o.Name+"-kubelet.log")
-		if env.StandIn, err = StartStandIn(c, so); err != nil {
-			return fail(err)
-		}
-		st.StandInPID = env.StandIn.PID
-	}
 	if o.Router.Binary != "" {
 		ro := o.Router
 		ro.Detach, ro.LogPath = o.Detach, filepath.Join(o.Workdir, o.Name+"-router.log")
@@ -119,6 +111,18 @@ func Up(ctx context.Context, o UpOptions) (*Env, error) {
 			return fail(err)
 		}
 		st.RouterPID, st.RouterURL, st.Marker = env.Router.PID, env.Router.URL, c.Kubeconfig
+	}
+	if o.StandIn.Runtime != "" && !o.Kind {
+		so := o.StandIn
+		so.Detach, so.LogPath = o.Detach, filepath.Join(o.Workdir, o.Name+"-kubelet.log")
+		if env.Router != nil {
+			// sandbox-router-svc in every namespace, leading to the router.
+			so.RouterPort = env.Router.Port()
+		}
+		if env.StandIn, err = StartStandIn(c, so); err != nil {
+			return fail(err)
+		}
+		st.StandInPID = env.StandIn.PID
 	}
 	if err := writeState(statePath(workdir, o.Name), st); err != nil {
 		return fail(err)

@@ -22,7 +22,9 @@ const usage = `Usage: kubectl-sandbox kubelet --kubeconfig FILE --dir DIR --runt
 Runs the local cluster's stand-in kubelet (kubectl-sandbox up starts it): one
 sandbox-runtime process on 127.0.0.1 per sandbox Pod, with a work directory
 per Sandbox under --dir, and the kwok PortForward, Exec and Logs objects that
-make kubectl port-forward, exec and logs reach it. SIGTERM or SIGINT stops
+make kubectl port-forward, exec and logs reach it. With --router-port, every
+namespace gets upstream's Service sandbox-router-svc and a Ready Pod behind
+it whose port 8080 leads to the host's sandbox router. SIGTERM or SIGINT stops
 every runtime it runs; a stand-in killed otherwise and started again adopts
 them. It refuses to start unless --kubeconfig reaches the local cluster
 recorded in --dir/cluster.json (its API server's URL and CA, written when
@@ -46,6 +48,7 @@ func Main(args []string, stderr io.Writer) int {
 	fs.StringVar(&probe, "health-probe-bind-address", "", "serve /healthz and /readyz on this 127.0.0.1 address (empty: none)")
 	fs.DurationVar(&o.StopGrace, "stop-grace", 10*time.Second, "how long a runtime has after SIGTERM before SIGKILL")
 	fs.DurationVar(&o.Resync, "resync", 15*time.Second, "how often every Sandbox is looked at again")
+	fs.IntVar(&o.RouterPort, "router-port", 0, "port of the host's sandbox router on 127.0.0.1: every namespace gets the Service sandbox-router-svc and a Pod behind it forwarded there (0: none)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -13,6 +13,16 @@
 // `kubectl exec`, `kubectl logs`, the router's port-forward transport and the
 // SDK's direct connection all work on the local cluster.
 //
+// Given the host router's port (Options.RouterPort), it also puts the
+// router where upstream's SDKs look for it: in every namespace but
+// kube-system, kube-public and kube-node-lease, a Pod sandbox-router
+// (labelled app: sandbox-router; kwok runs it Ready) whose kwok PortForward
+// sends port 8080 to the host router, and the Service sandbox-router-svc
+// selecting it, so that its EndpointSlice has a ready endpoint whose
+// targetRef is that Pod (the Go SDK's default mode) and `kubectl
+// port-forward svc/sandbox-router-svc` reaches the router (the Python
+// SDK's tunnel).
+//
 // A work directory belongs to the Sandbox (namespace/name, under
 // Options.Dir), not to the Pod: it is kept while the Sandbox is suspended
 // (its Pod deleted and recreated) and removed only once the Sandbox and the
@@ -26,8 +36,9 @@
 // infrastructure of the kwok cluster (it acts on kwok's CRDs and on this
 // machine's processes) and nothing that ships to a real cluster may depend
 // on it; it uses client-go and the API types only. It must never bind
-// anything but 127.0.0.1, never touch a Pod or a Sandbox (it only reads
-// them), and never remove a work directory whose Sandbox or PVCs still
-// exist. It isolates nothing: the runtime's commands run as the user who
-// started the cluster, on this machine. It is for development only.
+// anything but 127.0.0.1, never touch a sandbox Pod or a Sandbox (it only
+// reads them; the only Pods it writes are its router Pods), and never
+// remove a work directory whose Sandbox or PVCs still exist. It isolates
+// nothing: the runtime's commands run as the user who started the cluster,
+// on this machine. It is for development only.
 package standin

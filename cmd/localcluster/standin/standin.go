@@ -46,6 +46,13 @@ type Options struct {
 	StopGrace time.Duration
 	// ReadyTimeout bounds the wait for a new runtime to serve. Default 15s.
 	ReadyTimeout time.Duration
+	// RouterPort, when set, is the port of the host's sandbox router on
+	// 127.0.0.1: every namespace but kube-system, kube-public and
+	// kube-node-lease then gets upstream's Service sandbox-router-svc and a
+	// Ready Pod behind it whose port 8080 kwok forwards to that router (see
+	// runRouterService), so that upstream's SDKs find the router where they
+	// look for it.
+	RouterPort int
 }
 
 func (o Options) withDefaults() Options {
@@ -167,12 +174,24 @@ func (s *StandIn) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 		return fmt.Errorf("stand-in kubelet: Pod cache not synced: %w", ctx.Err())
 	}
-	s.o.Logger.Info("stand-in kubelet running", "dir", s.o.Dir, "runtime", s.o.Runtime)
+	var wg sync.WaitGroup
+	if s.o.RouterPort != 0 {
+		synced := make(chan struct{})
+		routerErr := make(chan error, 1)
+		rctx, stopRouter := context.WithCancel(ctx)
+		defer stopRouter()
+		wg.Go(func() { routerErr <- s.runRouterService(rctx, synced) })
+		select {
+		case <-synced:
+		case err := <-routerErr:
+			return err
+		}
+	}
+	s.o.Logger.Info("stand-in kubelet running", "dir", s.o.Dir, "runtime", s.o.Runtime, "routerPort", s.o.RouterPort)
 	s.enqueueAll()
 	s.ready.Store(true)
 	defer s.ready.Store(false)
 
-	var wg sync.WaitGroup
 	for range s.o.Workers {
 		wg.Go(func() {
 			for s.next(ctx) {

@@ -47,6 +47,7 @@ type options struct {
 	runtimeTokenFile           string
 	clusterDomain              string
 	dnsFallback, allowLocal    bool
+	trustPortForward           bool
 	namespaces                 string
 	proxyTimeout, maxTimeout   time.Duration
 	resolveWait, wsMaxLifetime time.Duration
@@ -75,6 +76,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	// Ours.
 	fs.StringVar(&o.transport, "transport", "direct", "How pods are reached: direct (their IPs) or port-forward (the API server's pods/portforward, for clusters whose pod IPs the router cannot reach, such as kwok).")
 	fs.StringVar(&o.auth, "auth", "tokenreview", "tokenreview: a caller needs a bearer token the API server authenticates (TokenReview) whose user may create sandboxes/exec (group agents.x-k8s.io) on the Sandbox (SubjectAccessReview), as kubectl exec needs pods/exec; none: every caller is let through (only where the network already limits who reaches the router).")
+	fs.BoolVar(&o.trustPortForward, "trust-port-forward", false, "Let requests that reach the proxy on a loopback address of the router's Pod through without a token: there only the API server's pods/portforward connects (kubectl port-forward, upstream's SDKs in their port-forward modes), which already required create on pods/portforward of this Pod in its namespace. Everything else is authorized by --auth. Not with a sidecar that delivers inbound traffic over loopback, nor with host networking.")
 	fs.DurationVar(&o.authCacheTTL, "auth-cache-ttl", 10*time.Second, "How long a positive TokenReview or SubjectAccessReview is reused; 0 asks every time.")
 	fs.DurationVar(&o.authRefusal, "auth-refusal-cache-ttl", 5*time.Second, "How long a refusal (a token the API server did not authenticate, an access it denied) is reused; 0 asks every time.")
 	fs.StringVar(&o.authAudiences, "auth-audiences", "", "Audiences a token must be issued for, comma-separated; empty: the API server's.")
@@ -278,6 +280,10 @@ func run(ctx context.Context, o options) error {
 			Budget: router.NewReviewBudget(router.ReviewBudgetOptions{NewTokenQPS: o.authNewQPS, NewTokenBurst: o.authNewBurst,
 				KnownQPS: o.authReviewQPS, KnownBurst: o.authBurst}),
 		})
+	}
+	if o.trustPortForward {
+		authz = router.TrustPortForward{Next: authz}
+		log.Info("--trust-port-forward: requests that reach the proxy on this Pod's loopback address (through pods/portforward) need no token")
 	}
 	if o.auth == "none" {
 		log.Info("--auth=none: every caller that reaches the proxy port may run code in every sandbox it routes to; use it only where the network already limits who reaches the router")

@@ -193,6 +193,14 @@ deploy-router: $(KUSTOMIZE) ## Install the sandbox router (config/router) next t
 	@if [ -n "$${IMG:-}" ]; then cd config/router && $(KUSTOMIZE) edit set image sandbox-controller=$$IMG; fi
 	$(KUSTOMIZE) build config/router | kubectl apply --server-side -f -
 
+.PHONY: deploy-router-namespace
+deploy-router-namespace: $(KUSTOMIZE) ## Give NAMESPACE=<ns> its own router and sandbox-router-svc (config/router/namespaced), for upstream's Go SDK port-forward mode. IMG=<image> sets the image.
+	@test -n "$(NAMESPACE)" || { echo "NAMESPACE=<namespace> is required"; exit 1; }
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	printf 'resources:\n- %s\nnamespace: %s\n' "$$(realpath --relative-to="$$tmp" "$(CURDIR)/config/router/namespaced")" "$(NAMESPACE)" > "$$tmp/kustomization.yaml" && \
+	if [ -n "$${IMG:-}" ]; then (cd "$$tmp" && $(KUSTOMIZE) edit set image sandbox-controller=$$IMG); fi && \
+	$(KUSTOMIZE) build --load-restrictor LoadRestrictionsNone "$$tmp" | kubectl apply --server-side -f -
+
 IMG ?= sandbox-controller:$(VERSION)
 KIND_VERSION ?= v0.33.0
 

@@ -19,6 +19,11 @@
 // not running code in it), before anything else is done for the request;
 // answers, refusals included, are cached briefly, and reviews have a
 // budget (ReviewBudget) so that made-up tokens cannot starve real callers.
+// TrustPortForward lets through, without a token, requests that reached
+// the router on its own Pod's loopback address, where only the API
+// server's pods/portforward connects (upstream's SDKs in their
+// port-forward modes send none); the API server authorized that caller for
+// pods/portforward already.
 // The Authorization header and a client's X-Sandbox-Runtime-Token never
 // reach the sandbox; the router sends its own runtime token when
 // configured. The DNS fallback resolves names itself, checks every address

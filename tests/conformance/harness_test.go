@@ -44,8 +44,9 @@ type Claimed struct {
 // spec.warmPoolRef and the annotation
 // agents.x-k8s.io/client-first-requested-at; then one watch for the
 // claim's status.sandbox.name and one for the Sandbox's Ready=True. The
-// claim is deleted (UID precondition) when the test ends.
-func claimSandbox(t testing.TB) *Claimed {
+// claim is deleted (UID precondition) when the test ends. A claim with env
+// gets a sandbox of its own, started with it (no warm member can take it).
+func claimSandbox(t testing.TB, env ...extv1beta1.EnvVar) *Claimed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -56,7 +57,7 @@ func claimSandbox(t testing.TB) *Claimed {
 			GenerateName: "sandbox-claim-", Namespace: ns,
 			Annotations: map[string]string{extv1beta1.AnnotationClientFirstRequestedAt: start.UTC().Format(time.RFC3339Nano)},
 		},
-		Spec: extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: samplePool}},
+		Spec: extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: samplePool}, Env: env},
 	}
 	if err := suite.Client.Create(ctx, claim); err != nil {
 		t.Fatalf("creating a SandboxClaim on %s/%s: %v", ns, samplePool, err)

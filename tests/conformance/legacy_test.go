@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 )
 
 // TestLegacyThroughRouter replays upstream's Go SDK in direct mode (APIURL
@@ -164,4 +166,32 @@ func TestRouterRefusals(t *testing.T) {
 		r := send(t, addr, Wire{Method: http.MethodGet, Target: "/", Headers: tc.headers})
 		expect(t, tc.what, r, tc.status, map[string]string{"Content-Type": "application/json"}, tc.body)
 	}
+}
+
+// TestLegacyTimeout: a command that outlives SANDBOX_EXEC_TIMEOUT_SECONDS
+// (here 1, injected by the claim) is killed and answered as upstream's
+// runtime answers every failure: 200 with exit_code 1 and the reason in
+// stderr.
+func TestLegacyTimeout(t *testing.T) {
+	c := claimSandbox(t, extv1beta1.EnvVar{Name: "SANDBOX_EXEC_TIMEOUT_SECONDS", Value: "1"})
+	addr := hostPort(t, suite.RouterURL)
+	body := []byte(`{"command":"sh -c \"echo started; sleep 30\""}`)
+	w := Wire{Method: http.MethodPost, Target: "/execute", Headers: goSDKHeaders(c.Sandbox, c.Namespace, "application/json", body, "60"), Body: body}
+	var r Reply
+	eventually(t, time.Minute, "the runtime answering through the router", func() error {
+		var err error
+		if r, err = trySend(addr, w); err == nil && r.Status == http.StatusBadGateway {
+			err = errStatus
+		}
+		return err
+	})
+	var res struct {
+		Stdout   string `json:"stdout"`
+		Stderr   string `json:"stderr"`
+		ExitCode int    `json:"exit_code"`
+	}
+	if err := json.Unmarshal(r.Body, &res); err != nil || r.Status != http.StatusOK || res.ExitCode != 1 || res.Stderr == "" {
+		t.Fatalf("POST /execute past the timeout: %d %s; want 200 with exit_code 1 and a reason in stderr", r.Status, r.Body)
+	}
+	t.Logf("timed out: %s", r.Body)
 }

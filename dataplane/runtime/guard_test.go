@@ -233,7 +233,7 @@ func TestUpstreamSDKRequestsWithGuards(t *testing.T) {
 	cmd := `{"command": "wc -l notes.txt"}`
 	resp, body = s.raw("POST /execute HTTP/1.1\r\n" + headers +
 		fmt.Sprintf("Content-Length: %d\r\nContent-Type: application/json\r\n\r\n", len(cmd)) + cmd)
-	if resp.StatusCode != http.StatusOK || body != `{"stdout":"2 notes.txt\n","stderr":"","exit_code":0}`+"\n" {
+	if resp.StatusCode != http.StatusOK || body != `{"stdout":"2 notes.txt\n","stderr":"","exit_code":0}` {
 		t.Errorf("execute: %d %q", resp.StatusCode, body)
 	}
 	for _, p := range []string{"/download/notes.txt", "/exists/notes.txt", "/list/."} {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -187,16 +188,22 @@ func fieldError(loc []string, kind, msg string) map[string]any {
 	return map[string]any{"detail": []map[string]any{{"type": kind, "loc": loc, "msg": msg}}}
 }
 
+// writeJSON answers with v as FastAPI's JSONResponse renders it (upstream's
+// runtime): compact, "<", ">" and "&" as themselves, no trailing newline.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	body := []byte(`{"message":"Internal error: cannot encode the response"}`)
+	if err := enc.Encode(v); err != nil {
 		status = http.StatusInternalServerError
-		body = []byte(`{"message":"Internal error: cannot encode the response"}`)
+	} else {
+		body = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", fmt.Sprint(len(body)+1))
+	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
 	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(body)
 }
 
 // pathError answers a failed path operation: upstream's 403 for a path that

@@ -153,13 +153,13 @@ func TestUpstreamPythonSDKRequests(t *testing.T) {
 	cmd := `{"command": "wc -l notes.txt"}`
 	resp, body = s.raw("POST /execute HTTP/1.1\r\n" + headers +
 		fmt.Sprintf("Content-Length: %d\r\nContent-Type: application/json\r\n\r\n", len(cmd)) + cmd)
-	if resp.StatusCode != http.StatusOK || body != `{"stdout":"2 notes.txt\n","stderr":"","exit_code":0}`+"\n" {
+	if resp.StatusCode != http.StatusOK || body != `{"stdout":"2 notes.txt\n","stderr":"","exit_code":0}` {
 		t.Errorf("execute: %d %q", resp.StatusCode, body)
 	}
 	for _, tc := range []struct{ path, want string }{
-		{"/", `{"status":"ok","message":"Sandbox Runtime is active."}` + "\n"},
+		{"/", `{"status":"ok","message":"Sandbox Runtime is active."}`},
 		{"/download/notes.txt", "line one\nline two\n"},
-		{"/exists/notes.txt", `{"path":"notes.txt","exists":true}` + "\n"},
+		{"/exists/notes.txt", `{"path":"notes.txt","exists":true}`},
 		{"/list/.", `"name":"notes.txt","size":18,"type":"file"`},
 		{"/list/", `"name":"notes.txt","size":18,"type":"file"`},
 	} {
@@ -170,7 +170,7 @@ func TestUpstreamPythonSDKRequests(t *testing.T) {
 	}
 	// What upstream's own runtime tests expect for a traversal.
 	resp, body = s.raw("GET /download/..%2F..%2Fetc%2Fpasswd HTTP/1.1\r\n" + headers + "\r\n")
-	if resp.StatusCode != http.StatusForbidden || body != `{"message":"Access denied"}`+"\n" {
+	if resp.StatusCode != http.StatusForbidden || body != `{"message":"Access denied"}` {
 		t.Errorf("traversal: %d %q", resp.StatusCode, body)
 	}
 }
@@ -202,4 +202,21 @@ func (s *sandbox) raw(request string) (*http.Response, string) {
 func (s *sandbox) rawGet(path string) (*http.Response, string) {
 	s.t.Helper()
 	return s.raw("GET " + path + " HTTP/1.1\r\nHost: sandbox\r\nConnection: close\r\n\r\n")
+}
+
+// TestFastAPIJSONBytes: JSON answers are FastAPI's JSONResponse bytes:
+// compact, "<", ">", "&" and non-ASCII as themselves, no trailing newline.
+func TestFastAPIJSONBytes(t *testing.T) {
+	s := newSandbox(t, Options{})
+	resp, body := s.do(http.MethodPost, "/execute", "application/json", strings.NewReader(`{"command":"echo \u003cb\u003e\u0026 café"}`))
+	if want := `{"stdout":"<b>& café\n","stderr":"","exit_code":0}`; resp.StatusCode != http.StatusOK || string(body) != want {
+		t.Errorf("execute: %d %q, want %q", resp.StatusCode, body, want)
+	}
+	if resp.Header.Get("Content-Length") != fmt.Sprint(len(body)) {
+		t.Errorf("Content-Length %s for a body of %d bytes", resp.Header.Get("Content-Length"), len(body))
+	}
+	resp, body = s.do(http.MethodGet, "/", "", nil)
+	if want := `{"status":"ok","message":"Sandbox Runtime is active."}`; string(body) != want {
+		t.Errorf("health: %d %q, want %q", resp.StatusCode, body, want)
+	}
 }

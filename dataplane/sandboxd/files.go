@@ -89,14 +89,16 @@ func (h *restHandler) listDir(w http.ResponseWriter, path string, dir *os.File) 
 			}
 		}
 		e := DirEntry{Name: name, Size: info.Size(), Type: "file",
-			ModifiedAt: info.ModTime().UTC().Format(time.RFC3339Nano), Mode: fmt.Sprintf("%04o", info.Mode().Perm())}
+			ModifiedAt: info.ModTime().UTC().Format(time.RFC3339), Mode: fmt.Sprintf("%04o", info.Mode().Perm())}
 		if info.IsDir() {
 			e.Type = "directory"
 		}
 		entries = append(entries, e)
 	}
 	slices.SortFunc(entries, func(a, b DirEntry) int { return strings.Compare(a.Name, b.Name) })
-	writeJSON(w, http.StatusOK, DirListing{Path: path, Entries: entries})
+	// The listing's path is the request's, made absolute (upstream's
+	// "/" + path: "/" for the root).
+	writeJSON(w, http.StatusOK, DirListing{Path: "/" + strings.TrimPrefix(path, "/"), Entries: entries})
 }
 
 // put stores the request body (raw, or the multipart part "file") at path
@@ -107,7 +109,7 @@ func (h *restHandler) put(w http.ResponseWriter, r *http.Request, path string) {
 	mode := os.FileMode(0o644)
 	if m := r.URL.Query().Get("mode"); m != "" || r.URL.Query().Has("mode") {
 		if !modePattern.MatchString(m) {
-			writeError(w, http.StatusBadRequest, CodeInvalidArgument, fmt.Sprintf("mode %q: want an octal mode like 0644", m))
+			writeError(w, http.StatusBadRequest, CodeInvalidArgument, fmt.Sprintf("mode %q must match ^0[0-7]{3}$", m))
 			return
 		}
 		v, _ := strconv.ParseUint(m, 8, 32)
@@ -123,7 +125,7 @@ func (h *restHandler) put(w http.ResponseWriter, r *http.Request, path string) {
 		return
 	}
 	if st, err := os.Stat(target); err == nil && st.IsDir() {
-		writeError(w, http.StatusConflict, CodeFailedPrecondition, fmt.Sprintf("write %q: is a directory", path))
+		writeError(w, http.StatusBadRequest, CodeInvalidArgument, msgIsDir)
 		return
 	}
 	body, err := h.uploadBody(w, r)
@@ -232,7 +234,7 @@ func (h *restHandler) remove(w http.ResponseWriter, r *http.Request, path string
 			err = syscall.ENOTEMPTY
 		}
 		if errors.Is(err, syscall.ENOTEMPTY) {
-			writeError(w, http.StatusConflict, CodeFailedPrecondition, fmt.Sprintf("delete %q: the directory is not empty (recursive=true removes it and what it holds)", path))
+			writeError(w, http.StatusConflict, CodeConflict, msgNotEmpty)
 			return
 		}
 	default:

@@ -21,10 +21,21 @@ const (
 	CodePermissionDenied   = "PERMISSION_DENIED"
 	CodeNotFound           = "NOT_FOUND"
 	CodeFailedPrecondition = "FAILED_PRECONDITION"
+	CodeConflict           = "CONFLICT"
 	CodeMethodNotAllowed   = "METHOD_NOT_ALLOWED"
 	CodeResourceExhausted  = "RESOURCE_EXHAUSTED"
 	CodeUnavailable        = "UNAVAILABLE"
 	CodeInternal           = "INTERNAL"
+)
+
+// Upstream sandboxd's messages for the errors its SDKs surface
+// ("CODE: message"): a path that leaves the root, a path that is not
+// there, a directory that is not empty.
+const (
+	msgEscapes  = "path traversal outside sandbox root is forbidden"
+	msgNotFound = "path does not exist within the sandbox"
+	msgNotEmpty = "directory is not empty; pass recursive=true to remove it"
+	msgIsDir    = "target path is a directory"
 )
 
 // filesPrefix is where the filesystem API lives.
@@ -146,11 +157,11 @@ func (h *restHandler) pathError(w http.ResponseWriter, op, path string, err erro
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.Is(err, runtime.ErrAccessDenied):
-		writeError(w, http.StatusForbidden, CodePermissionDenied, fmt.Sprintf("%s %q: the path leaves the sandbox's root", op, path))
+		writeError(w, http.StatusForbidden, CodePermissionDenied, msgEscapes)
 	case errors.Is(err, syscall.ENOTDIR):
 		writeError(w, http.StatusConflict, CodeFailedPrecondition, fmt.Sprintf("%s %q: a part of the path is not a directory", op, path))
 	case runtime.IsNotExist(err), errors.Is(err, syscall.ELOOP):
-		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("%s %q: no such file or directory", op, path))
+		writeError(w, http.StatusNotFound, CodeNotFound, msgNotFound)
 	case errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST), errors.Is(err, syscall.EISDIR):
 		writeError(w, http.StatusConflict, CodeFailedPrecondition, fmt.Sprintf("%s %q: %s", op, path, errText(err)))
 	case errors.As(err, &tooBig):

@@ -151,7 +151,7 @@ func TestListDirectory(t *testing.T) {
 		got.Entries[i].ModifiedAt = ""
 	}
 	dirSize := got.Entries[2].Size
-	want := DirListing{Path: "sub", Entries: []DirEntry{
+	want := DirListing{Path: "/sub", Entries: []DirEntry{
 		{Name: "a.txt", Size: 1, Type: "file", Mode: "0644"},
 		{Name: "b.txt", Size: 5, Type: "file", Mode: "0600"},
 		{Name: "c", Size: dirSize, Type: "directory", Mode: "0755"},
@@ -248,7 +248,7 @@ func TestDelete(t *testing.T) {
 	wantError(t, status, body, http.StatusNotFound, CodeNotFound)
 	for _, p := range []string{"/v1/files/full", "/v1/files/full?recursive=false"} {
 		status, body = del(p)
-		wantError(t, status, body, http.StatusConflict, CodeFailedPrecondition)
+		wantError(t, status, body, http.StatusConflict, CodeConflict)
 	}
 	if _, err := os.Stat(filepath.Join(base, "full", "inner", "g.txt")); err != nil {
 		t.Fatalf("a refused DELETE removed something: %v", err)
@@ -285,7 +285,7 @@ func TestPutConflictsAndLimits(t *testing.T) {
 	}
 	mustWrite(t, filepath.Join(base, "file"), "x", 0o644)
 	status, body, _ := call(t, srv, http.MethodPut, "/v1/files/d", strings.NewReader("x"), nil)
-	wantError(t, status, body, http.StatusConflict, CodeFailedPrecondition)
+	wantError(t, status, body, http.StatusBadRequest, CodeInvalidArgument)
 	status, body, _ = call(t, srv, http.MethodPut, "/v1/files/file/under", strings.NewReader("x"), nil)
 	wantError(t, status, body, http.StatusConflict, CodeFailedPrecondition)
 	status, body, _ = call(t, srv, http.MethodPut, "/v1/files/", strings.NewReader("x"), nil)

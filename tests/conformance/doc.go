@@ -19,6 +19,15 @@
 //     through the generated client).
 //   - our Go SDK (dataplane/client) with WithSandboxd(), against the same
 //     sandbox.
+//   - port-forward to the router (portforward_test.go): the Go SDK's
+//     default mode (the EndpointSlices of sandbox-router-svc in the
+//     sandbox's namespace, the first ready endpoint's targetRef Pod, a
+//     client-go port-forward to its 8080, then the legacy calls with the
+//     router headers) and the Python SDK's local tunnel (`kubectl
+//     port-forward svc/sandbox-router-svc` in agent-sandbox-system,
+//     resolved as kubectl resolves it, and run with kubectl itself when it
+//     is on PATH); and the API server's pods/portforward check as the only
+//     way in.
 //
 // The harness (TestMain) brings up what `make run` runs, through the same
 // code (cmd/localcluster.Up): the kwok cluster, the controller, the stand-in

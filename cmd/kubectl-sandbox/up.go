@@ -179,6 +179,9 @@ func up(f upFlags, stdout, stderr io.Writer) error {
 			_, _ = fmt.Fprintf(stdout, "(port %d is taken: the router listens on a free port instead)\n", f.routerPort)
 		}
 		_, _ = fmt.Fprintf(stdout, "router: %s\n", env.Router.URL)
+		if env.StandIn != nil {
+			_, _ = fmt.Fprint(stdout, "Every namespace has the Service sandbox-router-svc (port 8080) leading to it, where upstream's SDKs look in their port-forward modes\n")
+		}
 	}
 	if env.Controller != nil {
 		_, _ = fmt.Fprint(stdout, `

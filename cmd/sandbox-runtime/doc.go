@@ -8,8 +8,8 @@
 // off) turns a protocol off.
 //
 // It is flags, environment and wiring only: the protocols, the command
-// execution and the path confinement live in dataplane/runtime and
-// dataplane/sandboxd. It reads upstream's SANDBOX_BASE_DIR and
+// execution and the path confinement live in dataplane/runtime,
+// dataplane/sandboxd and dataplane/envd. It reads upstream's SANDBOX_BASE_DIR and
 // SANDBOX_EXEC_TIMEOUT_SECONDS and ours (SANDBOX_MAX_OUTPUT_BYTES,
 // SANDBOX_MAX_UPLOAD_BYTES, SANDBOX_LISTEN_ADDRESS, SANDBOX_ENVD_ADDRESS,
 // SANDBOX_ALLOWED_HOSTS);

@@ -75,7 +75,7 @@ func (s *filesystemService) WatchDir(ctx context.Context, req *connect.Request[f
 	for {
 		select {
 		case <-ctx.Done():
-			return connect.NewError(connect.CodeCanceled, ctx.Err())
+			return ctxError(ctx)
 		case <-tick:
 			if err := stream.Send(&fspb.WatchDirResponse{Event: &fspb.WatchDirResponse_Keepalive{Keepalive: &fspb.WatchDirResponse_KeepAlive{}}}); err != nil {
 				return err

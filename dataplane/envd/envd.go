@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"connectrpc.com/connect"
 
@@ -113,18 +112,6 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// onceCloser closes once, whoever asks first.
-type onceCloser struct {
-	once sync.Once
-	fn   func() error
-	err  error
-}
-
-func (c *onceCloser) Close() error {
-	c.once.Do(func() { c.err = c.fn() })
-	return c.err
 }
 
 // quote shortens and quotes a path for an error message.

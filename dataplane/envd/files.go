@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -241,4 +242,14 @@ func partFilename(disposition string) string {
 		return ""
 	}
 	return params["filename"]
+}
+
+// multipartReader reads a multipart body with the boundary from its
+// Content-Type parameters.
+func multipartReader(body io.Reader, params map[string]string) (*multipart.Reader, error) {
+	boundary := params["boundary"]
+	if boundary == "" {
+		return nil, errors.New("multipart body: no boundary in Content-Type")
+	}
+	return multipart.NewReader(body, boundary), nil
 }

@@ -83,8 +83,8 @@ func (s *Server) files(w http.ResponseWriter, r *http.Request) {
 
 // download answers a file's bytes (with Range support).
 func (s *Server) download(w http.ResponseWriter, r *http.Request) {
-	p := r.URL.Query().Get("path")
-	if p == "" {
+	p := s.opts.abs(r.URL.Query().Get("path"))
+	if r.URL.Query().Get("path") == "" {
 		writeHTTPError(w, http.StatusBadRequest, "read: the path parameter is missing")
 		return
 	}
@@ -195,6 +195,7 @@ const multipartSlack = 64 << 10
 
 // store writes src to the client's path p and describes it.
 func (s *Server) store(p string, src io.Reader) (WriteInfo, error) {
+	p = s.opts.abs(p)
 	if c := clean(p); c == "/" {
 		return WriteInfo{}, syscall.EISDIR
 	}

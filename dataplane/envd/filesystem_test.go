@@ -2,6 +2,7 @@ package envd
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -223,7 +224,7 @@ func TestWatchDir(t *testing.T) {
 	}
 	wait("new.txt EVENT_TYPE_CREATE")
 	// An upload is reported as its file, not as its temporary file.
-	if status := e.postRaw(t, "/w/uploaded.txt", "u"); status != 200 {
+	if status := e.postRaw(t, "/w/uploaded.txt", "u"); status != http.StatusOK {
 		t.Fatalf("upload: %d", status)
 	}
 	wait("uploaded.txt EVENT_TYPE_CREATE")

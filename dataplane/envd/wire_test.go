@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -75,7 +76,7 @@ func (e *env) streamWithin(t *testing.T, path, body, timeoutMs string) (string, 
 	var frames []frame
 	for {
 		var hdr [5]byte
-		if _, err := io.ReadFull(r, hdr[:]); err == io.EOF {
+		if _, err := io.ReadFull(r, hdr[:]); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
 			t.Fatalf("%s: reading an envelope: %v", path, err)

@@ -325,3 +325,40 @@ func TestCloseKillsPrograms(t *testing.T) {
 		return err != nil || strings.Contains(string(data), ") Z ")
 	})
 }
+
+// Large output arrives whole, in order, before the end event, in chunks
+// of at most chunkSize.
+func TestStartLargeOutput(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := e.proc.Start(ctx, connect.NewRequest(bash(`seq 1 200000`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	var ended bool
+	for st.Receive() {
+		ev := st.Msg().GetEvent()
+		if d := ev.GetData().GetStdout(); d != nil {
+			if ended {
+				t.Fatal("output after the end event")
+			}
+			if len(d) > chunkSize {
+				t.Fatalf("a chunk of %d bytes", len(d))
+			}
+			out.Write(d)
+		}
+		if ev.GetEnd() != nil {
+			ended = true
+		}
+	}
+	var want strings.Builder
+	for i := 1; i <= 200000; i++ {
+		want.WriteString(strconv.Itoa(i))
+		want.WriteByte('\n')
+	}
+	if !ended || out.String() != want.String() {
+		t.Fatalf("ended %v, %d bytes, want %d", ended, out.Len(), want.Len())
+	}
+}

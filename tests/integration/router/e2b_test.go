@@ -154,7 +154,7 @@ func TestE2BSandboxLifecycle(t *testing.T) {
 	}
 	// Streamed unbuffered: the first line arrives while the sandbox holds
 	// the second back.
-	req, _ := http.NewRequestWithContext(ctxFor(t), "POST", base+"/stream", strings.NewReader("{}"))
+	req, _ := http.NewRequestWithContext(ctxFor(t), http.MethodPost, base+"/stream", strings.NewReader("{}"))
 	for k, v := range data {
 		req.Header.Set(k, v)
 	}

@@ -1,6 +1,8 @@
 package router
 
-import _ "embed"
+import (
+	_ "embed"
+)
 
 // RBAC is the YAML of rbac.yaml: the ServiceAccount, ClusterRole and
 // ClusterRoleBinding of the router with --transport=direct.
@@ -21,3 +23,18 @@ var RBACPortForward []byte
 //
 //go:embed admission-policy.yaml
 var AdmissionPolicy []byte
+
+// RBACE2B is the YAML of e2b/rbac.yaml: the ClusterRole and
+// ClusterRoleBinding the E2B API (--e2b) adds (SandboxClaims, and reading
+// SandboxWarmPools).
+//
+//go:embed e2b/rbac.yaml
+var RBACE2B []byte
+
+// AdmissionPolicyPatchE2B is the YAML of e2b/admission-policy-patch.yaml:
+// the JSON patch the E2B component makes to AdmissionPolicy (pause may set
+// Suspended on a Sandbox a SandboxClaim controls). AdmissionPolicyE2B
+// applies it.
+//
+//go:embed e2b/admission-policy-patch.yaml
+var AdmissionPolicyPatchE2B []byte

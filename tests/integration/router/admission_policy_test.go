@@ -35,12 +35,16 @@ func readRouterPolicy(t *testing.T) string {
 	return string(raw)
 }
 
-// installRouterPolicy installs config/router/admission-policy.yaml for the
+// installRouterPolicy installs config/router/admission-policy.yaml (or
+// content, a variant of it) for the
 // router ServiceAccount of ns (routerIdentity's), bound to ns only so other
 // tests sharing the API server are not affected.
-func installRouterPolicy(t *testing.T, ns string) {
+func installRouterPolicy(t *testing.T, ns string, content ...string) {
 	t.Helper()
 	raw := readRouterPolicy(t)
+	if len(content) > 0 {
+		raw = content[0]
+	}
 	// Every namespace's ServiceAccount sandbox-router (the central router's
 	// and those of config/router/namespaced), ns's included.
 	if !strings.Contains(raw, routerUserPattern) {

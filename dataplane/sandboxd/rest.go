@@ -117,13 +117,18 @@ func (h *restHandler) only(w http.ResponseWriter, r *http.Request, fn http.Handl
 	writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, r.Method+" is not allowed here")
 }
 
+// health answers as upstream sandboxd does: 200 {"status": "ok",
+// "uptime_seconds": whole seconds}, or 503 with the error body (code
+// UNAVAILABLE) when the runtime cannot serve.
 func (h *restHandler) health(w http.ResponseWriter, _ *http.Request) {
-	uptime := time.Since(h.started).Seconds()
 	if err := h.opts.Ready(); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "uptime_seconds": uptime, "message": errText(err)})
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, errText(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "uptime_seconds": uptime})
+	writeJSON(w, http.StatusOK, struct {
+		Status        string `json:"status"`
+		UptimeSeconds int64  `json:"uptime_seconds"`
+	}{"ok", int64(time.Since(h.started).Seconds())})
 }
 
 func (h *restHandler) metadata(w http.ResponseWriter, _ *http.Request) {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -311,16 +312,15 @@ func TestHealthMetadataMiddleware(t *testing.T) {
 		},
 	})
 	status, body, _ := call(t, srv, http.MethodGet, "/v1/health", nil, nil)
-	if status != http.StatusServiceUnavailable {
-		t.Fatalf("health while not ready: %d %s", status, body)
-	}
+	wantError(t, status, body, http.StatusServiceUnavailable, CodeUnavailable)
 	ready = nil
 	status, body, _ = call(t, srv, http.MethodGet, "/v1/health", nil, nil)
 	var h struct {
-		Status string   `json:"status"`
-		Uptime *float64 `json:"uptime_seconds"`
+		Status string `json:"status"`
+		Uptime *int64 `json:"uptime_seconds"`
 	}
-	if err := json.Unmarshal(body, &h); err != nil || status != http.StatusOK || h.Status != "ok" || h.Uptime == nil {
+	if err := json.Unmarshal(body, &h); err != nil || status != http.StatusOK || h.Status != "ok" || h.Uptime == nil ||
+		!regexp.MustCompile(`^\{"status":"ok","uptime_seconds":\d+\}\n$`).Match(body) {
 		t.Fatalf("health: %d %s", status, body)
 	}
 	status, body, _ = call(t, srv, http.MethodGet, "/v1/metadata", nil, nil)

@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/agentsandbox/reconciler/cmd/localcluster"
 	"github.com/agentsandbox/reconciler/tests"
@@ -58,6 +60,7 @@ var suite *Suite
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	ctrllog.SetLogger(logr.Discard())
 	if testing.Short() {
 		fmt.Println("conformance: skipped with -short (needs the local cluster)")
 		os.Exit(0)

@@ -165,13 +165,15 @@ generate: $(CONTROLLER_GEN) $(PROTO_TOOLS) ## Regenerate deepcopy, apply configu
 
 CHART := charts/agent-sandbox
 CHART_FILES := crd/bases rbac webhook router router/portforward policies policy-labels monitoring
+# Templated in the chart itself (its settings change them).
+CHART_SKIP := config/router/router.yaml config/policy-labels/modes.yaml
 
 .PHONY: chart-files
 chart-files: ## Copy config/'s YAML (and the dashboard) into the Helm chart's files/ (part of make generate).
 	rm -rf $(CHART)/files && mkdir -p $(CHART)/files
 	@set -e; for d in $(CHART_FILES); do mkdir -p $(CHART)/files/$$d; \
 		for f in config/$$d/*.yaml config/$$d/*.json; do \
-			[ -e "$$f" ] && [ "$${f##*/}" != kustomization.yaml ] && cp "$$f" $(CHART)/files/$$d/ || true; done; done
+			[ -e "$$f" ] && [ "$${f##*/}" != kustomization.yaml ] && [[ " $(CHART_SKIP) " != *" $$f "* ]] && cp "$$f" $(CHART)/files/$$d/ || true; done; done
 
 # Types from other packages that our apply configurations refer to, mapped to
 # their apply configurations, so every field (down to a container's ports) is

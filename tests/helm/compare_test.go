@@ -23,6 +23,7 @@ func TestChartMatchesKustomize(t *testing.T) {
 		{name: "router", values: "router.enabled=true", dirs: []string{"default", "router"}},
 		{name: "admission policies", values: "admissionPolicies.enabled=true", dirs: []string{"default", "policies"}},
 		{name: "policy mode labels", values: "policyModeLabels.enabled=true", dirs: []string{"default", "policy-labels"}},
+		{name: "monitoring", values: "monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true", dirs: []string{"default", "monitoring"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			chart, err := Template(context.Background(), Namespace, values(t, tc.values))

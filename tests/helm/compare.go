@@ -3,6 +3,7 @@ package helm
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -36,11 +37,18 @@ func Normalize(objs []*unstructured.Unstructured) (map[string]map[string]any, er
 			delete(labels, k)
 		}
 		o.SetLabels(labels)
+		if len(labels) == 0 {
+			unstructured.RemoveNestedField(o.Object, "metadata", "labels")
+		}
 		annotations := o.GetAnnotations()
 		for _, k := range chartAnnotations {
 			delete(annotations, k)
 		}
 		o.SetAnnotations(annotations)
+		if len(annotations) == 0 {
+			unstructured.RemoveNestedField(o.Object, "metadata", "annotations")
+		}
+		collapseCEL(o.Object)
 		k := Key(o)
 		if _, dup := out[k]; dup {
 			return nil, fmt.Errorf("%s rendered twice", k)
@@ -58,4 +66,26 @@ func Keys(m map[string]map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// collapseCEL collapses runs of white space in CEL expressions (keys
+// expression and messageExpression), where they mean nothing: YAML
+// libraries disagree on the line breaks of folded scalars with
+// more-indented lines (kustomize's kyaml keeps an extra one where Helm's
+// YAML, like kubectl's, follows the spec), and the policies use them.
+func collapseCEL(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if s, ok := e.(string); ok && (k == "expression" || k == "messageExpression") {
+				x[k] = strings.Join(strings.Fields(s), " ")
+				continue
+			}
+			collapseCEL(e)
+		}
+	case []any:
+		for _, e := range x {
+			collapseCEL(e)
+		}
+	}
 }

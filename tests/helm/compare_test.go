@@ -2,6 +2,7 @@ package helm
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -77,8 +78,8 @@ func TestChartSettings(t *testing.T) {
 		t.Fatalf("no controller Deployment in %v", Keys(byKey))
 	}
 	d := &unstructured.Unstructured{Object: dep}
-	if n, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas"); n != 3 {
-		t.Errorf("replicas = %d, want 3", n)
+	if n := fmt.Sprint(at(d.Object, "spec", "replicas")); n != "3" {
+		t.Errorf("replicas = %s, want 3", n)
 	}
 	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 	c := containers[0].(map[string]any)

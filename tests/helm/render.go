@@ -32,7 +32,13 @@ const Namespace = "agent-sandbox-system"
 func ChartDir() string { return filepath.Join(tests.RepoRoot(), "charts", "agent-sandbox") }
 
 // KubeVersion is the Kubernetes version the chart is rendered for offline.
-var KubeVersion = &common.KubeVersion{Version: "v1.34.0", Major: "1", Minor: "34"}
+var KubeVersion = func() *common.KubeVersion {
+	v, err := common.ParseKubeVersion("v1.34.0")
+	if err != nil {
+		panic(err)
+	}
+	return v
+}()
 
 // Template renders the chart as `helm template` does (no cluster), with
 // values, as release ReleaseName in namespace.

@@ -46,8 +46,11 @@ func TestHelmChartDryRun(t *testing.T) {
 			}
 			applied++
 		}
-		if applied < 20 {
+		// The defaults render 16 objects: 4 CRDs, RBAC, the webhook's and
+		// the controller's; a change in that number is worth a look here.
+		if applied < 16 {
 			t.Errorf("only %d objects applied", applied)
 		}
+		t.Logf("%d objects pass a server-side dry-run apply", applied)
 	}
 }

@@ -164,7 +164,7 @@ generate: $(CONTROLLER_GEN) $(PROTO_TOOLS) ## Regenerate deepcopy, apply configu
 	cd dataplane/sandboxd/proto && PATH="$(BIN):$$PATH" $(BUF) generate
 
 CHART := charts/agent-sandbox
-CHART_FILES := crd/bases rbac webhook router router/portforward policies policy-labels monitoring
+CHART_FILES := rbac webhook router router/portforward policies policy-labels monitoring
 # Templated in the chart itself (its settings change them).
 CHART_SKIP := config/router/router.yaml config/policy-labels/modes.yaml
 
@@ -174,6 +174,10 @@ chart-files: ## Copy config/'s YAML (and the dashboard) into the Helm chart's fi
 	@set -e; for d in $(CHART_FILES); do mkdir -p $(CHART)/files/$$d; \
 		for f in config/$$d/*.yaml config/$$d/*.json; do \
 			[ -e "$$f" ] && [ "$${f##*/}" != kustomization.yaml ] && [[ " $(CHART_SKIP) " != *" $$f "* ]] && cp "$$f" $(CHART)/files/$$d/ || true; done; done
+	@# The CRDs as compact JSON: Helm keeps the chart and the rendered manifest in a
+	@# release Secret (at most 1 MiB), which indented YAML CRDs would overflow.
+	mkdir -p $(CHART)/files/crd/bases
+	go run ./tests/helm/compactjson -o $(CHART)/files/crd/bases config/crd/bases/*.yaml
 
 # Types from other packages that our apply configurations refer to, mapped to
 # their apply configurations, so every field (down to a container's ports) is

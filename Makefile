@@ -158,6 +158,9 @@ generate: $(CONTROLLER_GEN) $(PROTO_TOOLS) ## Regenerate deepcopy, apply configu
 		'# The default bundles; restricted.yaml is opt-in (add it below).' \
 		'apiVersion: kustomize.config.k8s.io/v1beta1' 'kind: Kustomization' 'resources:' \
 		'- runtime-isolation.yaml' '- baseline.yaml'; } > config/policies/kustomization.yaml
+	@# The Helm chart's copies of what config/ holds (charts/agent-sandbox/files/):
+	@# its templates read them, so the chart and the kustomize bundle share one source.
+	$(MAKE) --no-print-directory chart-files
 	@# sandboxd's gRPC API (dataplane/sandboxd/proto/process/v1) -> dataplane/sandboxd/processpb,
 	@# with the pinned buf and plugins from bin/.
 	rm -f dataplane/sandboxd/processpb/*.pb.go
@@ -166,6 +169,22 @@ generate: $(CONTROLLER_GEN) $(PROTO_TOOLS) ## Regenerate deepcopy, apply configu
 	@# same way, with protoc-gen-connect-go for the handlers and clients.
 	rm -f dataplane/envd/envdpb/*/*.pb.go dataplane/envd/envdpb/*/*connect/*.connect.go
 	cd dataplane/envd/proto && PATH="$(BIN):$$PATH" $(BUF) generate
+
+CHART := charts/agent-sandbox
+CHART_FILES := rbac webhook router router/portforward policies policy-labels monitoring
+# Templated in the chart itself (its settings change them).
+CHART_SKIP := config/router/router.yaml config/policy-labels/modes.yaml
+
+.PHONY: chart-files
+chart-files: ## Copy config/'s YAML (and the dashboard) into the Helm chart's files/ (part of make generate).
+	rm -rf $(CHART)/files && mkdir -p $(CHART)/files
+	@set -e; for d in $(CHART_FILES); do mkdir -p $(CHART)/files/$$d; \
+		for f in config/$$d/*.yaml config/$$d/*.json; do \
+			[ -e "$$f" ] && [ "$${f##*/}" != kustomization.yaml ] && [[ " $(CHART_SKIP) " != *" $$f "* ]] && cp "$$f" $(CHART)/files/$$d/ || true; done; done
+	@# The CRDs as compact JSON: Helm keeps the chart and the rendered manifest in a
+	@# release Secret (at most 1 MiB), which indented YAML CRDs would overflow.
+	mkdir -p $(CHART)/files/crd/bases
+	go run ./tests/helm/compactjson -o $(CHART)/files/crd/bases config/crd/bases/*.yaml
 
 # Types from other packages that our apply configurations refer to, mapped to
 # their apply configurations, so every field (down to a container's ports) is
@@ -252,7 +271,7 @@ verify: $(CONTROLLER_GEN) $(KUSTOMIZE) $(PROTO_TOOLS) ## Fail when generated cod
 	@echo "verify: generated files, modules, formatting and the Dockerfile's build are up to date"
 
 # Checksums of everything generation or tidying may touch.
-GENERATED_SUM := find api config dist dataplane/sandboxd/proto dataplane/sandboxd/processpb dataplane/envd/proto dataplane/envd/envdpb go.mod go.sum tests/tools/go.mod tests/tools/go.sum -type f -print0 | sort -z | xargs -0 sha256sum
+GENERATED_SUM := find api config dist charts dataplane/sandboxd/proto dataplane/sandboxd/processpb dataplane/envd/proto dataplane/envd/envdpb go.mod go.sum tests/tools/go.mod tests/tools/go.sum -type f -print0 | sort -z | xargs -0 sha256sum
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (with importas and depguard).

@@ -179,6 +179,7 @@ func up(f upFlags, stdout, stderr io.Writer) error {
 			_, _ = fmt.Fprintf(stdout, "(port %d is taken: the router listens on a free port instead)\n", f.routerPort)
 		}
 		_, _ = fmt.Fprintf(stdout, "router: %s\n", env.Router.URL)
+		_, _ = fmt.Fprintf(stdout, "router metrics: %s\n", env.Router.Metrics)
 		if env.StandIn != nil {
 			_, _ = fmt.Fprint(stdout, "Every namespace has the Service sandbox-router-svc (port 8080) leading to it, where upstream's SDKs look in their port-forward modes\n")
 		}

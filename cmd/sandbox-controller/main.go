@@ -211,6 +211,16 @@ func run(o options) error {
 	if err := crmetrics.Registry.Register(&metrics.SandboxCollector{Reader: mgr.GetCache()}); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
+	if o.extensions {
+		if err := crmetrics.Registry.Register(&metrics.WarmPoolCollector{Reader: mgr.GetCache()}); err != nil {
+			return fmt.Errorf("registering metrics: %w", err)
+		}
+	}
+	if srv.webhookCertificate != nil {
+		if err := crmetrics.Registry.Register(&metrics.CertificateCollector{Get: srv.webhookCertificate}); err != nil {
+			return fmt.Errorf("registering metrics: %w", err)
+		}
+	}
 
 	if err := srv.probes.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err

@@ -35,6 +35,9 @@ type servers struct {
 	metrics, probe, pprof net.Listener
 	// certRunnable keeps the webhook certificate current.
 	certRunnable manager.Runnable
+	// webhookCertificate is the webhook's certificate source (nil with
+	// --enable-webhook=false), for the certificate expiry metric.
+	webhookCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 }
 
 // listen opens every server's listener and, for the webhook, gets its
@@ -64,7 +67,7 @@ func listen(o options, cfg *rest.Config, scheme *k8sruntime.Scheme, log logr.Log
 	if err != nil {
 		return nil, err
 	}
-	s.certRunnable = runnable
+	s.certRunnable, s.webhookCertificate = runnable, getCertificate
 	s.webhook = serving.NewWebhook(l, getCertificate, map[string]int64{
 		webhooks.ConvertPath:  webhooks.MaxConversionBodyBytes,
 		webhooks.ValidatePath: webhooks.MaxAdmissionBodyBytes,

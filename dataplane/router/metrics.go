@@ -103,6 +103,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Writes of the last-activity annotation of Sandboxes with idle suspend, by result (ok, error, gone).",
 		}, []string{"result"}),
 	}
+	// Every result's series exists from the start (at 0), so that rates
+	// and alerts over them work before the first resume.
+	for _, r := range []string{resumeResumed, resumeTimeout, resumeError} {
+		m.resumes.WithLabelValues(r)
+	}
 	reg.MustRegister(m.requests, m.duration, m.inflight, m.connections, m.resolutionFailures, m.authFailures, m.reviews, m.upstreamErrors, m.portForwards,
 		m.resumes, m.resumeDuration, m.resumeWaits, m.activityWrites)
 	return m

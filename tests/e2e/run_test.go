@@ -56,7 +56,7 @@ func TestMakeRun(t *testing.T) {
 	}
 	defer func() { _ = cmd.Process.Kill() }()
 
-	kubeconfig, controllerPID, metricsURL, routerPID, routerURL := "", 0, "", 0, ""
+	kubeconfig, controllerPID, metricsURL, routerPID, routerURL, routerMetricsURL := "", 0, "", 0, "", ""
 	lines := bufio.NewScanner(stdout)
 	deadline := time.AfterFunc(3*time.Minute, func() { _ = cmd.Process.Kill() })
 	for lines.Scan() {
@@ -75,13 +75,16 @@ func TestMakeRun(t *testing.T) {
 		if v, ok := strings.CutPrefix(line, "router: "); ok {
 			routerURL = v
 		}
+		if v, ok := strings.CutPrefix(line, "router metrics: "); ok {
+			routerMetricsURL = v
+		}
 		if strings.HasPrefix(line, "Press Ctrl-C") {
 			break
 		}
 	}
 	deadline.Stop()
-	if kubeconfig == "" || controllerPID == 0 || metricsURL == "" || routerPID == 0 || routerURL == "" {
-		t.Fatalf("kubectl-sandbox up did not report a kubeconfig, a controller pid, a metrics address and the router's pid and URL")
+	if kubeconfig == "" || controllerPID == 0 || metricsURL == "" || routerPID == 0 || routerURL == "" || routerMetricsURL == "" {
+		t.Fatalf("kubectl-sandbox up did not report a kubeconfig, a controller pid, a metrics address and the router's pid, URL and metrics")
 	}
 	drained := make(chan struct{})
 	go func() {
@@ -149,6 +152,9 @@ func TestMakeRun(t *testing.T) {
 			`agent_sandbox_apply_requests_saved_total{kind="Service"}`:                                                                atLeast(1),
 		})
 	})
+
+	// Every metric the dashboard and the alerts use is served.
+	checkDashboardMetrics(t, c, metricsURL, routerMetricsURL, routerURL)
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)

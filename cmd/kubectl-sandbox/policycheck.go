@@ -175,7 +175,9 @@ func runPolicyExport(o *options, stdout io.Writer) (int, error) {
 			if modes.Of(s.Bundle) == policy.ModeOff {
 				continue
 			}
-			s = s.InMode(modes.Of(s.Bundle))
+			if s, err = s.InMode(modes.Of(s.Bundle)); err != nil {
+				return 0, err
+			}
 		}
 		if !first {
 			_, _ = fmt.Fprintln(stdout, "---")

@@ -94,3 +94,24 @@ func TestEveryKindConvertsBothWays(t *testing.T) {
 		}
 	}
 }
+
+func TestUnstructuredKeepsKindAndIntegers(t *testing.T) {
+	sb := &sandboxv1beta1.Sandbox{TypeMeta: metav1.TypeMeta{APIVersion: sandboxv1beta1.GroupVersion.String(), Kind: "Sandbox"},
+		ObjectMeta: metav1.ObjectMeta{Name: "box", Generation: 3}}
+	u, err := Unstructured(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.GetKind() != "Sandbox" || u.GetName() != "box" {
+		t.Errorf("got %s %s", u.GetKind(), u.GetName())
+	}
+	if g, ok := u.Object["metadata"].(map[string]any)["generation"].(int64); !ok || g != 3 {
+		t.Errorf("generation is %T %v, want int64 3 as the API server decodes it", u.Object["metadata"].(map[string]any)["generation"], u.Object["metadata"].(map[string]any)["generation"])
+	}
+	if same, _ := Unstructured(u); same != u {
+		t.Error("an unstructured object was copied")
+	}
+	if _, err := Unstructured(&corev1.PodSpec{}); err == nil {
+		t.Error("something without a kind: no error")
+	}
+}

@@ -3,6 +3,8 @@ package convert
 import (
 	"encoding/json"
 	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // JSON copies from into to through their JSON encoding: a typed object into
@@ -17,4 +19,23 @@ func JSON(from, to any) error {
 		return fmt.Errorf("decoding %T into %T: %w", from, to, err)
 	}
 	return nil
+}
+
+// Unstructured is v, a typed object or an apply configuration (anything
+// that encodes to a Kubernetes object with apiVersion and kind), as an
+// unstructured object, its numbers decoded as the API server does; an
+// unstructured object is returned as it is.
+func Unstructured(v any) (*unstructured.Unstructured, error) {
+	if u, ok := v.(*unstructured.Unstructured); ok {
+		return u, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %T: %w", v, err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(b); err != nil {
+		return nil, fmt.Errorf("decoding %T: %w", v, err)
+	}
+	return u, nil
 }

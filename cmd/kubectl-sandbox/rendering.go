@@ -178,7 +178,7 @@ func hubVersions(docs []document) []document {
 		if to := convert.Hub(kind).String(); from != to && convert.Known(kind, from, to) {
 			if raw, err := d.Obj.MarshalJSON(); err == nil {
 				if hub, err := convert.BetweenStrict(kind, from, to, raw); err == nil {
-					if u, err := toUnstructured(hub); err == nil {
+					if u, err := convert.Unstructured(hub); err == nil {
 						d.Obj = u
 					}
 				}

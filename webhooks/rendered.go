@@ -68,17 +68,8 @@ func (v *Validator) rendered(ctx context.Context, req admission.Request) ([]chec
 	if err != nil {
 		return nil, err
 	}
-	var self client.Object
-	switch kind {
-	case "Sandbox":
-		self = &sandboxv1beta1.Sandbox{}
-	case "SandboxTemplate":
-		self = &extv1beta1.SandboxTemplate{}
-	case "SandboxWarmPool":
-		self = &extv1beta1.SandboxWarmPool{}
-	case "SandboxClaim":
-		self = &extv1beta1.SandboxClaim{}
-	default:
+	self := convert.NewHub(kind)
+	if self == nil {
 		return nil, fmt.Errorf("kind %s is not validated here", kind)
 	}
 	if err := json.Unmarshal(raw, self); err != nil {
@@ -96,7 +87,7 @@ func (v *Validator) rendered(ctx context.Context, req admission.Request) ([]chec
 	if c, ok := self.(*extv1beta1.SandboxClaim); ok && !render.NeedsColdStart(c) {
 		return out, nil
 	}
-	probe := self.DeepCopyObject().(client.Object)
+	probe := self.DeepCopyObject().(convert.Object)
 	preview.Fill(probe, req.Namespace, req.Name)
 	in := preview.Inputs{Object: probe, ControllerNamespace: v.ControllerNamespace}
 	defaults := render.CurrentDefaults(v.Defaults)

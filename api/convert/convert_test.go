@@ -83,10 +83,16 @@ func TestBetweenRefusesWhatItDoesNotKnow(t *testing.T) {
 }
 
 func TestEveryKindConvertsBothWays(t *testing.T) {
+	if NewHub("Pod") != nil {
+		t.Error("NewHub made a Pod")
+	}
 	for _, kind := range []string{"Sandbox", "SandboxTemplate", "SandboxClaim", "SandboxWarmPool"} {
 		hub := Hub(kind)
 		if kind != "Sandbox" && hub != extv1beta1.GroupVersion {
 			t.Errorf("%s: hub %s, want %s", kind, hub, extv1beta1.GroupVersion)
+		}
+		if NewHub(kind) == nil {
+			t.Errorf("NewHub(%s) is nil", kind)
 		}
 		alpha := hub.Group + "/v1alpha1"
 		if !Known(kind, alpha, hub.String()) || !Known(kind, hub.String(), alpha) {

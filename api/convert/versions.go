@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	extv1alpha1 "github.com/agentsandbox/reconciler/api/extensions/v1alpha1"
@@ -19,51 +21,53 @@ type decoder func(raw []byte, into any) error
 // converter decodes one object at one apiVersion and returns it at another.
 type converter func(raw []byte, decode decoder) (any, error)
 
+// conversion is a converter from In to Out through conv.
+func conversion[In, Out any](conv func(*In) *Out) converter {
+	return func(raw []byte, decode decoder) (any, error) {
+		in := new(In)
+		if err := decode(raw, in); err != nil {
+			return nil, err
+		}
+		return conv(in), nil
+	}
+}
+
 // conversions are keyed by kind, from apiVersion and to apiVersion.
 var conversions = map[[3]string]converter{
-	key("Sandbox", sandboxv1alpha1.GroupVersion, sandboxv1beta1.GroupVersion): func(raw []byte, decode decoder) (any, error) {
-		in := &sandboxv1alpha1.Sandbox{}
-		return then(decode(raw, in), func() any { return in.ToV1beta1() })
-	},
-	key("Sandbox", sandboxv1beta1.GroupVersion, sandboxv1alpha1.GroupVersion): func(raw []byte, decode decoder) (any, error) {
-		in := &sandboxv1beta1.Sandbox{}
-		return then(decode(raw, in), func() any { return sandboxv1alpha1.SandboxFromV1beta1(in) })
-	},
-	key("SandboxTemplate", extv1alpha1.GroupVersion, extv1beta1.GroupVersion): func(raw []byte, decode decoder) (any, error) {
-		in := &extv1alpha1.SandboxTemplate{}
-		return then(decode(raw, in), func() any { return in.ToV1beta1() })
-	},
-	key("SandboxTemplate", extv1beta1.GroupVersion, extv1alpha1.GroupVersion): func(raw []byte, decode decoder) (any, error) {
-		in := &extv1beta1.SandboxTemplate{}
-		return then(decode(raw, in), func() any { return extv1alpha1.TemplateFromV1beta1(in) })
-	},
-	key("SandboxClaim", extv1alpha1.GroupVersion, extv1beta1.GroupVersion): func(raw []byte, decode decoder) (any, error) {
-		in := &extv1alpha1.SandboxClaim{}
-		return then(decode(raw, in), func() any { return in.ToV1beta1() })
-	},
-	key("SandboxClaim", extv1beta1.GroupVersion, extv1alpha1.GroupVersion): func(raw []byte, decode decoder) (any, error) {
-		in := &extv1beta1.SandboxClaim{}
-		return then(decode(raw, in), func() any { return extv1alpha1.ClaimFromV1beta1(in) })
-	},
-	key("SandboxWarmPool", extv1alpha1.GroupVersion, extv1beta1.GroupVersion): func(raw []byte, decode decoder) (any, error) {
-		in := &extv1alpha1.SandboxWarmPool{}
-		return then(decode(raw, in), func() any { return in.ToV1beta1() })
-	},
-	key("SandboxWarmPool", extv1beta1.GroupVersion, extv1alpha1.GroupVersion): func(raw []byte, decode decoder) (any, error) {
-		in := &extv1beta1.SandboxWarmPool{}
-		return then(decode(raw, in), func() any { return extv1alpha1.PoolFromV1beta1(in) })
-	},
+	key("Sandbox", sandboxv1alpha1.GroupVersion, sandboxv1beta1.GroupVersion): conversion((*sandboxv1alpha1.Sandbox).ToV1beta1),
+	key("Sandbox", sandboxv1beta1.GroupVersion, sandboxv1alpha1.GroupVersion): conversion(sandboxv1alpha1.SandboxFromV1beta1),
+	key("SandboxTemplate", extv1alpha1.GroupVersion, extv1beta1.GroupVersion): conversion((*extv1alpha1.SandboxTemplate).ToV1beta1),
+	key("SandboxTemplate", extv1beta1.GroupVersion, extv1alpha1.GroupVersion): conversion(extv1alpha1.TemplateFromV1beta1),
+	key("SandboxClaim", extv1alpha1.GroupVersion, extv1beta1.GroupVersion):    conversion((*extv1alpha1.SandboxClaim).ToV1beta1),
+	key("SandboxClaim", extv1beta1.GroupVersion, extv1alpha1.GroupVersion):    conversion(extv1alpha1.ClaimFromV1beta1),
+	key("SandboxWarmPool", extv1alpha1.GroupVersion, extv1beta1.GroupVersion): conversion((*extv1alpha1.SandboxWarmPool).ToV1beta1),
+	key("SandboxWarmPool", extv1beta1.GroupVersion, extv1alpha1.GroupVersion): conversion(extv1alpha1.PoolFromV1beta1),
 }
 
 func key(kind string, from, to schema.GroupVersion) [3]string {
 	return [3]string{kind, from.String(), to.String()}
 }
 
-func then(err error, convert func() any) (any, error) {
-	if err != nil {
-		return nil, err
+// Object is a typed object of ours.
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// NewHub returns a new, empty object of kind at the hub version (Hub), or
+// nil when kind is not one of ours.
+func NewHub(kind string) Object {
+	switch kind {
+	case "Sandbox":
+		return &sandboxv1beta1.Sandbox{}
+	case "SandboxTemplate":
+		return &extv1beta1.SandboxTemplate{}
+	case "SandboxWarmPool":
+		return &extv1beta1.SandboxWarmPool{}
+	case "SandboxClaim":
+		return &extv1beta1.SandboxClaim{}
 	}
-	return convert(), nil
+	return nil
 }
 
 // Hub is the version every kind of ours is stored and rendered at:

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
@@ -94,18 +93,13 @@ func renderAll(o *options, docs []document) []rendering {
 }
 
 // hubObject decodes a document of ours at v1beta1 (nil for anything else).
-func hubObject(u *unstructured.Unstructured) (metav1.Object, error) {
-	var obj metav1.Object
-	switch u.GetAPIVersion() + "/" + u.GetKind() {
-	case "agents.x-k8s.io/v1beta1/Sandbox":
-		obj = &sandboxv1beta1.Sandbox{}
-	case "extensions.agents.x-k8s.io/v1beta1/SandboxTemplate":
-		obj = &extv1beta1.SandboxTemplate{}
-	case "extensions.agents.x-k8s.io/v1beta1/SandboxWarmPool":
-		obj = &extv1beta1.SandboxWarmPool{}
-	case "extensions.agents.x-k8s.io/v1beta1/SandboxClaim":
-		obj = &extv1beta1.SandboxClaim{}
-	default:
+func hubObject(u *unstructured.Unstructured) (convert.Object, error) {
+	kind := u.GetKind()
+	if u.GetAPIVersion() != convert.Hub(kind).String() {
+		return nil, nil
+	}
+	obj := convert.NewHub(kind)
+	if obj == nil {
 		return nil, nil
 	}
 	if err := decode(u, obj); err != nil {

@@ -30,19 +30,6 @@ func DefaultModes() Modes {
 	return m
 }
 
-// InMode returns a bundle's source with its bindings' validationActions
-// set to what the mode stands for, for installing as native
-// ValidatingAdmissionPolicies (off is not for export: the bundle is left
-// out). Other sources are returned as they are.
-func (s Source) InMode(m Mode) Source {
-	if s.Bundle == "" || m == ModeEnforce {
-		return s
-	}
-	out := s
-	out.Data = []byte(strings.ReplaceAll(string(s.Data), "validationActions: [Deny]", "validationActions: ["+string(m.action())+"]"))
-	return out
-}
-
 // Bundles lists the built-in bundles.
 func Bundles() []string {
 	entries, _ := bundles.ReadDir("bundles")

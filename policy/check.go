@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/agentsandbox/reconciler/api/convert"
 )
 
 // resources maps the kinds we check to their resources.
@@ -26,19 +28,9 @@ var resources = map[schema.GroupKind]string{
 // marshals to a Kubernetes object with apiVersion and kind) into an Object
 // to check.
 func ObjectOf(v any) (Object, error) {
-	var u *unstructured.Unstructured
-	switch t := v.(type) {
-	case *unstructured.Unstructured:
-		u = t
-	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return Object{}, fmt.Errorf("policy: encoding %T: %w", v, err)
-		}
-		u = &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(b); err != nil {
-			return Object{}, fmt.Errorf("policy: decoding %T: %w", v, err)
-		}
+	u, err := convert.Unstructured(v)
+	if err != nil {
+		return Object{}, fmt.Errorf("policy: %w", err)
 	}
 	gvk := u.GroupVersionKind()
 	res, ok := resources[gvk.GroupKind()]

@@ -36,6 +36,11 @@
 //     the API server's resource mapper and conversion of the object.
 //   - auditAnnotations are refused: there is no audit log here.
 //
+// The built-in bundles (bundles.go) and the config/ files made from them
+// (ConfigFiles, written by make generate) share one list of default
+// bundles, DefaultBundles; a bundle exported in another mode has its
+// bindings edited as YAML (InMode), never by replacing text.
+//
 // Decisions are data (policy, binding, rule, action, message). The package
 // must never talk to a cluster.
 package policy

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/utils/ptr"
 
+	"github.com/agentsandbox/reconciler/api/convert"
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration"
@@ -85,7 +86,7 @@ func TestAdoptedIsWhatTheAdoptionMakes(t *testing.T) {
 				t.Errorf("the adoption carries resourceVersion %q, want the member's", got)
 			}
 			applied := &unstructured.Unstructured{}
-			if err := convert(ac, &applied.Object); err != nil {
+			if err := convert.JSON(ac, &applied.Object); err != nil {
 				t.Fatal(err)
 			}
 			mustManage(t, fm.Apply(applied, ours, true))
@@ -137,7 +138,7 @@ func mustManage(t *testing.T, err error) {
 func toUnstructured(t *testing.T, sb *sandboxv1beta1.Sandbox) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}
-	if err := convert(sb, &u.Object); err != nil {
+	if err := convert.JSON(sb, &u.Object); err != nil {
 		t.Fatal(err)
 	}
 	return u
@@ -146,7 +147,7 @@ func toUnstructured(t *testing.T, sb *sandboxv1beta1.Sandbox) *unstructured.Unst
 func fromUnstructured(t *testing.T, o runtime.Object) *sandboxv1beta1.Sandbox {
 	t.Helper()
 	sb := &sandboxv1beta1.Sandbox{}
-	if err := convert(o, sb); err != nil {
+	if err := convert.JSON(o, sb); err != nil {
 		t.Fatal(err)
 	}
 	return sb

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/agentsandbox/reconciler/api/convert"
 	extv1alpha1 "github.com/agentsandbox/reconciler/api/extensions/v1alpha1"
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -211,7 +212,7 @@ func planBinding(in ClaimPlanInputs, plan *Plan) ([]Step, *ClaimRejection, error
 		return steps, &ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: err.Error()}, nil
 	}
 	sb := &sandboxv1beta1.Sandbox{}
-	if err := convert(desired, sb); err != nil {
+	if err := convert.JSON(desired, sb); err != nil {
 		return steps, nil, err
 	}
 	if rej := in.judge(sb, "the claim's own Sandbox", plan); rej != nil {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/agentsandbox/reconciler/api/convert"
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -148,7 +149,7 @@ func assertClaimBinding(t *testing.T, in ClaimPlanInputs, plan Plan, obs claimOb
 			}
 		case ActionCreate:
 			sb = &sandboxv1beta1.Sandbox{}
-			if err := convert(s.Object, sb); err != nil {
+			if err := convert.JSON(s.Object, sb); err != nil {
 				t.Fatal(err)
 			}
 			sb.UID, sb.ResourceVersion = "5f0d7c2e-0000-4000-8000-sandbox", "1"

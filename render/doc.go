@@ -5,7 +5,8 @@
 // NetworkPolicy; SandboxClaim and SandboxWarmPool -> Sandboxes; and the status
 // of each kind from what was observed. SandboxObjects renders a Sandbox and
 // lists its children (Pod, Service, PVCs): the one listing the controller's
-// plans, the admission webhook and the CLI share.
+// plans, the admission webhook and the CLI share (the latter two through
+// render/preview, which renders what any of our objects stands for).
 //
 // Reconciles are decided here as Plan values (plan.go): the objects the
 // policies judge, then ordered steps (apply, apply with force to adopt,

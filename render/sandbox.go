@@ -1,7 +1,6 @@
 package render
 
 import (
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -14,6 +13,7 @@ import (
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/agentsandbox/reconciler/api/convert"
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
@@ -211,7 +211,7 @@ func PodSpec(sb *sandboxv1beta1.Sandbox, withService bool, d Defaults) (*corev1a
 		spec.RuntimeClassName = ptr.To(d.RuntimeClassName)
 	}
 	ac := &corev1ac.PodSpecApplyConfiguration{}
-	if err := convert(spec, ac); err != nil {
+	if err := convert.JSON(spec, ac); err != nil {
 		return nil, fmt.Errorf("render: pod spec: %w", err)
 	}
 	return ac, nil
@@ -328,7 +328,7 @@ func pvc(sb *sandboxv1beta1.Sandbox, t *sandboxv1beta1.PersistentVolumeClaimTemp
 	labels[sandboxv1beta1.LabelSandboxNameHash] = hash
 	labels[sandboxv1beta1.LabelSandboxUID] = string(sb.UID)
 	spec := &corev1ac.PersistentVolumeClaimSpecApplyConfiguration{}
-	if err := convert(&t.Spec, spec); err != nil {
+	if err := convert.JSON(&t.Spec, spec); err != nil {
 		return nil, fmt.Errorf("render: volume claim template %q: %w", t.Name, err)
 	}
 	name := PVCName(t.Name, sb.Name)
@@ -344,14 +344,4 @@ func pvc(sb *sandboxv1beta1.Sandbox, t *sandboxv1beta1.PersistentVolumeClaimTemp
 		p.WithAnnotations(t.Annotations)
 	}
 	return p, nil
-}
-
-// convert turns a typed API struct into its apply configuration through
-// JSON, which is how the API server itself sees the object.
-func convert(in, out any) error {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, out)
 }

@@ -8,6 +8,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
+	"github.com/agentsandbox/reconciler/api/convert"
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
@@ -57,7 +58,7 @@ func NetworkPolicyUnmanaged(sb *sandboxv1beta1.Sandbox) bool {
 func sandboxNetworkPolicy(sb *sandboxv1beta1.Sandbox, controllerNamespace string, owner *metav1ac.OwnerReferenceApplyConfiguration) (*networkingv1ac.NetworkPolicyApplyConfiguration, error) {
 	spec := SecureNetworkPolicy(controllerNamespace)
 	rules := &networkingv1ac.NetworkPolicySpecApplyConfiguration{}
-	if err := convert(networkingv1.NetworkPolicySpec{Ingress: spec.Ingress, Egress: spec.Egress}, rules); err != nil {
+	if err := convert.JSON(networkingv1.NetworkPolicySpec{Ingress: spec.Ingress, Egress: spec.Egress}, rules); err != nil {
 		return nil, fmt.Errorf("render: network policy rules: %w", err)
 	}
 	rules.WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(SandboxSelector(sb))).

@@ -12,6 +12,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
+	"github.com/agentsandbox/reconciler/api/convert"
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -101,7 +102,7 @@ func Template(in TemplateInputs) (TemplateDesired, error) {
 		spec = SecureNetworkPolicy(in.ControllerNamespace)
 	}
 	rules := &networkingv1ac.NetworkPolicySpecApplyConfiguration{}
-	if err := convert(networkingv1.NetworkPolicySpec{Ingress: spec.Ingress, Egress: spec.Egress}, rules); err != nil {
+	if err := convert.JSON(networkingv1.NetworkPolicySpec{Ingress: spec.Ingress, Egress: spec.Egress}, rules); err != nil {
 		return TemplateDesired{}, fmt.Errorf("render: network policy rules: %w", err)
 	}
 	// An empty rule list leaves the direction closed: policyTypes names

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
+	"github.com/agentsandbox/reconciler/api/convert"
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
@@ -98,7 +99,7 @@ func WarmPoolMember(in WarmPoolInputs, name string) (*sandboxac.SandboxApplyConf
 // labels and annotation that tie it to the template.
 func templateSandbox(name, namespace, template string, spec *sandboxv1beta1.SandboxSpec) (*sandboxac.SandboxApplyConfiguration, error) {
 	specAC := &sandboxac.SandboxSpecApplyConfiguration{}
-	if err := convert(spec, specAC); err != nil {
+	if err := convert.JSON(spec, specAC); err != nil {
 		return nil, fmt.Errorf("render: sandbox spec from template %s: %w", template, err)
 	}
 	return sandboxac.Sandbox(name, namespace).

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/agentsandbox/reconciler/api/convert"
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -189,7 +190,7 @@ func newMembers(in WarmPoolPlanInputs, r removalPlan) ([]*sandboxac.SandboxApply
 // one new member (every member renders alike) and what it makes.
 func memberChecks(m *sandboxac.SandboxApplyConfiguration, d Defaults) ([]Check, error) {
 	sb := &sandboxv1beta1.Sandbox{}
-	if err := convert(m, sb); err != nil {
+	if err := convert.JSON(m, sb); err != nil {
 		return nil, fmt.Errorf("converting member %s: %w", *m.Name, err)
 	}
 	checks, err := NewSandboxChecks(sb, d)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentsandbox/reconciler/cmd/localcluster"
+	"github.com/agentsandbox/reconciler/localcluster"
 )
 
 // FreeAddr returns a loopback address with a port that is free right now.

@@ -9,69 +9,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	extv1alpha1 "github.com/agentsandbox/reconciler/api/extensions/v1alpha1"
-	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
-	sandboxv1alpha1 "github.com/agentsandbox/reconciler/api/v1alpha1"
-	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/api/convert"
 )
 
 // ConvertPath is where the API server sends ConversionReviews for our CRDs.
 const ConvertPath = "/convert"
 
-// converter converts one object between two apiVersions of its kind.
-type converter func(raw []byte) (any, error)
-
-// conversions are keyed by kind, from apiVersion and to apiVersion.
-var conversions = map[[3]string]converter{
-	{"Sandbox", sandboxv1alpha1.GroupVersion.String(), sandboxv1beta1.GroupVersion.String()}: func(raw []byte) (any, error) {
-		in := &sandboxv1alpha1.Sandbox{}
-		if err := json.Unmarshal(raw, in); err != nil {
-			return nil, err
-		}
-		return in.ToV1beta1(), nil
-	},
-	{"Sandbox", sandboxv1beta1.GroupVersion.String(), sandboxv1alpha1.GroupVersion.String()}: func(raw []byte) (any, error) {
-		in := &sandboxv1beta1.Sandbox{}
-		if err := json.Unmarshal(raw, in); err != nil {
-			return nil, err
-		}
-		return sandboxv1alpha1.SandboxFromV1beta1(in), nil
-	},
-	{"SandboxTemplate", extv1alpha1.GroupVersion.String(), extv1beta1.GroupVersion.String()}: func(raw []byte) (any, error) {
-		in := &extv1alpha1.SandboxTemplate{}
-		return decodeThen(raw, in, func() any { return in.ToV1beta1() })
-	},
-	{"SandboxTemplate", extv1beta1.GroupVersion.String(), extv1alpha1.GroupVersion.String()}: func(raw []byte) (any, error) {
-		in := &extv1beta1.SandboxTemplate{}
-		return decodeThen(raw, in, func() any { return extv1alpha1.TemplateFromV1beta1(in) })
-	},
-	{"SandboxClaim", extv1alpha1.GroupVersion.String(), extv1beta1.GroupVersion.String()}: func(raw []byte) (any, error) {
-		in := &extv1alpha1.SandboxClaim{}
-		return decodeThen(raw, in, func() any { return in.ToV1beta1() })
-	},
-	{"SandboxClaim", extv1beta1.GroupVersion.String(), extv1alpha1.GroupVersion.String()}: func(raw []byte) (any, error) {
-		in := &extv1beta1.SandboxClaim{}
-		return decodeThen(raw, in, func() any { return extv1alpha1.ClaimFromV1beta1(in) })
-	},
-	{"SandboxWarmPool", extv1alpha1.GroupVersion.String(), extv1beta1.GroupVersion.String()}: func(raw []byte) (any, error) {
-		in := &extv1alpha1.SandboxWarmPool{}
-		return decodeThen(raw, in, func() any { return in.ToV1beta1() })
-	},
-	{"SandboxWarmPool", extv1beta1.GroupVersion.String(), extv1alpha1.GroupVersion.String()}: func(raw []byte) (any, error) {
-		in := &extv1beta1.SandboxWarmPool{}
-		return decodeThen(raw, in, func() any { return extv1alpha1.PoolFromV1beta1(in) })
-	},
-}
-
-func decodeThen(raw []byte, into any, convert func() any) (any, error) {
-	if err := json.Unmarshal(raw, into); err != nil {
-		return nil, err
-	}
-	return convert(), nil
-}
-
 // Converter serves CRD conversion between v1alpha1 and v1beta1 with the
-// pure conversion functions of api/.
+// conversions of api/convert.
 type Converter struct{}
 
 // ServeHTTP implements http.Handler for ConversionReview (apiextensions/v1).
@@ -110,13 +55,9 @@ func convertAll(objs []runtime.RawExtension, to string) ([]runtime.RawExtension,
 			out = append(out, runtime.RawExtension{Raw: o.Raw})
 			continue
 		}
-		conv := conversions[[3]string{meta.Kind, meta.APIVersion, to}]
-		if conv == nil {
-			return nil, fmt.Errorf("no conversion for %s from %s to %s", meta.Kind, meta.APIVersion, to)
-		}
-		converted, err := conv(o.Raw)
+		converted, err := convert.Between(meta.Kind, meta.APIVersion, to, o.Raw)
 		if err != nil {
-			return nil, fmt.Errorf("converting %s from %s to %s: %w", meta.Kind, meta.APIVersion, to, err)
+			return nil, err
 		}
 		raw, err := json.Marshal(converted)
 		if err != nil {

@@ -6,15 +6,17 @@ import (
 	"errors"
 	"fmt"
 
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/agentsandbox/reconciler/api/convert"
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/render"
+	"github.com/agentsandbox/reconciler/render/preview"
 )
 
 type checked struct {
@@ -38,129 +40,85 @@ func (e *lookupError) Unwrap() error { return e.err }
 // hubObject returns the object under review as v1beta1 JSON: deprecated
 // versions are converted as the API server would store them.
 func hubObject(req admission.Request) ([]byte, error) {
-	gv := schema.GroupVersion{Group: req.Kind.Group, Version: req.Kind.Version}
-	if gv.Version == "" || gv.Version == "v1beta1" {
+	from := schema.GroupVersion{Group: req.Kind.Group, Version: req.Kind.Version}
+	if from.Version == "" || from.Version == "v1beta1" {
 		return req.Object.Raw, nil
 	}
-	hub := sandboxv1beta1.GroupVersion
-	if req.Kind.Kind != "Sandbox" {
-		hub = extv1beta1.GroupVersion
+	kind, to := req.Kind.Kind, convert.Hub(req.Kind.Kind).String()
+	if !convert.Known(kind, from.String(), to) {
+		return nil, fmt.Errorf("%s %s is not a version this webhook knows", kind, from)
 	}
-	conv := conversions[[3]string{req.Kind.Kind, gv.String(), hub.String()}]
-	if conv == nil {
-		return nil, fmt.Errorf("%s %s is not a version this webhook knows", req.Kind.Kind, gv)
-	}
-	out, err := conv(req.Object.Raw)
+	out, err := convert.Between(kind, from.String(), to, req.Object.Raw)
 	if err != nil {
-		return nil, fmt.Errorf("converting %s from %s: %w", req.Kind.Kind, gv, err)
+		return nil, err
 	}
 	return json.Marshal(out)
 }
 
-// rendered decodes the object under review and renders what it stands for.
-// A pool or claim whose pool or template does not exist (yet) is checked
-// alone; any other failure is an error.
+// rendered decodes the object under review and renders what it stands for
+// (render/preview, as the CLI does): the object itself, then what the
+// policies judge of what it makes. A pool or claim whose pool or template
+// does not exist (yet) is checked alone, and so is a warm claim (it takes
+// a member rendered with its pool) and a claim the controller will reject
+// with the public API's reason in its status; any other failure is an
+// error.
 func (v *Validator) rendered(ctx context.Context, req admission.Request) ([]checked, error) {
 	kind := req.Kind.Kind
 	raw, err := hubObject(req)
 	if err != nil {
 		return nil, err
 	}
+	self := convert.NewHub(kind)
+	if self == nil {
+		return nil, fmt.Errorf("kind %s is not validated here", kind)
+	}
+	if err := json.Unmarshal(raw, self); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", kind, err)
+	}
+	gvk := convert.Hub(kind).WithKind(kind)
+	if kind == "SandboxTemplate" {
+		// Checked as it will be stored: in its namespace, under its name.
+		self.SetNamespace(namespaceOf(self.GetNamespace(), req))
+		if self.GetName() == "" {
+			self.SetName(req.Name)
+		}
+	}
+	out := []checked{{gvk, self}}
+	if c, ok := self.(*extv1beta1.SandboxClaim); ok && !render.NeedsColdStart(c) {
+		return out, nil
+	}
+	probe := self.DeepCopyObject().(convert.Object)
+	preview.Fill(probe, req.Namespace, req.Name)
+	in := preview.Inputs{Object: probe, ControllerNamespace: v.ControllerNamespace}
 	defaults := render.CurrentDefaults(v.Defaults)
-	decode := func(into any) error {
-		if err := json.Unmarshal(raw, into); err != nil {
-			return fmt.Errorf("decoding %s: %w", kind, err)
-		}
-		return nil
+	in.Defaults = func(*sandboxv1beta1.Sandbox) render.Defaults { return defaults }
+	if v.Reader != nil {
+		in.Lookup = readerLookup{ctx: ctx, reader: v.Reader}
 	}
+	p, err := preview.Render(in)
+	var rejected *render.ClaimRejection
+	if errors.As(err, &rejected) {
+		// The claim is refused by the controller with the public API's
+		// reason in its status (envVarsInjectionPolicy and friends):
+		// nothing is created from it.
+		return out, nil
+	} else if err != nil {
+		return nil, err
+	}
+	judged := p.Made
 	switch kind {
-	case "Sandbox":
-		sb := &sandboxv1beta1.Sandbox{}
-		if err := decode(sb); err != nil {
-			return nil, err
-		}
-		return sandboxObjects(sb, req, defaults)
 	case "SandboxTemplate":
-		t := &extv1beta1.SandboxTemplate{}
-		if err := decode(t); err != nil {
-			return nil, err
-		}
-		fillTemplate(t, req)
-		out := []checked{{extv1beta1.GroupVersion.WithKind(kind), t}}
-		more, err := templateObjects(t, req, defaults, v.ControllerNamespace)
-		if err != nil {
-			return nil, err
-		}
-		return append(out, more...), nil
-	case "SandboxWarmPool":
-		p := &extv1beta1.SandboxWarmPool{}
-		if err := decode(p); err != nil {
-			return nil, err
-		}
-		out := []checked{{extv1beta1.GroupVersion.WithKind(kind), p}}
-		t, err := v.template(ctx, namespaceOf(p.Namespace, req), p.Spec.TemplateRef.Name)
-		if err != nil || t == nil {
-			return out, err
-		}
-		more, err := sandboxObjects(render.TemplateProbe(t), req, defaults)
-		if err != nil {
-			return nil, fmt.Errorf("SandboxTemplate %s: %w", t.Name, err)
-		}
-		return append(out, more...), nil
-	case "SandboxClaim":
-		c := &extv1beta1.SandboxClaim{}
-		if err := decode(c); err != nil {
-			return nil, err
-		}
-		out := []checked{{extv1beta1.GroupVersion.WithKind(kind), c}}
-		if !render.NeedsColdStart(c) || v.Reader == nil {
-			return out, nil
-		}
-		ns := namespaceOf(c.Namespace, req)
-		pool := &extv1beta1.SandboxWarmPool{}
-		if err := v.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: c.Spec.WarmPoolRef.Name}, pool); apierrors.IsNotFound(err) {
-			// The claim reports the missing pool; nothing is made until then.
-			return out, nil
-		} else if err != nil {
-			return nil, &lookupError{kind: "SandboxWarmPool", name: c.Spec.WarmPoolRef.Name, err: err}
-		}
-		t, err := v.template(ctx, ns, pool.Spec.TemplateRef.Name)
-		if err != nil || t == nil {
-			return out, err
-		}
-		probe := c.DeepCopy()
-		probe.Namespace = ns
-		if probe.Name == "" {
-			probe.Name = req.Name
-		}
-		if probe.UID == "" {
-			probe.UID = render.PlaceholderUID
-		}
-		ac, err := render.ClaimSandbox(render.ClaimInputs{Claim: probe, Template: t})
-		var rejected *render.ClaimRejection
-		if errors.As(err, &rejected) {
-			// The claim is refused by the controller with the public
-			// API's reason in its status (envVarsInjectionPolicy and
-			// friends): nothing is created from it.
-			return out, nil
-		} else if err != nil {
-			return nil, err
-		}
-		sb := &sandboxv1beta1.Sandbox{}
-		b, err := json.Marshal(ac)
-		if err != nil {
-			return nil, fmt.Errorf("encoding the claim's Sandbox: %w", err)
-		}
-		if err := json.Unmarshal(b, sb); err != nil {
-			return nil, fmt.Errorf("decoding the claim's Sandbox: %w", err)
-		}
-		more, err := sandboxObjects(sb, req, defaults)
-		if err != nil {
-			return nil, err
-		}
-		return append(out, more...), nil
+		// The Sandbox it makes, then its NetworkPolicy.
+		judged = append(p.Member, p.Made...)
+	case "SandboxWarmPool", "SandboxClaim":
+		// Judged through the Pod, Service and PVCs of the Sandbox it
+		// makes; the Sandbox object itself is the controller's.
+		judged = p.Member
 	}
-	return nil, fmt.Errorf("kind %s is not validated here", kind)
+	for _, o := range judged {
+		out = append(out, checked{o.GVK, o.Object})
+	}
+	return out, nil
 }
 
 func namespaceOf(ns string, req admission.Request) string {
@@ -170,78 +128,37 @@ func namespaceOf(ns string, req admission.Request) string {
 	return req.Namespace
 }
 
-func fillTemplate(t *extv1beta1.SandboxTemplate, req admission.Request) {
-	t.Namespace = namespaceOf(t.Namespace, req)
-	if t.Name == "" {
-		t.Name = req.Name
-	}
+// readerLookup reads a claim's pool and a pool's template: nil without an
+// error when it does not exist (it may be created later; the controller
+// checks before it creates anything).
+type readerLookup struct {
+	ctx    context.Context
+	reader client.Reader
 }
 
-// templateObjects are what a template stands for: the objects of a Sandbox
-// made from it (as a pool member or cold claim would be) and its shared
-// NetworkPolicy.
-func templateObjects(t *extv1beta1.SandboxTemplate, req admission.Request, d render.Defaults, controllerNamespace string) ([]checked, error) {
-	out, err := sandboxObjects(render.TemplateProbe(t), req, d)
-	if err != nil {
-		return nil, err
-	}
-	probe := t.DeepCopy()
-	if probe.UID == "" {
-		probe.UID = render.PlaceholderUID
-	}
-	desired, err := render.Template(render.TemplateInputs{Template: probe, ControllerNamespace: controllerNamespace})
-	if err != nil {
-		return nil, err
-	}
-	if desired.NetworkPolicy != nil {
-		out = append(out, checked{networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"), desired.NetworkPolicy})
-	}
-	return out, nil
-}
-
-// template reads a pool's template: nil without an error when it does not
-// exist (it may be created later; the controller checks before it creates
-// anything) or when there is no reader.
-func (v *Validator) template(ctx context.Context, ns, name string) (*extv1beta1.SandboxTemplate, error) {
-	if v.Reader == nil {
-		return nil, nil
-	}
+func (l readerLookup) Template(namespace, name string) (*extv1beta1.SandboxTemplate, error) {
 	t := &extv1beta1.SandboxTemplate{}
-	if err := v.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, t); apierrors.IsNotFound(err) {
-		return nil, nil
-	} else if err != nil {
-		return nil, &lookupError{kind: "SandboxTemplate", name: name, err: err}
+	if found, err := l.get(namespace, name, "SandboxTemplate", t); !found {
+		return nil, err
 	}
 	return t, nil
 }
 
-// sandboxObjects is a Sandbox and what it renders to (Pod, Service, PVCs:
-// render.SandboxObjects), the way the controller would create them, with
-// its defaults.
-func sandboxObjects(sb *sandboxv1beta1.Sandbox, req admission.Request, d render.Defaults) ([]checked, error) {
-	probe := sb.DeepCopy()
-	if probe.Namespace == "" {
-		probe.Namespace = req.Namespace
-	}
-	if probe.Name == "" {
-		probe.Name = req.Name
-	}
-	if probe.Name == "" && probe.GenerateName != "" {
-		probe.Name = probe.GenerateName + "x"
-	}
-	out := []checked{{sandboxv1beta1.GroupVersion.WithKind("Sandbox"), sb}}
-	if req.Kind.Kind != "Sandbox" {
-		// A template-made Sandbox is checked through its Pod; the Sandbox
-		// object itself is the controller's.
-		out = nil
-	}
-	children, err := render.SandboxObjects(probe, d)
-	if err != nil {
+func (l readerLookup) Pool(namespace, name string) (*extv1beta1.SandboxWarmPool, error) {
+	p := &extv1beta1.SandboxWarmPool{}
+	if found, err := l.get(namespace, name, "SandboxWarmPool", p); !found {
 		return nil, err
 	}
-	for _, c := range children {
-		gvk, _ := c.GVK()
-		out = append(out, checked{gvk, c.Object})
+	return p, nil
+}
+
+func (l readerLookup) get(namespace, name, kind string, into client.Object) (bool, error) {
+	err := l.reader.Get(l.ctx, types.NamespacedName{Namespace: namespace, Name: name}, into)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, &lookupError{kind: kind, name: name, err: err}
 	}
-	return out, nil
+	return true, nil
 }

@@ -21,6 +21,12 @@ import (
 // ValidatePath is where the API server sends admission reviews for our kinds.
 const ValidatePath = "/validate-agent-sandbox"
 
+// OptOutLabel on a namespace (value "disabled") exempts it from the
+// webhook: break-glass when the controller is down and failurePolicy Fail
+// would block every change. Deprecated: policy modes (policy.ModeLabel)
+// replace it; kept for one release.
+const OptOutLabel = policy.LegacyOptOutLabel
+
 // Validator admits Sandboxes, SandboxTemplates, SandboxClaims and
 // SandboxWarmPools: it checks the object with the policies and renders what
 // the controller would make of it (the Pod above all, with the controller's

@@ -11,6 +11,7 @@ import (
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/agentsandbox/reconciler/api/convert"
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -81,7 +82,7 @@ func execute(ctx context.Context, e *ssa.Engine, s render.Step) (ssa.Change, err
 // its name existed already (then nothing was written).
 func createSandbox(ctx context.Context, e *ssa.Engine, s render.Step) (*sandboxv1beta1.Sandbox, ssa.Change, bool, error) {
 	sb := &sandboxv1beta1.Sandbox{}
-	if err := convert(s.Object, sb); err != nil {
+	if err := convert.JSON(s.Object, sb); err != nil {
 		return nil, ssa.Change{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}, false, fmt.Errorf("converting %s %s: %w", s.Kind, s.Name, err)
 	}
 	c, exists, err := e.Create(ctx, s.Kind, sb)
@@ -102,7 +103,7 @@ func adoptSandbox(ctx context.Context, e *ssa.Engine, s render.Step) (*sandboxv1
 		return nil, c, err
 	}
 	sb := &sandboxv1beta1.Sandbox{}
-	if err := convert(ac, sb); err != nil {
+	if err := convert.JSON(ac, sb); err != nil {
 		return nil, c, fmt.Errorf("reading the adopted Sandbox %s: %w", s.Name, err)
 	}
 	return sb, c, nil

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -293,13 +292,4 @@ func (r *WarmPoolReconciler) createMember(ctx context.Context, in render.WarmPoo
 		exp.created[s.Name] = now
 		exp.mu.Unlock()
 	}
-}
-
-// convert turns an apply configuration into the typed object it describes.
-func convert(ac, obj any) error {
-	b, err := json.Marshal(ac)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, obj)
 }

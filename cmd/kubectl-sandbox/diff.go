@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/agentsandbox/reconciler/api/convert"
 	"github.com/agentsandbox/reconciler/policy"
 )
 
@@ -102,7 +103,7 @@ func runDiff(o *options, stdin io.Reader, stdout io.Writer) (int, error) {
 				_, _ = fmt.Fprintf(stdout, "# %s: %s would be refused: %s\n", r.doc.where(), dec.Object, dec.String())
 				changed = true
 			}
-			u, err := toUnstructured(child)
+			u, err := convert.Unstructured(child)
 			if err != nil {
 				return 0, err
 			}

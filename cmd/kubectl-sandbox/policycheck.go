@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,50 +9,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 
-	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
-	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/policy"
-	"github.com/agentsandbox/reconciler/render"
 )
-
-// templateMember is the Sandbox a template makes, named name (a pool
-// member's name; a template name that cannot name a Sandbox's Service is
-// replaced, since members are named after their pool).
-func templateMember(t *extv1beta1.SandboxTemplate, name string) *sandboxv1beta1.Sandbox {
-	sb := render.TemplateProbe(t)
-	sb.Name = name
-	if len(validation.IsDNS1035Label(name)) > 0 {
-		sb.Name = "template-member"
-	}
-	sb.UID, sb.Generation = render.PlaceholderUID, 1
-	return sb
-}
-
-// check renders sb as the controller would, with its defaults, and adds
-// its Pod, Service and PVCs to what policy check judges.
-func (r *rendering) check(sb *sandboxv1beta1.Sandbox, defaults func(*sandboxv1beta1.Sandbox) render.Defaults) error {
-	children, err := render.SandboxObjects(sb, defaults(sb))
-	if err != nil {
-		return fmt.Errorf("the Sandbox it makes: %w", err)
-	}
-	for _, c := range children {
-		gvk, _ := c.GVK()
-		r.checks = append(r.checks, c.Object)
-		r.checkGVKs = append(r.checkGVKs, gvk)
-	}
-	return nil
-}
-
-// convertTo copies an apply configuration into a typed object.
-func convertTo(from, to any) error {
-	b, err := json.Marshal(from)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, to)
-}
 
 // policySources are the configured policies, every built-in bundle and
 // the files given, with the bundles' modes: as --bundle says, else the
@@ -217,7 +175,9 @@ func runPolicyExport(o *options, stdout io.Writer) (int, error) {
 			if modes.Of(s.Bundle) == policy.ModeOff {
 				continue
 			}
-			s = s.InMode(modes.Of(s.Bundle))
+			if s, err = s.InMode(modes.Of(s.Bundle)); err != nil {
+				return 0, err
+			}
 		}
 		if !first {
 			_, _ = fmt.Fprintln(stdout, "---")

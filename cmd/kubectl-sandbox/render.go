@@ -6,8 +6,9 @@ import (
 	"io"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/agentsandbox/reconciler/api/convert"
 )
 
 func runRender(o *options, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
@@ -49,7 +50,7 @@ func runRender(o *options, stdin io.Reader, stdout, stderr io.Writer) (int, erro
 		_, _ = fmt.Fprintln(stdout, string(b))
 	case "name":
 		for _, it := range items {
-			u, err := toUnstructured(it)
+			u, err := convert.Unstructured(it)
 			if err != nil {
 				return 0, err
 			}
@@ -59,16 +60,4 @@ func runRender(o *options, stdin io.Reader, stdout, stderr io.Writer) (int, erro
 		return 0, &inputError{fmt.Sprintf("-o %s: want yaml, json or name", o.output)}
 	}
 	return code, nil
-}
-
-func toUnstructured(v any) (*unstructured.Unstructured, error) {
-	if u, ok := v.(*unstructured.Unstructured); ok {
-		return u, nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	u := &unstructured.Unstructured{}
-	return u, u.UnmarshalJSON(b)
 }

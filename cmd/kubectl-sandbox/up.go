@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentsandbox/reconciler/cmd/localcluster"
+	"github.com/agentsandbox/reconciler/localcluster"
 )
 
 const upUsage = `Usage: kubectl-sandbox up [flags]

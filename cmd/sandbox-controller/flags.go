@@ -13,6 +13,7 @@ import (
 	"github.com/agentsandbox/reconciler/apply/runtimeclass"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/webhooks"
+	"github.com/agentsandbox/reconciler/webhooks/certs"
 )
 
 type options struct {
@@ -76,7 +77,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "Directory of the webhook serving certificate (tls.crt, tls.key).")
 	fs.BoolVar(&o.enableWebhook, "enable-webhook", true, "Serve the admission webhooks.")
 	fs.StringVar(&o.webhookCertManagement, "webhook-cert-management", "self",
-		"self: issue the webhook's serving certificate, keep it in Secret "+webhooks.DefaultSecretName+" and inject the CA bundle into "+webhooks.DefaultWebhookConfigName+"; provided: use the files in --webhook-cert-dir (cert-manager, mounted Secret).")
+		"self: issue the webhook's serving certificate, keep it in Secret "+certs.DefaultSecretName+" and inject the CA bundle into "+certs.DefaultWebhookConfigName+"; provided: use the files in --webhook-cert-dir (cert-manager, mounted Secret).")
 	fs.StringVar(&o.webhookHosts, "webhook-hosts", "", "Extra DNS names or IPs for a self-issued serving certificate, comma-separated.")
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 	// Ours.

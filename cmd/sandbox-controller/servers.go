@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentsandbox/reconciler/cmd/sandbox-controller/serving"
 	"github.com/agentsandbox/reconciler/webhooks"
+	"github.com/agentsandbox/reconciler/webhooks/certs"
 )
 
 // servers are the controller's HTTP servers. Each listens from the start,
@@ -95,7 +96,7 @@ func webhookCertificate(o options, cfg *rest.Config, scheme *k8sruntime.Scheme, 
 	if err != nil {
 		return nil, nil, err
 	}
-	certs := &webhooks.Certs{Client: direct, Clientset: clientset, Namespace: o.controllerNamespace, CertDir: o.webhookCertDir}
+	certs := &certs.Certs{Client: direct, Clientset: clientset, Namespace: o.controllerNamespace, CertDir: o.webhookCertDir}
 	for _, h := range strings.Split(o.webhookHosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			certs.ExtraHosts = append(certs.ExtraHosts, h)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/agentsandbox/reconciler/cmd/localcluster"
+	"github.com/agentsandbox/reconciler/localcluster"
 	"github.com/agentsandbox/reconciler/tests"
 )
 

@@ -1,5 +1,5 @@
 // Package cluster gives e2e tests and benchmarks the local cluster of
-// cmd/localcluster (what `kubectl sandbox up` and `make run` start: etcd,
+// localcluster (what `kubectl sandbox up` and `make run` start: etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler and kwok nodes, as
 // plain processes, no Docker), built from the binaries in bin/, or a kind
 // cluster with E2E_CLUSTER=kind. It adds what only tests need: stopping and

@@ -8,11 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentsandbox/reconciler/cmd/localcluster/standin"
+	"github.com/agentsandbox/reconciler/localcluster/standin"
 )
 
 // StandIn is a stand-in kubelet running in this process (see
-// cmd/localcluster/standin): a sandbox-runtime process per sandbox Pod of
+// localcluster/standin): a sandbox-runtime process per sandbox Pod of
 // the cluster, reachable through kubectl exec, port-forward and logs.
 type StandIn struct {
 	*standin.StandIn

@@ -30,7 +30,7 @@
 //     way in.
 //
 // The harness (TestMain) brings up what `make run` runs, through the same
-// code (cmd/localcluster.Up): the kwok cluster, the controller, the stand-in
+// code (localcluster.Up): the kwok cluster, the controller, the stand-in
 // kubelet with a sandbox-runtime per Pod, the host router and the samples;
 // its binaries are built from this tree. One cluster serves every test of
 // the package. With CONFORMANCE_KUBECONFIG (and CONFORMANCE_ROUTER_URL, the

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/agentsandbox/reconciler/cmd/localcluster/standin"
 	"github.com/agentsandbox/reconciler/dataplane/sandboxd/processpb"
+	"github.com/agentsandbox/reconciler/localcluster/standin"
 )
 
 // tunnel is a sandbox reached as upstream's Go SDK reaches it with

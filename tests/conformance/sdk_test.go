@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsandbox/reconciler/cmd/localcluster/standin"
 	sdk "github.com/agentsandbox/reconciler/dataplane/client"
+	"github.com/agentsandbox/reconciler/localcluster/standin"
 )
 
 // TestOurSDKWithSandboxd: our Go SDK with WithSandboxd() opens a claimed

@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
-	"github.com/agentsandbox/reconciler/cmd/localcluster/standin"
 	sdk "github.com/agentsandbox/reconciler/dataplane/client"
 	"github.com/agentsandbox/reconciler/dataplane/sandboxd/processpb"
+	"github.com/agentsandbox/reconciler/localcluster/standin"
 	"github.com/agentsandbox/reconciler/tests/cluster"
 )
 

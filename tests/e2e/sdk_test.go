@@ -18,8 +18,8 @@ import (
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
-	"github.com/agentsandbox/reconciler/cmd/localcluster"
 	sdk "github.com/agentsandbox/reconciler/dataplane/client"
+	"github.com/agentsandbox/reconciler/localcluster"
 	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
 )

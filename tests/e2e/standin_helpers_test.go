@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 
-	"github.com/agentsandbox/reconciler/cmd/localcluster/standin"
+	"github.com/agentsandbox/reconciler/localcluster/standin"
 )
 
 // forward opens a client-go port-forward (SPDY, through the API server's

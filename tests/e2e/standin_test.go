@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
-	"github.com/agentsandbox/reconciler/cmd/localcluster/standin"
+	"github.com/agentsandbox/reconciler/localcluster/standin"
 	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
 )

@@ -27,24 +27,25 @@ import (
 	"github.com/agentsandbox/reconciler/cmd/sandbox-controller/serving"
 	"github.com/agentsandbox/reconciler/tests/cluster"
 	"github.com/agentsandbox/reconciler/webhooks"
+	"github.com/agentsandbox/reconciler/webhooks/certs"
 )
 
 // certsFor returns a certificate manager for the Secret in ns, as a
 // replica of the controller would run it.
-func certsFor(t *testing.T, ns string) *webhooks.Certs {
+func certsFor(t *testing.T, ns string) *certs.Certs {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &webhooks.Certs{Client: env.Client, Clientset: cs, Namespace: ns}
+	return &certs.Certs{Client: env.Client, Clientset: cs, Namespace: ns}
 }
 
 // serveWebhook serves the admission (allowing everything) and conversion
-// webhooks the way the controller does, with certs' certificate, on a free
+// webhooks the way the controller does, with cm's certificate, on a free
 // local port; it returns the address. The API server is pointed at it
 // (webhook configuration and CRD conversion) until the test ends.
-func serveWebhook(t *testing.T, ctx context.Context, certs *webhooks.Certs, install bool) string {
+func serveWebhook(t *testing.T, ctx context.Context, cm *certs.Certs, install bool) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -52,7 +53,7 @@ func serveWebhook(t *testing.T, ctx context.Context, certs *webhooks.Certs, inst
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	if install {
-		remove, err := cluster.InstallLocalWebhook(ctx, env.Client, certs.Namespace, port)
+		remove, err := cluster.InstallLocalWebhook(ctx, env.Client, cm.Namespace, port)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +68,7 @@ func serveWebhook(t *testing.T, ctx context.Context, certs *webhooks.Certs, inst
 			}
 		})
 	}
-	srv := serving.NewWebhook(l, certs.GetCertificate, map[string]int64{webhooks.ConvertPath: webhooks.MaxConversionBodyBytes})
+	srv := serving.NewWebhook(l, cm.GetCertificate, map[string]int64{webhooks.ConvertPath: webhooks.MaxConversionBodyBytes})
 	srv.Register(webhooks.ConvertPath, webhooks.Converter{})
 	srv.Register(webhooks.ValidatePath, &webhook.Admission{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
 		return admission.Allowed("")
@@ -79,13 +80,13 @@ func serveWebhook(t *testing.T, ctx context.Context, certs *webhooks.Certs, inst
 	return l.Addr().String()
 }
 
-// runReplica runs certs' watch loop, as every replica does, until the
+// runReplica runs cm's watch loop, as every replica does, until the
 // test ends.
-func runReplica(t *testing.T, ctx context.Context, certs *webhooks.Certs) {
+func runReplica(t *testing.T, ctx context.Context, cm *certs.Certs) {
 	t.Helper()
 	runCtx, stop := context.WithCancel(logr.NewContext(ctx, testr.New(t)))
 	ran := make(chan error, 1)
-	go func() { ran <- certs.Run(runCtx) }()
+	go func() { ran <- cm.Run(runCtx) }()
 	t.Cleanup(func() {
 		stop()
 		if err := <-ran; err != nil {
@@ -124,7 +125,7 @@ func caCount(b []byte) int { return bytes.Count(b, []byte("BEGIN CERTIFICATE")) 
 func secretOf(t *testing.T, ns string) *corev1.Secret {
 	t.Helper()
 	s := &corev1.Secret{}
-	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: webhooks.DefaultSecretName}, s); err != nil {
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: certs.DefaultSecretName}, s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -136,11 +137,11 @@ func injected(t *testing.T) (webhookBundle, crdBundle []byte) {
 	t.Helper()
 	ctx := context.Background()
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Name: webhooks.DefaultWebhookConfigName}, cfg); err != nil {
+	if err := env.Client.Get(ctx, types.NamespacedName{Name: certs.DefaultWebhookConfigName}, cfg); err != nil {
 		t.Fatal(err)
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Name: webhooks.CRDs[0]}, crd); err != nil {
+	if err := env.Client.Get(ctx, types.NamespacedName{Name: certs.CRDs[0]}, crd); err != nil {
 		t.Fatal(err)
 	}
 	return cfg.Webhooks[0].ClientConfig.CABundle, crd.Spec.Conversion.Webhook.ClientConfig.CABundle

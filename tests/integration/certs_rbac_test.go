@@ -22,7 +22,7 @@ import (
 
 	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
-	"github.com/agentsandbox/reconciler/webhooks"
+	"github.com/agentsandbox/reconciler/webhooks/certs"
 )
 
 // TestWebhookCertsWithDeployRBAC runs a replica's certificate management
@@ -39,7 +39,7 @@ func TestWebhookCertsWithDeployRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = remove() })
-	_ = env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: webhooks.DefaultSecretName}})
+	_ = env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: certs.DefaultSecretName}})
 
 	raw, err := os.ReadFile(filepath.Join(tests.RepoRoot(), "config", "rbac", "role.yaml"))
 	if err != nil {
@@ -87,19 +87,19 @@ func TestWebhookCertsWithDeployRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, 10*time.Second, "the roles are in force", func() bool {
-		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: webhooks.DefaultSecretName}, &corev1.Secret{})
+		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: certs.DefaultSecretName}, &corev1.Secret{})
 		return !apierrors.IsForbidden(err)
 	})
 	if err := c.List(ctx, &corev1.SecretList{}, client.InNamespace(ns)); !apierrors.IsForbidden(err) {
 		t.Errorf("listing every Secret of its namespace: %v, want forbidden", err)
 	}
 
-	replica := &webhooks.Certs{Client: c, Clientset: cs, Namespace: ns, Resync: time.Hour}
+	replica := &certs.Certs{Client: c, Clientset: cs, Namespace: ns, Resync: time.Hour}
 	addr := serveWebhook(t, ctx, replica, false)
 	runReplica(t, ctx, replica)
 	waitUntil(t, 10*time.Second, "the certificate is issued and served", func() bool { return served(addr) != "" })
 	cfgObj := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Name: webhooks.DefaultWebhookConfigName}, cfgObj); err != nil {
+	if err := env.Client.Get(ctx, types.NamespacedName{Name: certs.DefaultWebhookConfigName}, cfgObj); err != nil {
 		t.Fatal(err)
 	}
 	if n := caCount(cfgObj.Webhooks[0].ClientConfig.CABundle); n != 1 {

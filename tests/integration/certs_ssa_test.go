@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/agentsandbox/reconciler/tests/cluster"
-	"github.com/agentsandbox/reconciler/webhooks"
+	"github.com/agentsandbox/reconciler/webhooks/certs"
 )
 
 // TestWebhookCertWritersRaceOnSecret: two replicas that find no Secret, or
@@ -66,7 +66,7 @@ func TestWebhookCertWritersRaceOnSecret(t *testing.T) {
 	if string(bundle) != string(stored.Data["ca.crt"]) || caCount(bundle) != 1 {
 		t.Errorf("a's bundle (%d CAs) is not the stored one", caCount(bundle))
 	}
-	for name, c := range map[string]*webhooks.Certs{"a": a, "b": b} {
+	for name, c := range map[string]*certs.Certs{"a": a, "b": b} {
 		if got, want := servedBy(t, c), serialOf(t, stored.Data["tls.crt"]); got != want {
 			t.Errorf("replica %s serves %s, the Secret holds %s", name, got, want)
 		}
@@ -100,7 +100,7 @@ func TestWebhookCertWritersRaceOnSecret(t *testing.T) {
 // empty namespace all serve the one certificate stored.
 func TestWebhookCertReplicasStartTogether(t *testing.T) {
 	ctx, ns := localWebhook(t)
-	replicas := make([]*webhooks.Certs, 4)
+	replicas := make([]*certs.Certs, 4)
 	errs := make([]error, len(replicas))
 	var wg sync.WaitGroup
 	for i := range replicas {
@@ -135,11 +135,11 @@ func TestWebhookCAInjectionFieldManagers(t *testing.T) {
 		writes = append(writes, fmt.Sprintf("%s %T", verb, obj))
 		return nil
 	})
-	certs := certsFor(t, ns)
-	certs.Client = counting
-	serveWebhook(t, ctx, certs, true)
+	cm := certsFor(t, ns)
+	cm.Client = counting
+	serveWebhook(t, ctx, cm, true)
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Name: webhooks.DefaultWebhookConfigName}, cfg); err != nil {
+	if err := env.Client.Get(ctx, types.NamespacedName{Name: certs.DefaultWebhookConfigName}, cfg); err != nil {
 		t.Fatal(err)
 	}
 	name := cfg.Webhooks[0].Name
@@ -155,7 +155,7 @@ func TestWebhookCAInjectionFieldManagers(t *testing.T) {
 	}
 	gitopsOwns := owned(cfg, "gitops")
 
-	bundle, err := certs.Ensure(ctx)
+	bundle, err := cm.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,8 +163,8 @@ func TestWebhookCAInjectionFieldManagers(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := `webhooks/k:{"name":"` + name + `"}/`
-	if got, want := owned(cfg, webhooks.FieldManager), []string{key + "clientConfig/caBundle", key + "name"}; !slices.Equal(got, want) {
-		t.Errorf("%s owns %q of the webhook configuration, want %q", webhooks.FieldManager, got, want)
+	if got, want := owned(cfg, certs.FieldManager), []string{key + "clientConfig/caBundle", key + "name"}; !slices.Equal(got, want) {
+		t.Errorf("%s owns %q of the webhook configuration, want %q", certs.FieldManager, got, want)
 	}
 	if got := owned(cfg, "gitops"); !slices.Equal(got, gitopsOwns) {
 		t.Errorf("gitops owns %q after the injection, before %q", got, gitopsOwns)
@@ -174,11 +174,11 @@ func TestWebhookCAInjectionFieldManagers(t *testing.T) {
 			*cfg.Webhooks[0].TimeoutSeconds, cfg.Labels["team"])
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Name: webhooks.CRDs[0]}, crd); err != nil {
+	if err := env.Client.Get(ctx, types.NamespacedName{Name: certs.CRDs[0]}, crd); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := owned(crd, webhooks.FieldManager), []string{"spec/conversion/webhook/clientConfig/caBundle"}; !slices.Equal(got, want) {
-		t.Errorf("%s owns %q of the CRD, want %q", webhooks.FieldManager, got, want)
+	if got, want := owned(crd, certs.FieldManager), []string{"spec/conversion/webhook/clientConfig/caBundle"}; !slices.Equal(got, want) {
+		t.Errorf("%s owns %q of the CRD, want %q", certs.FieldManager, got, want)
 	}
 	if string(crd.Spec.Conversion.Webhook.ClientConfig.CABundle) != string(bundle) {
 		t.Error("the CRD's conversion webhook does not hold the bundle")
@@ -186,7 +186,7 @@ func TestWebhookCAInjectionFieldManagers(t *testing.T) {
 
 	restarted := certsFor(t, ns)
 	restarted.Client = counting
-	for _, c := range []*webhooks.Certs{certs, restarted} {
+	for _, c := range []*certs.Certs{cm, restarted} {
 		writes = writes[:0]
 		if _, err := c.Ensure(ctx); err != nil {
 			t.Fatal(err)
@@ -203,21 +203,21 @@ func TestWebhookCAInjectionFieldManagers(t *testing.T) {
 // promotion removes the waiting certificate whoever wrote it.
 func TestWebhookCertSecretOwnership(t *testing.T) {
 	ctx, ns := localWebhook(t)
-	certs := certsFor(t, ns)
-	if _, err := certs.Ensure(ctx); err != nil {
+	cm := certsFor(t, ns)
+	if _, err := cm.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The engine moves what its create recorded into its apply entry
 	// right after the create.
-	if got := managers(secretOf(t, ns)); !slices.Equal(got, []string{webhooks.FieldManager + " Apply"}) {
+	if got := managers(secretOf(t, ns)); !slices.Equal(got, []string{certs.FieldManager + " Apply"}) {
 		t.Fatalf("the created Secret is managed by %q, want the create's entry moved into the apply entry", got)
 	}
-	certs.RenewBefore = 400 * 24 * time.Hour
-	if _, err := certs.Ensure(ctx); err != nil {
+	cm.RenewBefore = 400 * 24 * time.Hour
+	if _, err := cm.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	renewing := secretOf(t, ns)
-	if got := managers(renewing); !slices.Equal(got, []string{webhooks.FieldManager + " Apply"}) {
+	if got := managers(renewing); !slices.Equal(got, []string{certs.FieldManager + " Apply"}) {
 		t.Fatalf("after the renewal started the Secret is managed by %q, want only the apply entry", got)
 	}
 
@@ -230,9 +230,9 @@ func TestWebhookCertSecretOwnership(t *testing.T) {
 	if err := env.Client.Create(ctx, old, client.FieldOwner("sandbox-controller")); err != nil {
 		t.Fatal(err)
 	}
-	certs.RenewBefore, certs.PromoteAfter = 30*24*time.Hour, time.Millisecond
+	cm.RenewBefore, cm.PromoteAfter = 30*24*time.Hour, time.Millisecond
 	time.Sleep(10 * time.Millisecond)
-	if _, err := certs.Ensure(ctx); err != nil {
+	if _, err := cm.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	promoted := secretOf(t, ns)
@@ -242,10 +242,10 @@ func TestWebhookCertSecretOwnership(t *testing.T) {
 	if _, ok := promoted.Data["tls-next.crt"]; ok {
 		t.Errorf("the promoted certificate is still waiting as tls-next.crt")
 	}
-	if got := managers(promoted); !slices.Equal(got, []string{webhooks.FieldManager + " Apply"}) {
+	if got := managers(promoted); !slices.Equal(got, []string{certs.FieldManager + " Apply"}) {
 		t.Errorf("after the promotion the Secret is managed by %q, want only the apply entry", got)
 	}
-	if _, err := certs.Ensure(ctx); err != nil {
+	if _, err := cm.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if secretOf(t, ns).ResourceVersion != promoted.ResourceVersion {
@@ -254,7 +254,7 @@ func TestWebhookCertSecretOwnership(t *testing.T) {
 }
 
 // servedBy is the serial number of the certificate c serves.
-func servedBy(t *testing.T, c *webhooks.Certs) string {
+func servedBy(t *testing.T, c *certs.Certs) string {
 	t.Helper()
 	cert, err := c.GetCertificate(nil)
 	if err != nil {

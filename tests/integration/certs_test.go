@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/agentsandbox/reconciler/tests/cluster"
-	"github.com/agentsandbox/reconciler/webhooks"
+	"github.com/agentsandbox/reconciler/webhooks/certs"
 )
 
 // TestWebhookCertRotationWithoutOutage renews the certificate while the
@@ -29,10 +29,10 @@ func TestWebhookCertRotationWithoutOutage(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := env.Namespace(t)
-	certs := certsFor(t, ns)
-	certs.PromoteAfter = 2 * time.Second
-	addr := serveWebhook(t, ctx, certs, true)
-	first, err := certs.Ensure(ctx)
+	cm := certsFor(t, ns)
+	cm.PromoteAfter = 2 * time.Second
+	addr := serveWebhook(t, ctx, cm, true)
+	first, err := cm.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +68,8 @@ func TestWebhookCertRotationWithoutOutage(t *testing.T) {
 
 	// Due for renewal: the new CA is trusted first, the old certificate
 	// still served.
-	certs.RenewBefore = 400 * 24 * time.Hour
-	bundle, err := certs.Ensure(ctx)
+	cm.RenewBefore = 400 * 24 * time.Hour
+	bundle, err := cm.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,9 +86,9 @@ func TestWebhookCertRotationWithoutOutage(t *testing.T) {
 
 	// After PromoteAfter the new certificate is served; the old CA stays,
 	// so replicas still serving the old certificate are trusted.
-	time.Sleep(certs.PromoteAfter)
-	certs.RenewBefore = 30 * 24 * time.Hour
-	if _, err = certs.Ensure(ctx); err != nil {
+	time.Sleep(cm.PromoteAfter)
+	cm.RenewBefore = 30 * 24 * time.Hour
+	if _, err = cm.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	newSecret := secretOf(t, ns)
@@ -160,7 +160,7 @@ func TestWebhookCertBrokenSecretReplaced(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = remove() })
 	// donor issues certificates into another Secret, to break ours with.
-	donor := func(name string, mutate func(*webhooks.Certs)) map[string][]byte {
+	donor := func(name string, mutate func(*certs.Certs)) map[string][]byte {
 		d := certsFor(t, ns)
 		d.SecretName, d.WebhookConfigName = name, "none"
 		if mutate != nil {
@@ -189,11 +189,11 @@ func TestWebhookCertBrokenSecretReplaced(t *testing.T) {
 		{"key of another certificate", func(d map[string][]byte) { d["tls.key"] = other["tls.key"] }},
 		{"not signed by its CA", func(d map[string][]byte) { d["ca.crt"] = other["ca.crt"] }},
 		{"expired", func(d map[string][]byte) {
-			old := donor("expired", func(c *webhooks.Certs) { c.Now = func() time.Time { return time.Now().Add(-2 * 365 * 24 * time.Hour) } })
+			old := donor("expired", func(c *certs.Certs) { c.Now = func() time.Time { return time.Now().Add(-2 * 365 * 24 * time.Hour) } })
 			d["tls.crt"], d["tls.key"], d["ca.crt"] = old["tls.crt"], old["tls.key"], old["ca.crt"]
 		}},
 		{"wrong host names", func(d map[string][]byte) {
-			wrong := donor("wrong-names", func(c *webhooks.Certs) { c.ServiceName = "someone-else" })
+			wrong := donor("wrong-names", func(c *certs.Certs) { c.ServiceName = "someone-else" })
 			d["tls.crt"], d["tls.key"], d["ca.crt"] = wrong["tls.crt"], wrong["tls.key"], wrong["ca.crt"]
 		}},
 	} {
@@ -234,14 +234,14 @@ func TestWebhookCAInjectionKeepsConcurrentEdits(t *testing.T) {
 		edits++
 		// Another writer (a GitOps tool, an admin) lands first.
 		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Name: webhooks.DefaultWebhookConfigName}, cfg); err != nil {
+		if err := env.Client.Get(ctx, types.NamespacedName{Name: certs.DefaultWebhookConfigName}, cfg); err != nil {
 			return err
 		}
 		cfg.Webhooks[0].TimeoutSeconds = ptr.To[int32](7)
 		return env.Client.Update(ctx, cfg)
 	})
-	certs := &webhooks.Certs{Client: racing, Namespace: ns}
-	bundle, err := certs.Ensure(ctx)
+	cm := &certs.Certs{Client: racing, Namespace: ns}
+	bundle, err := cm.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestWebhookCAInjectionKeepsConcurrentEdits(t *testing.T) {
 		t.Fatalf("the concurrent edit ran %d times", edits)
 	}
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Name: webhooks.DefaultWebhookConfigName}, cfg); err != nil {
+	if err := env.Client.Get(ctx, types.NamespacedName{Name: certs.DefaultWebhookConfigName}, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if got := cfg.Webhooks[0].TimeoutSeconds; got == nil || *got != 7 {

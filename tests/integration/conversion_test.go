@@ -24,6 +24,7 @@ import (
 	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
 	"github.com/agentsandbox/reconciler/webhooks"
+	"github.com/agentsandbox/reconciler/webhooks/certs"
 )
 
 // TestV1alpha1ThroughConversion serves the conversion webhook as the
@@ -50,11 +51,11 @@ func TestV1alpha1ThroughConversion(t *testing.T) {
 			t.Errorf("turning conversion off: %v", err)
 		}
 	})
-	certs := &webhooks.Certs{Client: env.Client, Namespace: "agent-sandbox-system", CertDir: t.TempDir()}
-	if _, err := certs.Ensure(ctx); err != nil {
+	cm := &certs.Certs{Client: env.Client, Namespace: "agent-sandbox-system", CertDir: t.TempDir()}
+	if _, err := cm.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
-	srv := webhook.NewServer(webhook.Options{Port: port, Host: "127.0.0.1", CertDir: certs.CertDir})
+	srv := webhook.NewServer(webhook.Options{Port: port, Host: "127.0.0.1", CertDir: cm.CertDir})
 	srv.Register(webhooks.ConvertPath, webhooks.Converter{})
 	go func() { _ = srv.Start(ctx) }()
 	for srv.StartedChecker()(&http.Request{}) != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
 	"github.com/agentsandbox/reconciler/webhooks"
+	"github.com/agentsandbox/reconciler/webhooks/certs"
 )
 
 // serveValidator installs the webhook configuration pointed at a validator
@@ -44,11 +45,11 @@ func serveValidator(t *testing.T, v *webhooks.Validator) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = remove() })
-	certs := &webhooks.Certs{Client: env.Client, Namespace: "agent-sandbox-system", CertDir: t.TempDir()}
-	if _, err := certs.Ensure(ctx); err != nil {
+	cm := &certs.Certs{Client: env.Client, Namespace: "agent-sandbox-system", CertDir: t.TempDir()}
+	if _, err := cm.Ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
-	srv := webhook.NewServer(webhook.Options{Port: port, Host: "127.0.0.1", CertDir: certs.CertDir})
+	srv := webhook.NewServer(webhook.Options{Port: port, Host: "127.0.0.1", CertDir: cm.CertDir})
 	srv.Register(webhooks.ValidatePath, &webhook.Admission{Handler: v})
 	served := make(chan error, 1)
 	go func() { served <- srv.Start(ctx) }()

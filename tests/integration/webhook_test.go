@@ -20,6 +20,7 @@ import (
 	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
 	"github.com/agentsandbox/reconciler/webhooks"
+	"github.com/agentsandbox/reconciler/webhooks/certs"
 )
 
 // TestWebhookThroughTheAPIServer serves the validating webhook the way the
@@ -47,20 +48,20 @@ func TestWebhookThroughTheAPIServer(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = remove() })
 
-	certs := &webhooks.Certs{Client: env.Client, Namespace: "agent-sandbox-system", CertDir: t.TempDir()}
-	ca, err := certs.Ensure(ctx)
+	cm := &certs.Certs{Client: env.Client, Namespace: "agent-sandbox-system", CertDir: t.TempDir()}
+	ca, err := cm.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Name: webhooks.DefaultWebhookConfigName}, cfg); err != nil {
+	if err := env.Client.Get(ctx, types.NamespacedName{Name: certs.DefaultWebhookConfigName}, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if string(cfg.Webhooks[0].ClientConfig.CABundle) != string(ca) {
 		t.Fatal("the CA bundle was not injected")
 	}
 	// A second Ensure reuses the stored certificate.
-	if again, err := certs.Ensure(ctx); err != nil || string(again) != string(ca) {
+	if again, err := cm.Ensure(ctx); err != nil || string(again) != string(ca) {
 		t.Fatalf("second Ensure issued a new CA (err %v)", err)
 	}
 
@@ -74,7 +75,7 @@ func TestWebhookThroughTheAPIServer(t *testing.T) {
 	}
 	holder := &policy.Holder{}
 	holder.Set(set)
-	srv := webhook.NewServer(webhook.Options{Port: port, Host: "127.0.0.1", CertDir: certs.CertDir})
+	srv := webhook.NewServer(webhook.Options{Port: port, Host: "127.0.0.1", CertDir: cm.CertDir})
 	srv.Register(webhooks.ValidatePath, &webhook.Admission{Handler: &webhooks.Validator{Policy: holder, Reader: env.Client}})
 	srvCtx, stopServer := context.WithCancel(ctx)
 	served := make(chan error, 1)
@@ -148,17 +149,17 @@ spec:
 func TestWebhookCertificateRenewal(t *testing.T) {
 	ctx, ns := localWebhook(t)
 	now := time.Now()
-	certs := &webhooks.Certs{Client: env.Client, Namespace: ns, CertDir: t.TempDir(), Now: func() time.Time { return now }}
-	first, err := certs.Ensure(ctx)
+	cm := &certs.Certs{Client: env.Client, Namespace: ns, CertDir: t.TempDir(), Now: func() time.Time { return now }}
+	first, err := cm.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(300 * 24 * time.Hour) // 65 days left: not due yet
-	if again, err := certs.Ensure(ctx); err != nil || string(again) != string(first) {
+	if again, err := cm.Ensure(ctx); err != nil || string(again) != string(first) {
 		t.Fatalf("renewed too early (err %v)", err)
 	}
 	now = now.Add(40 * 24 * time.Hour) // 25 days left: due
-	renewed, err := certs.Ensure(ctx)
+	renewed, err := cm.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestWebhookCertificateRenewal(t *testing.T) {
 		t.Fatal("a certificate 25 days from expiry was not renewed")
 	}
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Name: webhooks.DefaultWebhookConfigName}, cfg); err != nil {
+	if err := env.Client.Get(ctx, types.NamespacedName{Name: certs.DefaultWebhookConfigName}, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if string(cfg.Webhooks[0].ClientConfig.CABundle) != string(renewed) {

@@ -33,7 +33,7 @@
 // StopAll stops them all (SIGTERM, then SIGKILL for the runtime and whatever
 // is left in its session).
 //
-// It lives under cmd/localcluster, not dataplane/, because it is development
+// It lives under localcluster, not dataplane/, because it is development
 // infrastructure of the kwok cluster (it acts on kwok's CRDs and on this
 // machine's processes) and nothing that ships to a real cluster may depend
 // on it; it uses client-go and the API types only. It must never bind

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/agentsandbox/reconciler/cmd/localcluster/standin"
+	"github.com/agentsandbox/reconciler/localcluster/standin"
 	"github.com/agentsandbox/reconciler/tests/envtest"
 )
 

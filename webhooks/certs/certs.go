@@ -1,4 +1,4 @@
-package webhooks
+package certs
 
 import (
 	"bytes"
@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/agentsandbox/reconciler/apply/ssa"
-	"github.com/agentsandbox/reconciler/policy"
 )
 
 // Names of the objects the webhook serving certificates involve.
@@ -31,11 +30,6 @@ const (
 	DefaultSecretName        = "agent-sandbox-webhook-cert"
 	DefaultServiceName       = "agent-sandbox-webhook-service"
 	DefaultWebhookConfigName = "agent-sandbox-validating-webhook"
-	// OptOutLabel on a namespace (value "disabled") exempts it from the
-	// webhook: break-glass when the controller is down and failurePolicy
-	// Fail would block every change. Deprecated: policy modes
-	// (policy.ModeLabel) replace it; kept for one release.
-	OptOutLabel = policy.LegacyOptOutLabel
 )
 
 // FieldManager owns what the certificate manager writes: the Secret and

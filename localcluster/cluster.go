@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 
-	"github.com/agentsandbox/reconciler/cmd/localcluster/standin"
+	"github.com/agentsandbox/reconciler/localcluster/standin"
 )
 
 // Options configure a local cluster.

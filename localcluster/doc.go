@@ -30,5 +30,6 @@
 // make (--allowed-hosts). With Kind set it creates a kind
 // cluster instead (Docker needed).
 //
-// It is a library of cmd/: only binaries and the test harness import it.
+// It is a library of its own (not under cmd/, which holds flags and wiring
+// only): only binaries and the test harness import it.
 package localcluster

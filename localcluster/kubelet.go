@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentsandbox/reconciler/cmd/localcluster/standin"
+	"github.com/agentsandbox/reconciler/localcluster/standin"
 )
 
 // standInStopTimeout bounds a stand-in's exit after SIGTERM: it stops every

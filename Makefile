@@ -28,6 +28,8 @@ BUF_VERSION ?= v1.75.0
 # protoc-gen-go comes from google.golang.org/protobuf: keep it at go.mod's version.
 PROTOC_GEN_GO_VERSION ?= v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
+# protoc-gen-connect-go comes from connectrpc.com/connect: keep it at go.mod's version.
+PROTOC_GEN_CONNECT_GO_VERSION ?= v1.21.1
 
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
@@ -37,7 +39,8 @@ KUSTOMIZE := $(BIN)/kustomize-$(KUSTOMIZE_VERSION)
 BUF := $(BIN)/buf-$(BUF_VERSION)
 PROTOC_GEN_GO := $(BIN)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)
 PROTOC_GEN_GO_GRPC := $(BIN)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)
-PROTO_TOOLS := $(BUF) $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC)
+PROTOC_GEN_CONNECT_GO := $(BIN)/protoc-gen-connect-go-$(PROTOC_GEN_CONNECT_GO_VERSION)
+PROTO_TOOLS := $(BUF) $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) $(PROTOC_GEN_CONNECT_GO)
 
 CONTROL_PLANE := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/etcd
 ENVTEST_ASSETS := $(BIN)/kube-apiserver $(BIN)/etcd
@@ -146,7 +149,7 @@ golden: ## Rewrite golden files from the current code (review the diff like code
 ##@ Code generation and checks
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) $(PROTO_TOOLS) ## Regenerate deepcopy, apply configurations, CRDs, RBAC and the sandboxd gRPC code.
+generate: $(CONTROLLER_GEN) $(PROTO_TOOLS) ## Regenerate deepcopy, apply configurations, CRDs, RBAC the sandboxd gRPC and the envd Connect code.
 	rm -rf api/v1beta1/applyconfiguration api/extensions/v1beta1/applyconfiguration
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) applyconfiguration:externalApplyConfigurations="$(EXTERNAL_ACS)" paths=./api/...
@@ -166,6 +169,10 @@ generate: $(CONTROLLER_GEN) $(PROTO_TOOLS) ## Regenerate deepcopy, apply configu
 	@# with the pinned buf and plugins from bin/.
 	rm -f dataplane/sandboxd/processpb/*.pb.go
 	cd dataplane/sandboxd/proto && PATH="$(BIN):$$PATH" $(BUF) generate
+	@# envd's Connect API (dataplane/envd/proto) -> dataplane/envd/envdpb, the
+	@# same way, with protoc-gen-connect-go for the handlers and clients.
+	rm -f dataplane/envd/envdpb/*/*.pb.go dataplane/envd/envdpb/*/*connect/*.connect.go
+	cd dataplane/envd/proto && PATH="$(BIN):$$PATH" $(BUF) generate
 
 # Types from other packages that our apply configurations refer to, mapped to
 # their apply configurations, so every field (down to a container's ports) is
@@ -244,7 +251,7 @@ verify: $(CONTROLLER_GEN) $(KUSTOMIZE) $(PROTO_TOOLS) ## Fail when generated cod
 	@echo "verify: generated files, modules, formatting and the Dockerfile's build are up to date"
 
 # Checksums of everything generation or tidying may touch.
-GENERATED_SUM := find api config dist dataplane/sandboxd/proto dataplane/sandboxd/processpb go.mod go.sum tests/tools/go.mod tests/tools/go.sum -type f -print0 | sort -z | xargs -0 sha256sum
+GENERATED_SUM := find api config dist dataplane/sandboxd/proto dataplane/sandboxd/processpb dataplane/envd/proto dataplane/envd/envdpb go.mod go.sum tests/tools/go.mod tests/tools/go.sum -type f -print0 | sort -z | xargs -0 sha256sum
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (with importas and depguard).
@@ -291,6 +298,9 @@ $(PROTOC_GEN_GO):
 
 $(PROTOC_GEN_GO_GRPC):
 	$(call go-install,google.golang.org/grpc/cmd/protoc-gen-go-grpc,$(PROTOC_GEN_GO_GRPC_VERSION),protoc-gen-go-grpc)
+
+$(PROTOC_GEN_CONNECT_GO):
+	$(call go-install,connectrpc.com/connect/cmd/protoc-gen-connect-go,$(PROTOC_GEN_CONNECT_GO_VERSION),protoc-gen-connect-go)
 
 $(KWOK):
 	$(call go-install,sigs.k8s.io/kwok/cmd/kwok,$(KWOK_VERSION),kwok)

@@ -18,6 +18,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/agentsandbox/reconciler/dataplane/envd"
 	"github.com/agentsandbox/reconciler/dataplane/runtime"
 	"github.com/agentsandbox/reconciler/dataplane/sandboxd"
 	"github.com/agentsandbox/reconciler/dataplane/webguard"
@@ -33,6 +34,7 @@ type options struct {
 	listenAddr        string
 	restAddr          string
 	grpcAddr          string
+	envdAddr          string
 	baseDir           string
 	execTimeout       time.Duration
 	maxOutputBytes    int64
@@ -64,6 +66,9 @@ func (o *options) bind(fs *flag.FlagSet, getenv func(string) string) {
 		"Address to serve sandboxd's REST API (/v1/files, /v1/health, /v1/metadata) on; empty or off turns it off ($SANDBOXD_REST_ADDRESS).")
 	fs.StringVar(&o.grpcAddr, "sandboxd-grpc-address", o.envString(getenv, "SANDBOXD_GRPC_ADDRESS", ":9090"),
 		"Address to serve sandboxd's gRPC process.v1.ProcessService on; empty or off turns it off ($SANDBOXD_GRPC_ADDRESS).")
+	fs.StringVar(&o.envdAddr, "envd-address", o.envString(getenv, "SANDBOX_ENVD_ADDRESS", fmt.Sprintf(":%d", envd.Port)),
+		"Address to serve the E2B in-sandbox daemon's subset (envd "+envd.Version+": process.Process, filesystem.Filesystem, /files, /health) on; "+
+			"empty or off turns it off ($SANDBOX_ENVD_ADDRESS).")
 	fs.StringVar(&o.baseDir, "base-dir", o.envString(getenv, "SANDBOX_BASE_DIR", runtime.DefaultBaseDir),
 		"Directory commands run in and file paths are confined to; created if missing ($SANDBOX_BASE_DIR).")
 	fs.DurationVar(&o.execTimeout, "exec-timeout", o.envSeconds(getenv, "SANDBOX_EXEC_TIMEOUT_SECONDS", runtime.DefaultExecTimeout),
@@ -149,13 +154,13 @@ func (o *options) validate() error {
 	if o.baseDir == "" {
 		errs = append(errs, errors.New("--base-dir must not be empty"))
 	}
-	for _, addr := range []*string{&o.listenAddr, &o.restAddr, &o.grpcAddr} {
+	for _, addr := range []*string{&o.listenAddr, &o.restAddr, &o.grpcAddr, &o.envdAddr} {
 		if *addr == "off" {
 			*addr = ""
 		}
 	}
-	if o.listenAddr == "" && o.restAddr == "" && o.grpcAddr == "" {
-		errs = append(errs, errors.New("--listen-address, --sandboxd-rest-address and --sandboxd-grpc-address are all empty: nothing to serve"))
+	if o.listenAddr == "" && o.restAddr == "" && o.grpcAddr == "" && o.envdAddr == "" {
+		errs = append(errs, errors.New("--listen-address, --sandboxd-rest-address, --sandboxd-grpc-address and --envd-address are all empty: nothing to serve"))
 	}
 	for _, d := range []struct {
 		name  string
@@ -207,7 +212,7 @@ func main() {
 
 // listeners are where each protocol is served; nil turns one off.
 type listeners struct {
-	legacy, rest, grpc net.Listener
+	legacy, rest, grpc, envd net.Listener
 }
 
 // run creates the base directory, listens and serves until ctx ends.
@@ -219,7 +224,8 @@ func run(ctx context.Context, o options, logger *slog.Logger) error {
 	for _, x := range []struct {
 		flag, addr string
 		ln         *net.Listener
-	}{{"--listen-address", o.listenAddr, &l.legacy}, {"--sandboxd-rest-address", o.restAddr, &l.rest}, {"--sandboxd-grpc-address", o.grpcAddr, &l.grpc}} {
+	}{{"--listen-address", o.listenAddr, &l.legacy}, {"--sandboxd-rest-address", o.restAddr, &l.rest}, {"--sandboxd-grpc-address", o.grpcAddr, &l.grpc},
+		{"--envd-address", o.envdAddr, &l.envd}} {
 		if x.addr == "" {
 			continue
 		}
@@ -234,7 +240,7 @@ func run(ctx context.Context, o options, logger *slog.Logger) error {
 }
 
 func (l listeners) close() {
-	for _, ln := range []net.Listener{l.legacy, l.rest, l.grpc} {
+	for _, ln := range []net.Listener{l.legacy, l.rest, l.grpc, l.envd} {
 		if ln != nil {
 			_ = ln.Close()
 		}
@@ -271,7 +277,7 @@ func serve(ctx context.Context, o options, l listeners, logger *slog.Logger) err
 		Middleware: runtime.Guard(runtime.Options{AuthToken: o.token, AllowedHosts: o.hosts, Logger: logger}),
 	}
 	var servers []*http.Server
-	served := make(chan error, 3)
+	served := make(chan error, 4)
 	running := 0
 	if l.legacy != nil {
 		srv := newHTTP(runtime.New(runtime.Options{
@@ -290,6 +296,23 @@ func serve(ctx context.Context, o options, l listeners, logger *slog.Logger) err
 		go func() { served <- srv.Serve(l.rest) }()
 		running++
 		logger.Info("serving sandboxd's REST API", "address", l.rest.Addr().String())
+	}
+	var e *envd.Server
+	if l.envd != nil {
+		e = envd.New(envd.Options{
+			BaseDir: o.baseDir, MaxUploadBytes: o.maxUploadBytes, Logger: logger,
+			// The same guard, GET /health open.
+			Middleware: runtime.GuardWithHealth(runtime.Options{AuthToken: o.token, AllowedHosts: o.hosts, Logger: logger}, "/health"),
+		})
+		srv := newHTTP(e)
+		// Start, Connect and WatchDir streams last as long as their
+		// program or watch: no read or write deadline (the client's
+		// Connect-Timeout-Ms bounds them instead).
+		srv.ReadTimeout, srv.WriteTimeout = 0, 0
+		servers = append(servers, srv)
+		go func() { served <- srv.Serve(l.envd) }()
+		running++
+		logger.Info("serving envd (the E2B in-sandbox daemon)", "address", l.envd.Addr().String(), "envd_version", envd.Version)
 	}
 	var g *grpc.Server
 	if l.grpc != nil {
@@ -338,6 +361,9 @@ func serve(ctx context.Context, o options, l listeners, logger *slog.Logger) err
 	if stuck {
 		logger.Warn("requests still running after the grace period: killing their commands")
 		killAll()
+		if e != nil {
+			e.Close() // envd's programs outlive their streams
+		}
 		// A killed command's handler answers within the runtime's wait delay.
 		waitCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		for _, srv := range servers {
@@ -346,6 +372,9 @@ func serve(ctx context.Context, o options, l listeners, logger *slog.Logger) err
 			}
 		}
 		cancel()
+	}
+	if e != nil {
+		e.Close() // background programs started through envd die with the runtime
 	}
 	for ; running > 0; running-- {
 		if err := <-served; failed == nil && err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -69,6 +69,22 @@ func Guard(opts Options) func(http.Handler) http.Handler {
 	}
 }
 
+// GuardWithHealth is Guard for another API whose health check is GET (or
+// HEAD) healthPath rather than /v1/health (envd's /health): that path needs
+// no token, every other one does. Refusals are the same as Guard's.
+func GuardWithHealth(opts Options, healthPath string) func(http.Handler) http.Handler {
+	health := func(r *http.Request) bool { return isGet(r) && r.URL.EscapedPath() == healthPath }
+	g := guard{opts: opts.withDefaults(), health: health, codes: true}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if g.refused(w, r) {
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
 // TokenMatches reports, in constant time, whether got is the token want
 // (for checks of the same token outside HTTP, such as gRPC metadata).
 func TokenMatches(got, want string) bool {

@@ -90,8 +90,26 @@ func (a *TokenReview) Authorize(ctx context.Context, r *http.Request, namespace,
 	if err != nil {
 		return err
 	}
-	return a.authorize(ctx, user, namespace, name)
+	return a.authorize(ctx, user, AccessAttributes(namespace, name))
 }
+
+// Authenticate reviews token as Authorize does (TokenReview, cached,
+// within the budget, source being the client's address): for front doors
+// that take the token from another header (the E2B API's X-API-KEY).
+func (a *TokenReview) Authenticate(ctx context.Context, token, source string) (*authenticationv1.UserInfo, *Error) {
+	return a.authenticate(ctx, token, source)
+}
+
+// Allowed asks whether user may do what attrs describe
+// (SubjectAccessReview, cached, within the budget): nil if so, else the
+// refusal (403, or 429/502 when it could not be asked).
+func (a *TokenReview) Allowed(ctx context.Context, user *authenticationv1.UserInfo, attrs *authorizationv1.ResourceAttributes) *Error {
+	return a.authorize(ctx, user, attrs)
+}
+
+// ClientAddress is the address a request's connection came from, without
+// its port (the unit of the per-source review budget).
+func ClientAddress(r *http.Request) string { return clientAddress(r) }
 
 // errInvalidToken is the refusal of a token the API server did not
 // authenticate (cached as such for RefusalTTL).
@@ -160,20 +178,24 @@ func AccessAttributes(namespace, name string) *authorizationv1.ResourceAttribute
 	}
 }
 
-func (a *TokenReview) authorize(ctx context.Context, user *authenticationv1.UserInfo, namespace, name string) *Error {
+func (a *TokenReview) authorize(ctx context.Context, user *authenticationv1.UserInfo, attrs *authorizationv1.ResourceAttributes) *Error {
 	extra := map[string]authorizationv1.ExtraValue{}
 	for k, v := range user.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)
 	}
 	spec := authorizationv1.SubjectAccessReviewSpec{
 		User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
-		ResourceAttributes: AccessAttributes(namespace, name),
+		ResourceAttributes: attrs,
 	}
 	raw, _ := json.Marshal(spec) // the whole question is the key
 	sum := sha256.Sum256(raw)
 	key := hex.EncodeToString(sum[:])
+	resource := attrs.Resource
+	if attrs.Subresource != "" {
+		resource += "/" + attrs.Subresource
+	}
 	forbidden := &Error{Status: http.StatusForbidden, Reason: ReasonForbidden,
-		Detail: fmt.Sprintf("User %q may not %s %s/%s.%s %s/%s.", user.Username, AccessVerb, AccessResource, AccessSubresource, sandboxv1beta1.GroupName, namespace, name)}
+		Detail: fmt.Sprintf("User %q may not %s %s.%s %s/%s.", user.Username, attrs.Verb, resource, attrs.Group, attrs.Namespace, attrs.Name)}
 	if v, ok := a.grant.Get(key); ok {
 		if v.(bool) {
 			return nil

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
@@ -30,11 +31,16 @@ type CacheOptions struct {
 	// OnPodGone is called with the UID of every sandbox Pod deleted from
 	// the cluster (the port-forward transport drops its connection).
 	OnPodGone func(types.UID)
+	// Claims adds SandboxClaims to the cache, trimmed by TrimClaim (their
+	// reader is the E2B front door's).
+	Claims bool
+	// TrimClaim reduces a cached SandboxClaim; nil keeps it whole.
+	TrimClaim func(any) (any, error)
 }
 
 // NewCache returns a watch cache of what the router reads, no more:
 // Sandboxes reduced to what routing and resume read (trimSandbox), and Pods with the sandbox-name-hash label, reduced
-// to their identity, owners and status. Its informers are registered, so
+// to their identity, owners and status (and, with Claims, SandboxClaims). Its informers are registered, so
 // Start and WaitForCacheSync cover them; reading anything else fails.
 func NewCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (cache.Cache, error) {
 	scheme := runtime.NewScheme()
@@ -42,6 +48,9 @@ func NewCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (cache.Cach
 		return nil, err
 	}
 	if err := sandboxv1beta1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := extv1beta1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	hasHash, err := labels.NewRequirement(sandboxv1beta1.LabelSandboxNameHash, selection.Exists, nil)
@@ -59,6 +68,9 @@ func NewCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (cache.Cach
 			sandbox:       {Transform: trimSandbox},
 		},
 	}
+	if o.Claims {
+		opts.ByObject[&extv1beta1.SandboxClaim{}] = cache.ByObject{Transform: o.TrimClaim}
+	}
 	if len(o.Namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range o.Namespaces {
@@ -71,6 +83,11 @@ func NewCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (cache.Cach
 	}
 	if _, err := c.GetInformer(ctx, sandbox); err != nil {
 		return nil, fmt.Errorf("router cache: sandboxes (is the Sandbox CRD installed?): %w", err)
+	}
+	if o.Claims {
+		if _, err := c.GetInformer(ctx, &extv1beta1.SandboxClaim{}); err != nil {
+			return nil, fmt.Errorf("router cache: sandboxclaims (is the SandboxClaim CRD installed?): %w", err)
+		}
 	}
 	pods, err := c.GetInformer(ctx, &corev1.Pod{})
 	if err != nil {

@@ -130,6 +130,40 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e == nil && h.o.Authorizer != nil {
 		e = h.o.Authorizer.Authorize(r.Context(), r, t.Namespace, t.ID)
 	}
+	h.serveTarget(rec, r, start, reqID, t, e)
+}
+
+// ServeTarget proxies r to the Sandbox t names, as ServeHTTP does once
+// the routing headers are read and the caller authorized: for a front door
+// (the E2B API) that names the Sandbox and authorizes callers its own way.
+// t.Timeout zero means Limits.DefaultTimeout.
+func (h *Handler) ServeTarget(w http.ResponseWriter, r *http.Request, t Target) {
+	start := time.Now()
+	h.active.Add(1)
+	defer h.active.Add(-1)
+	h.o.Metrics.inflightAdd(1)
+	defer h.o.Metrics.inflightAdd(-1)
+	rec := &recorder{ResponseWriter: w}
+	defer func() {
+		h.o.Metrics.request(rec.status(), time.Since(start).Seconds())
+		if rec.hijacked {
+			h.o.Metrics.hijackedClosed()
+		}
+	}()
+	reqID := r.Header.Get(HeaderRequestID)
+	if reqID == "" {
+		reqID = newRequestID()
+		r.Header.Set(HeaderRequestID, reqID)
+	}
+	if t.Timeout <= 0 {
+		t.Timeout = h.o.Limits.DefaultTimeout
+	}
+	h.serveTarget(rec, r, start, reqID, t, nil)
+}
+
+// serveTarget resolves t and proxies r to it, or answers e (a refusal
+// already made) or the refusal met on the way.
+func (h *Handler) serveTarget(rec *recorder, r *http.Request, start time.Time, reqID string, t Target, e *Error) {
 	var ep Endpoint
 	if e == nil {
 		// The request's timeout covers any wait for its Sandbox too.

@@ -64,6 +64,16 @@ type Target struct {
 	PodIP netip.Addr
 	// Timeout bounds the request (X-Sandbox-Timeout, else the default).
 	Timeout time.Duration
+	// ClaimUID, when set, must be the UID of the SandboxClaim controlling
+	// the Sandbox (group, kind and UID): a front door that found the
+	// Sandbox through a claim never reaches one the claim does not own.
+	// Never read from headers.
+	ClaimUID types.UID
+	// ResumeOnConnect makes the Sandbox resume on connect as if it had
+	// opted in by annotation: set by a front door whose own record of the
+	// Sandbox asked for it (an E2B sandbox created with autoResume). Never
+	// read from headers.
+	ResumeOnConnect bool
 }
 
 // Limits are the operator's bounds on what headers may ask for.

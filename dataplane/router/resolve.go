@@ -97,6 +97,12 @@ func Route(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod, t Target) (Endpoint, *Er
 		return Endpoint{}, &Error{Status: http.StatusNotFound, Reason: ReasonUIDMismatch, Retry: true,
 			Detail: fmt.Sprintf("Sandbox %s with UID %s not found.", name, t.UID)}
 	}
+	if t.ClaimUID != "" {
+		if ref := extv1beta1.ClaimOf(sb); ref == nil || ref.UID != t.ClaimUID {
+			return Endpoint{}, &Error{Status: http.StatusNotFound, Reason: ReasonUIDMismatch, Retry: true,
+				Detail: fmt.Sprintf("Sandbox %s is not the sandbox of claim UID %s.", name, t.ClaimUID)}
+		}
+	}
 	if extv1beta1.IsUnclaimedWarmMember(sb) {
 		return Endpoint{}, &Error{Status: http.StatusForbidden, Reason: ReasonWarmMember, Retry: true,
 			Detail: fmt.Sprintf("Sandbox %s is an unclaimed warm pool member; claim one with a SandboxClaim.", name)}
@@ -110,7 +116,7 @@ func Route(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod, t Target) (Endpoint, *Er
 	// what is wrong with it.
 	policy, perr := sandboxv1beta1.ResumePolicyOf(sb.Annotations)
 	var resumable *Resumable
-	if policy.ResumeOnConnect {
+	if policy.ResumeOnConnect || t.ResumeOnConnect {
 		resumable = &Resumable{Key: resume.Key{Namespace: sb.Namespace, Name: sb.Name, UID: sb.UID}}
 	}
 	if sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended {

@@ -92,7 +92,7 @@ func (h *Handler) resumeShared(ctx context.Context, t Target, key resume.Key) *E
 	name := t.Namespace + "/" + t.ID
 	// The shared wait is for the Sandbox, not for one caller's port or pod
 	// IP: each caller resolves its own target afterwards.
-	probe := Target{ID: t.ID, Namespace: t.Namespace, Port: t.Port, UID: key.UID, Timeout: t.Timeout}
+	probe := Target{ID: t.ID, Namespace: t.Namespace, Port: t.Port, UID: key.UID, Timeout: t.Timeout, ClaimUID: t.ClaimUID, ResumeOnConnect: t.ResumeOnConnect}
 	_, err := h.resumes.Do(ctx, key.String()+"/"+string(key.UID), func(rctx context.Context) error {
 		return h.resumeOnce(rctx, probe, key)
 	})

@@ -1,0 +1,129 @@
+package e2b
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/agentsandbox/reconciler/dataplane/router"
+)
+
+// The data plane's headers, as the SDK sends them.
+const (
+	HeaderSandboxID   = "E2b-Sandbox-Id"
+	HeaderSandboxPort = "E2b-Sandbox-Port"
+	HeaderAccessToken = "X-Access-Token"
+)
+
+// DefaultEnvdVersion is the envdVersion reported when Options.EnvdVersion
+// is empty: the oldest version the SDK accepts past its own gates for
+// stdin (0.3.0 sends stdin:false), user handling (0.4.0) and later
+// features, so that it asks only for what the runtime's envd subset
+// serves. The runtime side owns the real number; --e2b-envd-version
+// overrides this one.
+const DefaultEnvdVersion = "0.2.0"
+
+// ClientID is the clientID every sandbox reports (E2B's cluster node
+// name; one router is one "client" here).
+const ClientID = "agent-sandbox"
+
+// Options configure a Server.
+type Options struct {
+	// Client writes and reads SandboxClaims and reads SandboxWarmPools
+	// (uncached: control-plane answers are read fresh). Required.
+	Client client.Client
+	// Cache reads SandboxClaims (trimmed by TrimClaim), Sandboxes and Pods
+	// (the router's cache): the data plane and the waits. Required.
+	Cache client.Reader
+	// Sandboxes reaches agents.x-k8s.io/v1beta1 for the pause and resume
+	// writes (resume.NewREST). Required.
+	Sandboxes rest.Interface
+	// Proxy carries data-plane requests (the router's handler). Required.
+	Proxy *router.Handler
+	// Auth, if set, reviews X-API-KEY as a Kubernetes bearer token and
+	// each call's rights; nil takes any non-empty key as a caller in
+	// DefaultNamespace with every right (--e2b-auth=none).
+	Auth *router.TokenReview
+	// DefaultNamespace is where the sandboxes of a caller that is not a
+	// ServiceAccount live (ServiceAccounts use their own namespace).
+	DefaultNamespace string
+	// Tokens makes and checks envdAccessTokens. Required.
+	Tokens *Tokens
+	// EnvdVersion is reported as envdVersion; empty: DefaultEnvdVersion.
+	EnvdVersion string
+	// ReadyTimeout bounds create's and connect's wait for the sandbox,
+	// and pause's wait for its Pod to go (default 2m).
+	ReadyTimeout time.Duration
+	// MaxSandboxTimeout is the longest timeout a sandbox may ask for
+	// (default 24h).
+	MaxSandboxTimeout time.Duration
+	// ResolveWait is how long a data-plane request for a claim the cache
+	// does not show yet waits for it (default 2s).
+	ResolveWait time.Duration
+	// MaxRequestTimeout caps a data-plane request's Connect-Timeout-Ms
+	// (the router's --max-timeout); requests without one get the router's
+	// default timeout.
+	MaxRequestTimeout time.Duration
+	// Log receives failures.
+	Log logr.Logger
+}
+
+// Server is the E2B front door: the control plane on SandboxClaims and
+// the data plane through the router's proxy.
+type Server struct {
+	o       Options
+	control *http.ServeMux
+}
+
+// New returns the Server.
+func New(o Options) *Server {
+	if o.EnvdVersion == "" {
+		o.EnvdVersion = DefaultEnvdVersion
+	}
+	if o.ReadyTimeout <= 0 {
+		o.ReadyTimeout = 2 * time.Minute
+	}
+	if o.MaxSandboxTimeout <= 0 {
+		o.MaxSandboxTimeout = 24 * time.Hour
+	}
+	if o.ResolveWait <= 0 {
+		o.ResolveWait = 2 * time.Second
+	}
+	s := &Server{o: o, control: http.NewServeMux()}
+	m := s.control
+	m.HandleFunc("POST /v2/sandboxes", s.create)
+	m.HandleFunc("GET /v2/sandboxes", s.list)
+	m.HandleFunc("GET /sandboxes", s.list)
+	m.HandleFunc("POST /v2/sandboxes/{id}/connect", s.connect)
+	m.HandleFunc("POST /sandboxes/{id}/connect", s.connect)
+	m.HandleFunc("POST /sandboxes/{id}/resume", s.connect)
+	m.HandleFunc("GET /sandboxes/{id}", s.info)
+	m.HandleFunc("DELETE /sandboxes/{id}", s.kill)
+	m.HandleFunc("POST /sandboxes/{id}/timeout", s.setTimeout)
+	m.HandleFunc("POST /sandboxes/{id}/pause", s.pause)
+	m.HandleFunc("GET /sandboxes/{id}/metrics", s.metrics)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeAPIError(w, errorf(http.StatusNotFound, "%s %s is not part of the E2B API this router serves", r.Method, r.URL.Path))
+	})
+	return s
+}
+
+// Front routes a request on the router's port: one with E2b-Sandbox-Id to
+// the data plane, one with X-Sandbox-ID (upstream's router contract) and
+// /healthz to legacy, any other to the E2B control plane.
+func (s *Server) Front(legacy http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Header.Get(HeaderSandboxID) != "":
+			s.dataPlane(w, r)
+		case r.Header.Get(router.HeaderSandboxID) != "" || r.URL.Path == "/healthz":
+			legacy.ServeHTTP(w, r)
+		default:
+			// Never reaches a sandbox: the key stays here.
+			s.control.ServeHTTP(w, r)
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"runtime"
 	"strconv"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/dataplane/e2b"
 	"github.com/agentsandbox/reconciler/dataplane/resume"
 	"github.com/agentsandbox/reconciler/dataplane/router"
 	"github.com/agentsandbox/reconciler/dataplane/webguard"
@@ -60,6 +62,7 @@ type options struct {
 	burst                      int
 	showVersion                bool
 	allowedHosts               string
+	e2b                        e2bOptions
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -99,6 +102,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Client-side burst to the API server.")
 	fs.StringVar(&o.allowedHosts, "allowed-hosts", "", "Refuse (403) requests whose Host is not localhost, 127.0.0.1, [::1], an IP address or one of these comma-separated names, and requests from pages of other sites (a foreign Origin, Sec-Fetch-Site: cross-site): for a router listening on a developer's machine (the local cluster sets it), against DNS rebinding and CSRF. Empty: no such check.")
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
+	o.e2b.bind(fs)
 }
 
 func envOr(name, def string) string {
@@ -165,6 +169,11 @@ func (o *options) validate() error {
 	}
 	if o.authNewQPS <= 0 || o.authReviewQPS <= 0 || o.authNewBurst < 1 || o.authBurst < 1 {
 		errs = append(errs, errors.New("--auth-new-token-qps, --auth-review-qps and their bursts must be positive"))
+	}
+	if o.e2b.enabled {
+		if err := o.e2b.validate(o.auth); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if o.burst < 1 && o.qps > 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst=%d: must be at least 1 when --kube-api-qps is set", o.burst))
@@ -246,7 +255,7 @@ func run(ctx context.Context, o options) error {
 	metrics := router.NewMetrics(reg)
 
 	var pf *router.PortForward
-	cacheOpts := router.CacheOptions{Namespaces: splitList(o.namespaces)}
+	cacheOpts := router.CacheOptions{Namespaces: splitList(o.namespaces), Claims: o.e2b.enabled, TrimClaim: e2b.TrimClaim}
 	if o.transport == "port-forward" {
 		dial, err := router.APIServerDialer(cfg)
 		if err != nil {
@@ -264,7 +273,8 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	var authz router.Authorizer
-	if o.auth == "tokenreview" {
+	var tr *router.TokenReview
+	if o.auth == "tokenreview" || (o.e2b.enabled && o.e2b.auth == "tokenreview") {
 		// Reviews have a client, and a budget, of their own: the writes,
 		// events and the cache's watches never wait behind them.
 		rcfg := rest.CopyConfig(cfg)
@@ -273,11 +283,14 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
-		authz = router.NewTokenReview(reviews, router.TokenReviewOptions{
+		tr = router.NewTokenReview(reviews, router.TokenReviewOptions{
 			CacheTTL: o.authCacheTTL, RefusalTTL: o.authRefusal, Audiences: splitList(o.authAudiences), Metrics: metrics,
 			Budget: router.NewReviewBudget(router.ReviewBudgetOptions{NewTokenQPS: o.authNewQPS, NewTokenBurst: o.authNewBurst,
 				KnownQPS: o.authReviewQPS, KnownBurst: o.authBurst}),
 		})
+		if o.auth == "tokenreview" {
+			authz = tr
+		}
 	}
 	if o.auth == "none" {
 		log.Info("--auth=none: every caller that reaches the proxy port may run code in every sandbox it routes to; use it only where the network already limits who reaches the router")
@@ -303,13 +316,14 @@ func run(ctx context.Context, o options) error {
 	}
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
 	defer broadcaster.Shutdown()
+	limits := router.Limits{DefaultTimeout: o.proxyTimeout, MaxTimeout: o.maxTimeout, AllowLocalAddresses: o.allowLocal}
 	handler := router.NewHandler(router.Options{
 		Resolver: &router.CacheResolver{Reader: cache, DNSFallback: o.dnsFallback, ClusterDomain: o.clusterDomain, Namespaces: cacheOpts.Namespaces,
 			AllowLocalAddresses: o.allowLocal},
 		Transport:            transport,
 		Authorizer:           authz,
 		RuntimeToken:         runtimeToken,
-		Limits:               router.Limits{DefaultTimeout: o.proxyTimeout, MaxTimeout: o.maxTimeout, AllowLocalAddresses: o.allowLocal},
+		Limits:               limits,
 		ResolveWait:          o.resolveWait,
 		Resume:               writer,
 		ResumeTimeout:        o.resumeTimeout,
@@ -321,6 +335,13 @@ func run(ctx context.Context, o options) error {
 		Metrics:              metrics,
 		Log:                  log,
 	})
+
+	var front http.Handler
+	if o.e2b.enabled {
+		if front, err = e2bFront(o.e2b, cfg, cache, handler, tr, limits, o.resolveWait, log); err != nil {
+			return err
+		}
+	}
 
 	// On SIGTERM: unready at once, serving until --shutdown-delay has
 	// passed, then stop (draining open requests for --shutdown-timeout).
@@ -374,9 +395,10 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return fmt.Errorf("listening on --http-bind-address: %w", err)
 		}
-		log.Info("routing", "address", l.Addr().String(), "transport", o.transport, "auth", o.auth, "version", version)
+		log.Info("routing", "address", l.Addr().String(), "transport", o.transport, "auth", o.auth, "e2b", o.e2b.enabled, "version", version)
 		so := router.ServerOptions{
 			ReadHeaderTimeout: o.readHeaderTimeout, IdleTimeout: o.idle, MaxHeaderBytes: o.maxHeaderBytes, ShutdownTimeout: o.shutdownTimeout,
+			Front: front,
 		}
 		if o.allowedHosts != "" {
 			so.AllowedHosts, _ = webguard.ParseHosts(splitList(o.allowedHosts)) // validated

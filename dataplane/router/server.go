@@ -29,6 +29,10 @@ type ServerOptions struct {
 	// AllowedHosts, when set, puts the proxy behind LocalGuard: for a
 	// router listening on a developer's machine.
 	AllowedHosts *webguard.Hosts
+	// Front, if set, is served instead of the Handler (which it calls for
+	// the requests it passes on): a front door such as the E2B API's. The
+	// Handler's requests are still waited for on shutdown.
+	Front http.Handler
 }
 
 func (o *ServerOptions) defaults() {
@@ -54,8 +58,11 @@ func (o *ServerOptions) defaults() {
 func Serve(ctx context.Context, l net.Listener, h *Handler, o ServerOptions) error {
 	o.defaults()
 	var handler http.Handler = h
+	if o.Front != nil {
+		handler = o.Front
+	}
 	if o.AllowedHosts != nil {
-		handler = LocalGuard(h, o.AllowedHosts, h.o.Metrics)
+		handler = LocalGuard(handler, o.AllowedHosts, h.o.Metrics)
 	}
 	srv := &http.Server{
 		Handler:           handler,

@@ -137,9 +137,10 @@ fuzz: ## Fuzz render, conversion and policy loading for FUZZTIME each (seeded fr
 	done
 
 .PHONY: bench
-bench: $(CLUSTER_BINS) ## Run the benchmarks on a local cluster and print JSON (BENCH_N=500 by default; BENCH_RUN=TestBenchDataplane for the data plane only).
+bench: $(CLUSTER_BINS) ## Run the benchmarks on a local cluster and print JSON (BENCH_N=500 by default; BENCH_RUN=TestBenchDataplane for the data plane only, BENCH_RUN=TestBenchE2B for the e2b SDK).
 	AGENT_SANDBOX_BENCH=1 BENCH_N=$${BENCH_N:-500} BENCH_OUT=$${BENCH_OUT:-$(WORK)/bench.json} \
 		BENCH_DATAPLANE_OUT=$${BENCH_DATAPLANE_OUT:-$(WORK)/bench-dataplane.json} \
+		BENCH_E2B_OUT=$${BENCH_E2B_OUT:-$(WORK)/bench-e2b.json} \
 		go test -count=1 -timeout 180m -run "$${BENCH_RUN:-TestBench}" -v ./tests/bench/ 2>&1 | grep -v '^=== RUN'
 
 .PHONY: golden

@@ -49,7 +49,7 @@ FROM gcr.io/distroless/static-debian12:nonroot AS sandbox-runtime
 COPY --from=build /out/sandbox-runtime /sandbox-runtime
 USER 65532:65532
 ENV SANDBOX_BASE_DIR=/home/nonroot
-EXPOSE 8888 8080 9090
+EXPOSE 8888 8080 9090 49983
 ENTRYPOINT ["/sandbox-runtime"]
 
 # The controller image (the default target: the last stage).

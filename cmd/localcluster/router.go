@@ -58,14 +58,15 @@ type Router struct {
 }
 
 // RouterKubeconfig gives the local router the identity it has when
-// deployed with --transport=port-forward: the ServiceAccount and
-// ClusterRoles of config/router and its portforward component (watch Pods
-// and Sandboxes, pods/portforward, TokenReviews, SubjectAccessReviews) and
-// the ValidatingAdmissionPolicy that narrows its writes, by impersonation,
+// deployed with --transport=port-forward and the E2B API: the
+// ServiceAccount and ClusterRoles of config/router and its portforward and
+// e2b components (watch Pods and Sandboxes, pods/portforward,
+// TokenReviews, SubjectAccessReviews, SandboxClaims) and the
+// ValidatingAdmissionPolicy that narrows its writes, by impersonation,
 // in the admin kubeconfig's path with ".router" added (the marker `down`
 // looks for).
 func RouterKubeconfig(ctx context.Context, c *Cluster, cl client.Client) (string, error) {
-	if err := applyYAML(ctx, cl, routerconfig.RBAC, routerconfig.RBACPortForward, routerconfig.AdmissionPolicy); err != nil {
+	if err := applyYAML(ctx, cl, routerconfig.RBAC, routerconfig.RBACPortForward, routerconfig.RBACE2B, routerconfig.AdmissionPolicyE2B); err != nil {
 		return "", err
 	}
 	return impersonatingKubeconfig(c, RouterUser, "router")
@@ -74,7 +75,8 @@ func RouterKubeconfig(ctx context.Context, c *Cluster, cl client.Client) (string
 // StartRouter runs the sandbox router against the cluster as upstream's
 // clients expect to reach it, on loopback only: --transport=port-forward
 // (kwok's Pod IPs lead nowhere; on kind the API server's port-forward works
-// too), --auth=none (the cluster is this user's), the proxy on
+// too), --auth=none (the cluster is this user's; so is the E2B API's
+// --e2b-auth: any non-empty E2B_API_KEY, sandboxes in namespace default), the proxy on
 // 127.0.0.1:Port and the metrics on a free loopback port, and
 // --allowed-hosts, so that a web page cannot drive it (DNS rebinding, a
 // foreign Origin). It waits for /readyz (the caches synced).
@@ -110,7 +112,8 @@ func StartRouter(ctx context.Context, c *Cluster, o RouterOptions) (*Router, err
 		return nil, err
 	}
 	cmd := exec.Command(o.Binary, "--kubeconfig", kubeconfig, "--transport=port-forward", "--auth=none",
-		"--http-bind-address="+addr, "--metrics-bind-address="+metrics, "--allowed-hosts=localhost")
+		"--http-bind-address="+addr, "--metrics-bind-address="+metrics, "--allowed-hosts=localhost",
+		"--e2b", "--e2b-namespace=default")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if o.Detach {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

@@ -95,14 +95,14 @@ func TestEmptyAddressTurnsAProtocolOff(t *testing.T) {
 	if o.restAddr != "" || o.grpcAddr != "" || o.validate() != nil {
 		t.Fatalf("%+v %v", o, o.validate())
 	}
-	if d := parse(t, nil); d.restAddr != ":8080" || d.grpcAddr != ":9090" {
-		t.Fatalf("defaults: %q %q", d.restAddr, d.grpcAddr)
+	if d := parse(t, nil); d.restAddr != ":8080" || d.grpcAddr != ":9090" || d.envdAddr != ":49983" {
+		t.Fatalf("defaults: %q %q %q", d.restAddr, d.grpcAddr, d.envdAddr)
 	}
 	o = parse(t, map[string]string{"SANDBOXD_REST_ADDRESS": "off"})
 	if err := o.validate(); err != nil || o.restAddr != "" || o.grpcAddr != ":9090" {
 		t.Fatalf("SANDBOXD_REST_ADDRESS=off: %q %q %v", o.restAddr, o.grpcAddr, err)
 	}
-	o = parse(t, nil, "--listen-address=", "--sandboxd-rest-address=", "--sandboxd-grpc-address=off")
+	o = parse(t, nil, "--listen-address=", "--sandboxd-rest-address=", "--sandboxd-grpc-address=off", "--envd-address=off")
 	if err := o.validate(); err == nil || !strings.Contains(err.Error(), "nothing to serve") {
 		t.Fatalf("all off: %v", err)
 	}
@@ -112,7 +112,7 @@ func TestEmptyAddressTurnsAProtocolOff(t *testing.T) {
 func TestTakenAddressNamesItsFlag(t *testing.T) {
 	taken := listen(t)
 	defer func() { _ = taken.Close() }()
-	o := parse(t, nil, "--base-dir="+t.TempDir(), "--listen-address=127.0.0.1:0", "--sandboxd-grpc-address=off",
+	o := parse(t, nil, "--base-dir="+t.TempDir(), "--listen-address=127.0.0.1:0", "--sandboxd-grpc-address=off", "--envd-address=off",
 		"--sandboxd-rest-address="+taken.Addr().String())
 	if err := o.validate(); err != nil {
 		t.Fatal(err)

@@ -21,3 +21,18 @@ var RBACPortForward []byte
 //
 //go:embed admission-policy.yaml
 var AdmissionPolicy []byte
+
+// RBACE2B is the YAML of e2b/rbac.yaml: the ClusterRole and
+// ClusterRoleBinding the E2B API (--e2b) adds (SandboxClaims, and reading
+// SandboxWarmPools).
+//
+//go:embed e2b/rbac.yaml
+var RBACE2B []byte
+
+// AdmissionPolicyE2B is the YAML of e2b/admission-policy.yaml: the
+// admission policy with the E2B API, which also lets the router set
+// Suspended on a Sandbox a SandboxClaim controls (pause). It replaces
+// AdmissionPolicy (same object).
+//
+//go:embed e2b/admission-policy.yaml
+var AdmissionPolicyE2B []byte

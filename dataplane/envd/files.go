@@ -185,6 +185,10 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, written)
 }
 
+// uploadPrefix names the temporary file an upload is written to before it
+// is renamed into place (WatchDir does not report it).
+const uploadPrefix = ".envd-upload-"
+
 // multipartSlack is what a multipart body may hold beyond its files.
 const multipartSlack = 64 << 10
 
@@ -204,7 +208,7 @@ func (s *Server) store(p string, src io.Reader) (WriteInfo, error) {
 	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
 		return WriteInfo{}, err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(real), ".upload-*")
+	tmp, err := os.CreateTemp(filepath.Dir(real), uploadPrefix+"*")
 	if err != nil {
 		return WriteInfo{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,6 +198,16 @@ func TestWatchDir(t *testing.T) {
 		}
 	}
 	wait("new.txt EVENT_TYPE_CREATE")
+	// An upload is reported as its file, not as its temporary file.
+	if status := e.postRaw(t, "/w/uploaded.txt", "u"); status != 200 {
+		t.Fatalf("upload: %d", status)
+	}
+	wait("uploaded.txt EVENT_TYPE_CREATE")
+	for key := range seen {
+		if strings.Contains(key, uploadPrefix) {
+			t.Errorf("the upload's temporary file was reported: %s", key)
+		}
+	}
 	wait("sub EVENT_TYPE_CREATE")
 	if entryPath != "/w/new.txt" {
 		t.Errorf("entry path %q, want /w/new.txt", entryPath)

@@ -40,8 +40,11 @@ type proc struct {
 	// inMu serialises writes to stdin or the terminal.
 	inMu sync.Mutex
 
-	mu     sync.Mutex
-	subs   map[*subscriber]struct{}
+	mu   sync.Mutex
+	subs map[*subscriber]struct{}
+	// reaped is set once Wait returned: the pid may be reused from then
+	// on, so no signal goes to it.
+	reaped bool
 	ended  bool
 	closed chan struct{} // closed once the end event went to every subscriber
 }
@@ -171,6 +174,9 @@ func (p *proc) wait() *processpb.ProcessEvent_EndEvent {
 		close(readerDone)
 	}
 	err := p.cmd.Wait()
+	p.mu.Lock()
+	p.reaped = true
+	p.mu.Unlock()
 	select {
 	case <-readerDone:
 	case <-time.After(waitDelay):
@@ -195,8 +201,17 @@ func (p *proc) wait() *processpb.ProcessEvent_EndEvent {
 	return end
 }
 
-// signal sends sig to the program's process group (its session, on a PTY).
+// signal sends sig to the program's process group (its session, on a PTY);
+// ESRCH once the program was reaped.
 func (p *proc) signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	reaped := p.reaped
+	p.mu.Unlock()
+	// (Between Wait's reaping and reaped being set there is a window of a
+	// few instructions; a pid reused within it is not a practical concern.)
+	if reaped {
+		return syscall.ESRCH
+	}
 	err := syscall.Kill(-int(p.pid), sig)
 	if errors.Is(err, syscall.ESRCH) {
 		err = syscall.Kill(int(p.pid), sig)

@@ -168,7 +168,7 @@ func follow(ctx context.Context, h http.Header, p *proc, sub *subscriber, send f
 				return err
 			}
 		case <-ctx.Done():
-			return connect.NewError(connect.CodeCanceled, ctx.Err())
+			return ctxError(ctx)
 		}
 	}
 }
@@ -348,4 +348,14 @@ func (s *processService) closeAll() {
 			return
 		}
 	}
+}
+
+// ctxError is the error of a stream whose context ended: deadline_exceeded
+// when the client's Connect-Timeout-Ms passed (the SDK's timeoutMs),
+// canceled when it went away.
+func ctxError(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return connect.NewError(connect.CodeDeadlineExceeded, ctx.Err())
+	}
+	return connect.NewError(connect.CodeCanceled, ctx.Err())
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -74,7 +75,7 @@ func (s *filesystemService) WatchDir(ctx context.Context, req *connect.Request[f
 	for {
 		select {
 		case <-ctx.Done():
-			return connect.NewError(connect.CodeCanceled, ctx.Err())
+			return ctxError(ctx)
 		case <-tick:
 			if err := stream.Send(&fspb.WatchDirResponse{Event: &fspb.WatchDirResponse_Keepalive{Keepalive: &fspb.WatchDirResponse_KeepAlive{}}}); err != nil {
 				return err
@@ -89,8 +90,8 @@ func (s *filesystemService) WatchDir(ctx context.Context, req *connect.Request[f
 				return nil
 			}
 			rel, err := filepath.Rel(root, ev.Name)
-			if err != nil || rel == "." {
-				continue
+			if err != nil || rel == "." || strings.HasPrefix(filepath.Base(ev.Name), uploadPrefix) {
+				continue // an upload's temporary file: its rename into place is reported
 			}
 			if recursive && ev.Has(fsnotify.Create) {
 				if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {

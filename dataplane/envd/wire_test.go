@@ -48,6 +48,12 @@ type frame struct {
 // returns the reply's content type and envelopes.
 func (e *env) stream(t *testing.T, path, body string) (string, []frame) {
 	t.Helper()
+	return e.streamWithin(t, path, body, "60000")
+}
+
+// streamWithin is stream with Connect-Timeout-Ms set to timeoutMs.
+func (e *env) streamWithin(t *testing.T, path, body, timeoutMs string) (string, []frame) {
+	t.Helper()
 	var env bytes.Buffer
 	env.WriteByte(0)
 	_ = binary.Write(&env, binary.BigEndian, uint32(len(body)))
@@ -55,7 +61,7 @@ func (e *env) stream(t *testing.T, path, body string) (string, []frame) {
 	req, _ := http.NewRequest(http.MethodPost, e.url+path, &env)
 	req.Header.Set("Content-Type", "application/connect+json")
 	req.Header.Set("Connect-Protocol-Version", "1")
-	req.Header.Set("Connect-Timeout-Ms", "60000")
+	req.Header.Set("Connect-Timeout-Ms", timeoutMs)
 	req.Header.Set("Keepalive-Ping-Interval", "50")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -141,6 +147,23 @@ func TestWireStreamError(t *testing.T) {
 	errObj, _ := frames[0].data["error"].(map[string]any)
 	if errObj["code"] != "not_found" || !strings.Contains(errObj["message"].(string), "999999") {
 		t.Errorf("end frame %v, want error not_found", frames[0].data)
+	}
+}
+
+// A stream cut by the client's Connect-Timeout-Ms (the SDK's timeoutMs)
+// ends with deadline_exceeded, which the SDK turns into its TimeoutError;
+// the program goes on (as a background command would).
+func TestWireStreamTimeout(t *testing.T) {
+	e := newEnv(t)
+	_, frames := e.streamWithin(t, "/process.Process/Start", `{"process":{"cmd":"/bin/bash","args":["-l","-c","sleep 3"]}}`, "300")
+	last := frames[len(frames)-1]
+	errObj, _ := last.data["error"].(map[string]any)
+	if last.flags != 0x02 || errObj["code"] != "deadline_exceeded" {
+		t.Fatalf("frames %v: want an end frame with deadline_exceeded", frames)
+	}
+	_, _, body := e.unary(t, "/process.Process/List", `{}`)
+	if procs, _ := body["processes"].([]any); len(procs) != 1 {
+		t.Errorf("list after the timeout: %v, want the program still running", body)
 	}
 }
 

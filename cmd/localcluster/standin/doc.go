@@ -5,7 +5,8 @@
 // ports and a work directory of its own (with --allowed-hosts, so that a web
 // page cannot drive it through DNS rebinding), and creates the Pod's kwok
 // PortForward (every port the runtime serves: 8888, the legacy protocol,
-// and sandboxd's 8080 REST and 9090 gRPC, each to the process's matching
+// sandboxd's 8080 REST and 9090 gRPC, and envd's 49983 (the E2B SDK's
+// in-sandbox daemon), each to the process's matching
 // listener), Exec (local, in the work
 // directory) and Logs (the process's log, in the CRI format kwok reads)
 // objects, named like the Pod. Then the API server's pods/portforward,

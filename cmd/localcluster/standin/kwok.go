@@ -23,6 +23,9 @@ const (
 	SandboxdRESTPort = 8080
 	// SandboxdGRPCPort is sandboxd's gRPC process.v1.ProcessService.
 	SandboxdGRPCPort = 9090
+	// EnvdPort is the E2B in-sandbox daemon's subset (envd), which the
+	// e2b SDK reaches through the router.
+	EnvdPort = 49983
 )
 
 // FieldManager owns the kwok objects the stand-in applies.
@@ -46,7 +49,7 @@ var (
 // no stand-in runs.
 func kwokObjects(pod *corev1.Pod, sbDir string, p ports, env []corev1.EnvVar) map[schema.GroupVersionResource]*unstructured.Unstructured {
 	forwards := []any{}
-	for _, f := range []struct{ pod, local int }{{RuntimePort, p.legacy}, {SandboxdRESTPort, p.rest}, {SandboxdGRPCPort, p.grpc}} {
+	for _, f := range []struct{ pod, local int }{{RuntimePort, p.legacy}, {SandboxdRESTPort, p.rest}, {SandboxdGRPCPort, p.grpc}, {EnvdPort, p.envd}} {
 		if f.local != 0 {
 			forwards = append(forwards, map[string]any{
 				"ports":  []any{int64(f.pod)},

@@ -10,13 +10,14 @@ import (
 
 func TestKwokObjects(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "runner", UID: "pod-uid"}}
-	objs := kwokObjects(pod, "/w/ns/sb", ports{legacy: 40123, rest: 40124, grpc: 40125}, []corev1.EnvVar{{Name: "K", Value: "V"}})
+	objs := kwokObjects(pod, "/w/ns/sb", ports{legacy: 40123, rest: 40124, grpc: 40125, envd: 40126}, []corev1.EnvVar{{Name: "K", Value: "V"}})
 	want := map[string]map[string]any{
 		// Every port the runtime serves, each to its own local listener.
 		"PortForward": {"forwards": []any{
 			map[string]any{"ports": []any{int64(8888)}, "target": map[string]any{"address": "127.0.0.1", "port": int64(40123)}},
 			map[string]any{"ports": []any{int64(8080)}, "target": map[string]any{"address": "127.0.0.1", "port": int64(40124)}},
 			map[string]any{"ports": []any{int64(9090)}, "target": map[string]any{"address": "127.0.0.1", "port": int64(40125)}},
+			map[string]any{"ports": []any{int64(49983)}, "target": map[string]any{"address": "127.0.0.1", "port": int64(40126)}},
 		}},
 		"Exec": {"execs": []any{map[string]any{
 			"local": map[string]any{"workDir": "/w/ns/sb/work", "envs": []any{map[string]any{"name": "K", "value": "V"}}},

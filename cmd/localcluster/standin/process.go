@@ -38,7 +38,7 @@ type processSpec struct {
 }
 
 // startProcess starts sandbox-runtime on free loopback ports (the legacy
-// protocol, sandboxd's REST API and its gRPC service) in a session of its
+// protocol, sandboxd's REST API and its gRPC service, envd) in a session of its
 // own (so that it outlives the stand-in, and so that StopAll finds every
 // process its commands left, which share that session), and waits until it
 // answers GET /. It returns the PID and the ports.
@@ -48,7 +48,7 @@ func startProcess(ctx context.Context, p processSpec) (int, ports, error) {
 		return 0, ports{}, err
 	}
 	var pp ports
-	for _, port := range []*int{&pp.legacy, &pp.rest, &pp.grpc} {
+	for _, port := range []*int{&pp.legacy, &pp.rest, &pp.grpc, &pp.envd} {
 		free, err := freePort()
 		if err != nil {
 			return 0, ports{}, err
@@ -73,6 +73,7 @@ func startProcess(ctx context.Context, p processSpec) (int, ports, error) {
 	cmd := exec.Command(p.Runtime, "--listen-address", addr,
 		"--sandboxd-rest-address", net.JoinHostPort(Loopback, strconv.Itoa(pp.rest)),
 		"--sandboxd-grpc-address", net.JoinHostPort(Loopback, strconv.Itoa(pp.grpc)),
+		"--envd-address", net.JoinHostPort(Loopback, strconv.Itoa(pp.envd)),
 		"--base-dir", work, "--shutdown-timeout", p.ShutdownTimeout.String(),
 		"--allowed-hosts", allowedHosts(p.Pod))
 	cmd.Dir = work

@@ -78,6 +78,12 @@ func TestProcessLifecycle(t *testing.T) {
 	} else {
 		_ = c.Close()
 	}
+	// And envd, the E2B SDK's daemon.
+	resp, err = http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", pp.envd))
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("envd health on port %d: %v %v", pp.envd, resp, err)
+	}
+	_ = resp.Body.Close()
 	if !alive(pid, sbDir) {
 		t.Fatal("alive = false for the runtime just started")
 	}
@@ -161,7 +167,7 @@ func TestStopAll(t *testing.T) {
 			t.Fatal(err)
 		}
 		pids = append(pids, pid)
-		if err := writeState(sbDir, State{Pod: k.Name, PodUID: "u", PID: pid, Port: pp.legacy, RESTPort: pp.rest, GRPCPort: pp.grpc}); err != nil {
+		if err := writeState(sbDir, State{Pod: k.Name, PodUID: "u", PID: pid, Port: pp.legacy, RESTPort: pp.rest, GRPCPort: pp.grpc, EnvdPort: pp.envd}); err != nil {
 			t.Fatal(err)
 		}
 	}

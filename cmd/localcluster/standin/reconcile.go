@@ -83,7 +83,7 @@ func (s *StandIn) ensure(ctx context.Context, k Key, pod *corev1.Pod, st State) 
 		if err != nil {
 			return err
 		}
-		st = State{SandboxUID: sbUID, Pod: pod.Name, PodUID: pod.UID, PID: pid, Port: pp.legacy, RESTPort: pp.rest, GRPCPort: pp.grpc}
+		st = State{SandboxUID: sbUID, Pod: pod.Name, PodUID: pod.UID, PID: pid, Port: pp.legacy, RESTPort: pp.rest, GRPCPort: pp.grpc, EnvdPort: pp.envd}
 		if err := writeState(sbDir, st); err != nil {
 			_ = stopProcess(pid, sbDir, s.o.StopGrace)
 			return err

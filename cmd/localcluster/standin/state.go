@@ -46,15 +46,20 @@ type State struct {
 	// runtime started before it served sandboxd: those are not forwarded).
 	RESTPort int `json:"restPort,omitempty"`
 	GRPCPort int `json:"grpcPort,omitempty"`
+	// EnvdPort is its envd port on 127.0.0.1 (0 for a runtime started
+	// before it served envd: not forwarded).
+	EnvdPort int `json:"envdPort,omitempty"`
 }
 
 // ports are where a runtime listens on 127.0.0.1, one for each port its
 // Pod serves; 0 is none.
 type ports struct {
-	legacy, rest, grpc int
+	legacy, rest, grpc, envd int
 }
 
-func (s State) ports() ports { return ports{legacy: s.Port, rest: s.RESTPort, grpc: s.GRPCPort} }
+func (s State) ports() ports {
+	return ports{legacy: s.Port, rest: s.RESTPort, grpc: s.GRPCPort, envd: s.EnvdPort}
+}
 
 // KeyOf returns the Sandbox a Pod belongs to: its controller owner of kind
 // Sandbox, or the Pod's own name when it has none.

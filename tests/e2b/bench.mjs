@@ -9,14 +9,19 @@
 //       to the command's output. The sandboxes are killed afterwards.
 //   node bench.mjs commands <template> <n>
 //       one sandbox, then commands.run('echo hi') n times in a row.
+//   node bench.mjs execute <router-url> <namespace> <sandbox> <n>
+//       the same command n times through the router's legacy POST /execute
+//       (upstream's headers; fetch, keep-alive), for comparison.
 import { Sandbox } from 'e2b'
 
-const [mode, template, nArg, everyArg] = process.argv.slice(2)
-const n = Number.parseInt(nArg, 10)
+const args = process.argv.slice(2)
+const mode = args[0]
+const template = args[1]
+const n = Number.parseInt(mode === 'execute' ? args[4] : args[2], 10)
 if (!template || !(n > 0)) usage()
 
 function usage() {
-  console.error('usage: node bench.mjs first-command <template> <n> <every-ms> | commands <template> <n>')
+  console.error('usage: node bench.mjs first-command <template> <n> <every-ms> | commands <template> <n> | execute <router-url> <namespace> <sandbox> <n>')
   process.exit(2)
 }
 
@@ -75,13 +80,42 @@ async function commands() {
   return { mode: 'commands', n, sandbox_id: sbx.sandboxId, latencies_ms: latencies, errors }
 }
 
+async function execute(routerURL, namespace, sandbox) {
+  const call = async () => {
+    const resp = await fetch(`${routerURL}/execute`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Sandbox-ID': sandbox, 'X-Sandbox-Namespace': namespace },
+      body: JSON.stringify({ command: 'echo hi' }),
+    })
+    const body = await resp.text()
+    if (resp.status !== 200) throw new Error(`HTTP ${resp.status}: ${body}`)
+    const r = JSON.parse(body)
+    if (r.stdout !== 'hi\n' || r.exit_code !== 0) throw new Error(`answer ${body}`)
+  }
+  const latencies = []
+  const errors = []
+  await call()
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now()
+    try {
+      await call()
+      latencies.push(round1(performance.now() - t0))
+    } catch (err) {
+      errors.push(describe(err))
+    }
+  }
+  return { mode: 'execute', n, latencies_ms: latencies, errors }
+}
+
 let result
 if (mode === 'first-command') {
-  const every = Number.parseInt(everyArg ?? '0', 10)
+  const every = Number.parseInt(args[3] ?? '0', 10)
   if (!(every >= 0)) usage()
   result = await firstCommand(every)
 } else if (mode === 'commands') {
   result = await commands()
+} else if (mode === 'execute') {
+  result = await execute(args[1], args[2], args[3])
 } else {
   usage()
 }

@@ -76,7 +76,7 @@ func less(a, b [3]int) bool {
 
 // projectFiles are copied from Dir into the installed project: the
 // manifests npm ci reads and the scripts Run starts.
-var projectFiles = []string{"package.json", "package-lock.json", "sdk.mjs", "bench.mjs"}
+var projectFiles = []string{"package.json", "package-lock.json", "sdk.mjs", "bench.mjs", "hello.mjs"}
 
 // Install makes the locked dependencies available and returns the directory
 // to Run scripts in: .work/e2b-node/<first 16 hex digits of the lockfile's

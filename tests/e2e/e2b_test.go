@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,4 +140,36 @@ func e2bAgent(ctx context.Context, t *testing.T, c client.Client, ns string) str
 		t.Fatal(fmt.Errorf("a token for %s/%s: %w", ns, name, err))
 	}
 	return tr.Status.Token
+}
+
+// checkE2BHello runs tests/e2b/hello.mjs, the README's example, with the
+// E2B settings `kubectl sandbox up` printed (export's arguments after
+// "E2B_API_URL=") against its sample pool: it prints hi. Without Node.js it
+// only checks that the printed settings name the router.
+func checkE2BHello(t *testing.T, routerURL, export string) {
+	t.Helper()
+	vars := map[string]string{"E2B_API_URL": ""}
+	fields := strings.Fields("E2B_API_URL=" + export)
+	for _, f := range fields {
+		k, v, _ := strings.Cut(f, "=")
+		vars[k] = v
+	}
+	env := e2b.Env{APIURL: vars["E2B_API_URL"], SandboxURL: vars["E2B_SANDBOX_URL"], APIKey: vars["E2B_API_KEY"]}
+	if len(fields) != 3 || env.APIURL != routerURL || env.SandboxURL != routerURL || env.APIKey == "" {
+		t.Fatalf("up printed `export E2B_API_URL=%s`; want the three E2B variables, both URLs the router's %s", export, routerURL)
+	}
+	if err := e2b.Available(); err != nil {
+		t.Logf("not running the README's e2b example: %v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir, err := e2b.Install(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := e2b.Run(ctx, dir, env, "hello.mjs")
+	if err != nil || string(stdout) != "hi\n" {
+		t.Fatalf("the README's e2b example printed %q, %v; want \"hi\\n\"\nstderr:\n%s", stdout, err, stderr)
+	}
 }

@@ -96,9 +96,12 @@ const dir = `e2b-test-${run}`
 let sbx
 
 try {
-  sbx = await step('create', async () => {
-    const s = await Sandbox.create(template, { timeoutMs: 300_000, metadata: { suite: run } })
-    return s
+  await step('create', async () => {
+    sbx = await Sandbox.create(template, { timeoutMs: 300_000, metadata: { suite: run } })
+    const info = await sbx.getInfo()
+    eq(info.state, 'running', 'state')
+    eq(info.templateId, template, 'templateId')
+    return { sandboxId: sbx.sandboxId, envdVersion: info.envdVersion, endAt: info.endAt.toISOString() }
   })
   if (!sbx) throw new Error('no sandbox: the remaining steps need one')
   const id = sbx.sandboxId

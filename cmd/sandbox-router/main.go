@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -337,8 +338,9 @@ func run(ctx context.Context, o options) error {
 	})
 
 	var front http.Handler
+	var keyCache ctrlcache.Cache
 	if o.e2b.enabled {
-		if front, err = e2bFront(o.e2b, cfg, cache, handler, tr, limits, o.resolveWait, log); err != nil {
+		if front, keyCache, err = e2bFront(o.e2b, cfg, cache, handler, tr, limits, o.resolveWait, log); err != nil {
 			return err
 		}
 	}
@@ -362,6 +364,9 @@ func run(ctx context.Context, o options) error {
 	}()
 	g, gctx := errgroup.WithContext(base)
 	g.Go(func() error { return cache.Start(gctx) })
+	if keyCache != nil {
+		g.Go(func() error { return keyCache.Start(gctx) })
+	}
 	if err := broadcaster.StartRecordingToSinkWithContext(gctx); err != nil {
 		return fmt.Errorf("recording events: %w", err)
 	}
@@ -387,6 +392,9 @@ func run(ctx context.Context, o options) error {
 		log.Info("serving metrics and probes", "address", l.Addr().String())
 	}
 	g.Go(func() error {
+		if keyCache != nil && !keyCache.WaitForCacheSync(gctx) {
+			return errors.New("the API key Secret cache did not sync (may the router list and watch Secrets in --e2b-api-key-namespace?)")
+		}
 		if !cache.WaitForCacheSync(gctx) {
 			return errors.New("the Sandbox and Pod caches did not sync (are the CRDs installed, and may the router list and watch sandboxes and pods?)")
 		}

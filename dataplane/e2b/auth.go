@@ -39,8 +39,9 @@ func namespaceOf(user *authenticationv1.UserInfo, def string) string {
 	return def
 }
 
-// authenticate reads X-API-KEY: with Auth, a Kubernetes bearer token
-// (TokenReview); without, any non-empty key, mapped to DefaultNamespace.
+// authenticate reads X-API-KEY: with Auth, a key of Keys' Secrets (their
+// namespace and user), else a Kubernetes bearer token (TokenReview);
+// without Auth, any non-empty key, mapped to DefaultNamespace.
 func (s *Server) authenticate(ctx context.Context, r *http.Request) (*caller, *apiError) {
 	key := strings.TrimSpace(r.Header.Get(HeaderAPIKey))
 	if key == "" {
@@ -48,6 +49,16 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request) (*caller, *a
 	}
 	if s.o.Auth == nil {
 		return &caller{namespace: s.o.DefaultNamespace}, nil
+	}
+	if s.o.Keys != nil {
+		user, ns, found, err := s.o.Keys.lookup(ctx, key)
+		if err != nil {
+			s.o.Log.Error(err, "looking up an API key")
+			return nil, errorf(http.StatusBadGateway, "could not look the API key up")
+		}
+		if found {
+			return &caller{namespace: ns, user: user}, nil
+		}
 	}
 	user, e := s.o.Auth.Authenticate(ctx, key, router.ClientAddress(r))
 	if e != nil {

@@ -47,6 +47,10 @@ type Options struct {
 	// each call's rights; nil takes any non-empty key as a caller in
 	// DefaultNamespace with every right (--e2b-auth=none).
 	Auth *router.TokenReview
+	// Keys, if set (with Auth), looks X-API-KEY up in Secrets first: a
+	// key found there acts as the user, in the namespace, its Secret
+	// names (still asked about by SubjectAccessReview).
+	Keys *KeySecrets
 	// DefaultNamespace is where the sandboxes of a caller that is not a
 	// ServiceAccount live (ServiceAccounts use their own namespace).
 	DefaultNamespace string

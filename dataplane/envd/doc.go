@@ -22,14 +22,16 @@
 //
 //   - Every path (file, directory, working directory, watch) is confined to
 //     the base directory by the legacy protocol's own code (runtime.Resolve):
-//     "/x" and "x" both mean <base>/x, symlinks are resolved, and a path
-//     that leaves the base is refused with permission_denied (403 on
-//     /files). Paths in answers are as the client sees them: absolute, with
-//     the base as "/". Remove, Move and Stat act on a symlink itself, never
-//     on what it points to.
+//     "/x" means <base>/x, a relative "x" is under the home directory
+//     (Options.HomeDir, E2B's /home/user: <base>/home/user/x), symlinks are
+//     resolved, and a path that leaves the base is refused with
+//     permission_denied (403 on /files). Paths in answers are as the client
+//     sees them: absolute, with the base as "/". Remove, Move and Stat act
+//     on a symlink itself, never on what it points to.
 //   - A program runs as the SDK asks (cmd with args, usually /bin/bash -l -c
-//     <command>), in a process group of its own (a PTY's in a session of its
-//     own), with the runtime's environment plus the request's. It lives
+//     <command>), in the home directory unless it asks for another, in a
+//     process group of its own (a PTY's in a session of its own), with the
+//     runtime's environment, HOME the home directory, plus the request's. It lives
 //     until it exits or is signalled: the stream that started it may end
 //     first (a background command), and Connect follows it again. Start
 //     sends start{pid} before any output and end{...} last. Server.Close

@@ -3,9 +3,9 @@ package envd
 import (
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"connectrpc.com/connect"
 
@@ -20,6 +20,10 @@ import (
 // whose file metadata (user.e2b.* extended attributes) is not served.
 const Version = "0.5.7"
 
+// DefaultHomeDir is E2B's user home, where relative paths and programs
+// start.
+const DefaultHomeDir = "/home/user"
+
 // Port is where E2B's SDK expects the daemon (the E2b-Sandbox-Port header).
 const Port = 49983
 
@@ -30,6 +34,11 @@ type Options struct {
 	// programs run in it unless they name another working directory under
 	// it. It must exist.
 	BaseDir string
+	// HomeDir is the user's home as clients see it (E2B's /home/user, the
+	// default): relative paths are under it, programs run in it unless
+	// they name another working directory, and their HOME is it. New
+	// creates it under BaseDir. "/" is the base directory itself.
+	HomeDir string
 	// MaxUploadBytes caps one file of POST /files (413 beyond it).
 	MaxUploadBytes int64
 	// Middleware wraps the whole handler (authentication); nil wraps
@@ -47,6 +56,10 @@ func (o Options) withDefaults() Options {
 	if abs, err := filepath.Abs(o.BaseDir); err == nil {
 		o.BaseDir = abs
 	}
+	if o.HomeDir == "" {
+		o.HomeDir = DefaultHomeDir
+	}
+	o.HomeDir = clean(o.HomeDir)
 	if o.MaxUploadBytes <= 0 {
 		o.MaxUploadBytes = runtime.DefaultMaxUploadBytes
 	}
@@ -63,6 +76,15 @@ type Server struct {
 	procs   *processService
 }
 
+// abs is the client's path raw as an absolute, clean path: a relative one
+// is under the home directory; an empty one is the root.
+func (o Options) abs(raw string) string {
+	if raw == "" || strings.HasPrefix(raw, "/") {
+		return clean(raw)
+	}
+	return clean(o.HomeDir + "/" + raw)
+}
+
 // New returns the envd handler:
 //
 //	POST /process.Process/{Start,Connect,List,SendInput,CloseStdin,SendSignal,Update}
@@ -72,6 +94,12 @@ type Server struct {
 //	GET  /health                      204
 func New(opts Options) *Server {
 	o := opts.withDefaults()
+	if home, err := resolve(o.BaseDir, o.HomeDir); err == nil {
+		// Best effort: a read-only base directory still serves.
+		if err := os.MkdirAll(home, 0o755); err != nil {
+			o.Logger.Warn("envd home directory", "path", o.HomeDir, "err", err)
+		}
+	}
 	s := &Server{opts: o, procs: newProcessService(o)}
 	mux := http.NewServeMux()
 	// Connect's JSON codec is what the SDK speaks; the binary one comes
@@ -113,18 +141,6 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// onceCloser closes once, whoever asks first.
-type onceCloser struct {
-	once sync.Once
-	fn   func() error
-	err  error
-}
-
-func (c *onceCloser) Close() error {
-	c.once.Do(func() { c.err = c.fn() })
-	return c.err
 }
 
 // quote shortens and quotes a path for an error message.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -82,8 +83,8 @@ func (s *Server) files(w http.ResponseWriter, r *http.Request) {
 
 // download answers a file's bytes (with Range support).
 func (s *Server) download(w http.ResponseWriter, r *http.Request) {
-	p := r.URL.Query().Get("path")
-	if p == "" {
+	p := s.opts.abs(r.URL.Query().Get("path"))
+	if r.URL.Query().Get("path") == "" {
 		writeHTTPError(w, http.StatusBadRequest, "read: the path parameter is missing")
 		return
 	}
@@ -194,6 +195,7 @@ const multipartSlack = 64 << 10
 
 // store writes src to the client's path p and describes it.
 func (s *Server) store(p string, src io.Reader) (WriteInfo, error) {
+	p = s.opts.abs(p)
 	if c := clean(p); c == "/" {
 		return WriteInfo{}, syscall.EISDIR
 	}
@@ -241,4 +243,14 @@ func partFilename(disposition string) string {
 		return ""
 	}
 	return params["filename"]
+}
+
+// multipartReader reads a multipart body with the boundary from its
+// Content-Type parameters.
+func multipartReader(body io.Reader, params map[string]string) (*multipart.Reader, error) {
+	boundary := params["boundary"]
+	if boundary == "" {
+		return nil, errors.New("multipart body: no boundary in Content-Type")
+	}
+	return multipart.NewReader(body, boundary), nil
 }

@@ -26,7 +26,7 @@ type filesystemService struct {
 
 // Stat describes an entry (a symlink itself, not its target).
 func (s *filesystemService) Stat(_ context.Context, req *connect.Request[fspb.StatRequest]) (*connect.Response[fspb.StatResponse], error) {
-	p := req.Msg.GetPath()
+	p := s.opts.abs(req.Msg.GetPath())
 	real, err := resolveEntry(s.opts.BaseDir, p)
 	if err != nil {
 		return nil, pathError("stat", p, err)
@@ -42,7 +42,7 @@ func (s *filesystemService) Stat(_ context.Context, req *connect.Request[fspb.St
 // subdirectories (not followed through symlinks) down to that many levels,
 // each directory's entries sorted by name, a subdirectory's right after it.
 func (s *filesystemService) ListDir(_ context.Context, req *connect.Request[fspb.ListDirRequest]) (*connect.Response[fspb.ListDirResponse], error) {
-	p := req.Msg.GetPath()
+	p := s.opts.abs(req.Msg.GetPath())
 	real, err := resolve(s.opts.BaseDir, p)
 	if err != nil {
 		return nil, pathError("list", p, err)
@@ -94,7 +94,7 @@ func (s *filesystemService) ListDir(_ context.Context, req *connect.Request[fspb
 // MakeDir creates a directory and the missing ones above it;
 // already_exists when it is there.
 func (s *filesystemService) MakeDir(_ context.Context, req *connect.Request[fspb.MakeDirRequest]) (*connect.Response[fspb.MakeDirResponse], error) {
-	p := req.Msg.GetPath()
+	p := s.opts.abs(req.Msg.GetPath())
 	real, err := resolve(s.opts.BaseDir, p)
 	if err != nil {
 		return nil, pathError("make directory", p, err)
@@ -119,7 +119,7 @@ func (s *filesystemService) MakeDir(_ context.Context, req *connect.Request[fspb
 // Remove deletes an entry: a file, a symlink (not its target), or a
 // directory with everything under it.
 func (s *filesystemService) Remove(_ context.Context, req *connect.Request[fspb.RemoveRequest]) (*connect.Response[fspb.RemoveResponse], error) {
-	p := req.Msg.GetPath()
+	p := s.opts.abs(req.Msg.GetPath())
 	if clean(p) == "/" {
 		return nil, pathError("remove", p, errRoot)
 	}
@@ -146,7 +146,7 @@ func (s *filesystemService) Remove(_ context.Context, req *connect.Request[fspb.
 // Move renames an entry (a symlink itself), making the destination's
 // missing directories; an existing destination file is replaced.
 func (s *filesystemService) Move(_ context.Context, req *connect.Request[fspb.MoveRequest]) (*connect.Response[fspb.MoveResponse], error) {
-	src, dst := req.Msg.GetSource(), req.Msg.GetDestination()
+	src, dst := s.opts.abs(req.Msg.GetSource()), s.opts.abs(req.Msg.GetDestination())
 	if clean(src) == "/" || clean(dst) == "/" {
 		return nil, pathError("move", src, errRoot)
 	}

@@ -2,6 +2,7 @@ package envd
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,7 +41,7 @@ func TestStat(t *testing.T) {
 		got.GetOwner() == "" || got.GetGroup() == "" || !got.GetModifiedTime().AsTime().Equal(mtime) || got.SymlinkTarget != nil {
 		t.Errorf("file: %v", got)
 	}
-	res, err = e.fs.Stat(ctx, connect.NewRequest(&fspb.StatRequest{Path: "dir"}))
+	res, err = e.fs.Stat(ctx, connect.NewRequest(&fspb.StatRequest{Path: "/dir"}))
 	if err != nil || res.Msg.GetEntry().GetType() != fspb.FileType_FILE_TYPE_DIRECTORY || res.Msg.GetEntry().GetPath() != "/dir" {
 		t.Errorf("directory: %v %v", res, err)
 	}
@@ -104,6 +105,30 @@ func TestListDirDepth(t *testing.T) {
 	}
 }
 
+// Relative paths are under the home directory (E2B's /home/user), which
+// New made.
+func TestRelativePathsUnderHome(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if st, err := os.Stat(filepath.Join(e.base, "home/user")); err != nil || !st.IsDir() {
+		t.Fatalf("home directory: %v", err)
+	}
+	if _, err := e.fs.MakeDir(ctx, connect.NewRequest(&fspb.MakeDirRequest{Path: "project/src"})); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.fs.Stat(ctx, connect.NewRequest(&fspb.StatRequest{Path: "project"}))
+	if err != nil || res.Msg.GetEntry().GetPath() != "/home/user/project" {
+		t.Fatalf("stat relative: %v %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.base, "home/user/project/src")); err != nil {
+		t.Errorf("relative MakeDir did not land under home: %v", err)
+	}
+	list, err := e.fs.ListDir(ctx, connect.NewRequest(&fspb.ListDirRequest{Path: ""}))
+	if err != nil || len(list.Msg.GetEntries()) != 1 || list.Msg.GetEntries()[0].GetPath() != "/home" {
+		t.Errorf("an empty path is the root: %v %v", list, err)
+	}
+}
+
 // MakeDir makes parents and answers already_exists the second time
 // (files.makeDir returns false then); Move renames, making the
 // destination's directories; Remove deletes a tree and a symlink itself.
@@ -114,7 +139,7 @@ func TestMakeDirMoveRemove(t *testing.T) {
 	if err != nil || res.Msg.GetEntry().GetPath() != "/a/b/c" || res.Msg.GetEntry().GetType() != fspb.FileType_FILE_TYPE_DIRECTORY {
 		t.Fatalf("make dir: %v %v", res, err)
 	}
-	if _, err := e.fs.MakeDir(ctx, connect.NewRequest(&fspb.MakeDirRequest{Path: "a/b/c"})); code(err) != connect.CodeAlreadyExists {
+	if _, err := e.fs.MakeDir(ctx, connect.NewRequest(&fspb.MakeDirRequest{Path: "/a/b/c/"})); code(err) != connect.CodeAlreadyExists {
 		t.Errorf("make dir twice: %v, want already_exists", err)
 	}
 	e.write(t, "a/b/c/f.txt", "f")
@@ -150,7 +175,7 @@ func TestMakeDirMoveRemove(t *testing.T) {
 	if _, err := e.fs.Remove(ctx, connect.NewRequest(&fspb.RemoveRequest{Path: "/a"})); code(err) != connect.CodeNotFound {
 		t.Errorf("remove twice: %v, want not_found", err)
 	}
-	for _, root := range []string{"/", "", "..", "/a/../.."} {
+	for _, root := range []string{"/", "", "../..", "/a/../.."} {
 		if _, err := e.fs.Remove(ctx, connect.NewRequest(&fspb.RemoveRequest{Path: root})); code(err) != connect.CodeInvalidArgument {
 			t.Errorf("remove %q: %v, want invalid_argument", root, err)
 		}
@@ -199,7 +224,7 @@ func TestWatchDir(t *testing.T) {
 	}
 	wait("new.txt EVENT_TYPE_CREATE")
 	// An upload is reported as its file, not as its temporary file.
-	if status := e.postRaw(t, "/w/uploaded.txt", "u"); status != 200 {
+	if status := e.postRaw(t, "/w/uploaded.txt", "u"); status != http.StatusOK {
 		t.Fatalf("upload: %d", status)
 	}
 	wait("uploaded.txt EVENT_TYPE_CREATE")

@@ -38,16 +38,29 @@ func newProcessService(opts Options) *processService {
 	return &processService{opts: opts, procs: map[uint32]*proc{}}
 }
 
-// command builds the program's exec.Cmd: cmd with args as given, the
-// working directory confined to the base directory, the runtime's
-// environment plus the request's variables.
+// command builds the program's exec.Cmd: cmd with args as given, in the
+// home directory or the working directory asked for (relative to home),
+// confined to the base directory, with the runtime's environment, HOME and
+// the request's variables.
 func (s *processService) command(cfg *processpb.ProcessConfig) (*exec.Cmd, error) {
 	if cfg.GetCmd() == "" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("process.cmd: want the program to run"))
 	}
-	dir, err := resolve(s.opts.BaseDir, "/")
-	if cfg.Cwd != nil {
-		dir, err = resolve(s.opts.BaseDir, cfg.GetCwd())
+	home, err := resolve(s.opts.BaseDir, s.opts.HomeDir)
+	if err == nil {
+		var st os.FileInfo
+		if st, err = os.Stat(home); err == nil && !st.IsDir() {
+			err = syscall.ENOTDIR
+		}
+	}
+	if err != nil { // no home (removed, or made a file): the root
+		if home, err = resolve(s.opts.BaseDir, "/"); err != nil {
+			return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("base directory: %w", err))
+		}
+	}
+	dir := home
+	if cfg.GetCwd() != "" {
+		dir, err = resolve(s.opts.BaseDir, s.opts.abs(cfg.GetCwd()))
 		if err == nil {
 			var st os.FileInfo
 			if st, err = os.Stat(dir); err == nil && !st.IsDir() {
@@ -63,16 +76,16 @@ func (s *processService) command(cfg *processpb.ProcessConfig) (*exec.Cmd, error
 	}
 	cmd := exec.Command(cfg.GetCmd(), cfg.GetArgs()...)
 	cmd.Dir = dir
-	if len(cfg.GetEnvs()) > 0 {
-		keys := make([]string, 0, len(cfg.GetEnvs()))
-		for k := range cfg.GetEnvs() {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		cmd.Env = os.Environ()
-		for _, k := range keys {
-			cmd.Env = append(cmd.Env, k+"="+cfg.GetEnvs()[k])
-		}
+	// The runtime's environment, HOME the home directory, then the
+	// request's variables (which win).
+	keys := make([]string, 0, len(cfg.GetEnvs()))
+	for k := range cfg.GetEnvs() {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	for _, k := range keys {
+		cmd.Env = append(cmd.Env, k+"="+cfg.GetEnvs()[k])
 	}
 	return cmd, nil
 }

@@ -16,11 +16,11 @@ import (
 )
 
 // commands.run("echo ..."): start{pid} first, the output, end last with
-// exit code 0; the command runs in the base directory with the request's
-// environment.
+// exit code 0; the command runs in the home directory (HOME too) with the
+// request's environment.
 func TestStartRunsBashCommand(t *testing.T) {
 	e := newEnv(t)
-	req := bash(`echo "hello $WHO"; pwd; echo oops >&2`)
+	req := bash(`echo "hello $WHO"; pwd; echo "$HOME"; echo oops >&2`)
 	req.Process.Envs = map[string]string{"WHO": "e2b"}
 	r := e.run(t, req)
 	if r.streamed != nil {
@@ -29,8 +29,8 @@ func TestStartRunsBashCommand(t *testing.T) {
 	if r.order[0] != "start" || r.order[len(r.order)-1] != "end" || r.pid == 0 {
 		t.Fatalf("events %v (pid %d): want start first and end last", r.order, r.pid)
 	}
-	real, _ := filepath.EvalSymlinks(e.base)
-	if got, want := r.stdout.String(), "hello e2b\n"+real+"\n"; got != want {
+	home, _ := filepath.EvalSymlinks(filepath.Join(e.base, "home/user"))
+	if got, want := r.stdout.String(), "hello e2b\n"+home+"\n"+home+"\n"; got != want {
 		t.Errorf("stdout %q, want %q", got, want)
 	}
 	if r.stderr.String() != "oops\n" {
@@ -59,7 +59,7 @@ func TestStartCwdConfined(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(e.base, "out")); err != nil {
 		t.Fatal(err)
 	}
-	for _, cwd := range []string{"/out", "out/", "/out/../out"} {
+	for _, cwd := range []string{"/out", "/out/", "/out/../out", "../../out"} {
 		req := bash("pwd")
 		req.Process.Cwd = &cwd
 		st, err := e.proc.Start(context.Background(), connect.NewRequest(req))
@@ -324,4 +324,41 @@ func TestCloseKillsPrograms(t *testing.T) {
 		data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 		return err != nil || strings.Contains(string(data), ") Z ")
 	})
+}
+
+// Large output arrives whole, in order, before the end event, in chunks
+// of at most chunkSize.
+func TestStartLargeOutput(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := e.proc.Start(ctx, connect.NewRequest(bash(`seq 1 200000`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	var ended bool
+	for st.Receive() {
+		ev := st.Msg().GetEvent()
+		if d := ev.GetData().GetStdout(); d != nil {
+			if ended {
+				t.Fatal("output after the end event")
+			}
+			if len(d) > chunkSize {
+				t.Fatalf("a chunk of %d bytes", len(d))
+			}
+			out.Write(d)
+		}
+		if ev.GetEnd() != nil {
+			ended = true
+		}
+	}
+	var want strings.Builder
+	for i := 1; i <= 200000; i++ {
+		want.WriteString(strconv.Itoa(i))
+		want.WriteByte('\n')
+	}
+	if !ended || out.String() != want.String() {
+		t.Fatalf("ended %v, %d bytes, want %d", ended, out.Len(), want.Len())
+	}
 }

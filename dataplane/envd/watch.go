@@ -25,7 +25,7 @@ const maxWatchedDirs = 4096
 // {name (relative to the directory), type, entry?}, with keepalives while
 // quiet, until the client goes away.
 func (s *filesystemService) WatchDir(ctx context.Context, req *connect.Request[fspb.WatchDirRequest], stream *connect.ServerStream[fspb.WatchDirResponse]) error {
-	p := req.Msg.GetPath()
+	p := s.opts.abs(req.Msg.GetPath())
 	root, err := resolve(s.opts.BaseDir, p)
 	if err != nil {
 		return pathError("watch", p, err)

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -75,7 +76,7 @@ func (e *env) streamWithin(t *testing.T, path, body, timeoutMs string) (string, 
 	var frames []frame
 	for {
 		var hdr [5]byte
-		if _, err := io.ReadFull(r, hdr[:]); err == io.EOF {
+		if _, err := io.ReadFull(r, hdr[:]); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
 			t.Fatalf("%s: reading an envelope: %v", path, err)
@@ -264,7 +265,7 @@ func TestWireFilesAndHealth(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(raw)) != `[{"name":"raw.bin","type":"file","path":"/home/user/raw.bin"}]` {
 		t.Errorf("octet-stream write: %d %s", resp.StatusCode, raw)
 	}
-	if status, body := e.get(t, "home/user/raw.bin"); status != http.StatusOK || body != "\x00\x01raw" {
+	if status, body := e.get(t, "raw.bin"); status != http.StatusOK || body != "\x00\x01raw" { // relative: under /home/user
 		t.Errorf("read raw: %d %q", status, body)
 	}
 	// Several files in one multipart body, no path parameter: each part's
@@ -272,7 +273,7 @@ func TestWireFilesAndHealth(t *testing.T) {
 	if status := e.postMultipart(t, "", map[string]string{"/a/one.txt": "1", "b/two.txt": "2"}); status != http.StatusOK {
 		t.Errorf("multi-file write: %d", status)
 	}
-	for p, want := range map[string]string{"/a/one.txt": "1", "/b/two.txt": "2"} {
+	for p, want := range map[string]string{"/a/one.txt": "1", "/home/user/b/two.txt": "2"} {
 		if status, body := e.get(t, p); status != http.StatusOK || body != want {
 			t.Errorf("read %s: %d %q", p, status, body)
 		}

@@ -40,9 +40,10 @@
 // webhooks/): it runs inside the sandbox, with nothing but the standard
 // library, dataplane/shlex (which splits command lines) and
 // dataplane/webguard (itself the standard library only). Resolve, its path
-// confinement, and Guard, its checks (token, Host allowlist, cross-site) as
-// middleware, are shared with sandboxd (dataplane/sandboxd), which the same
-// binary serves next to it.
+// confinement, and Guard (GuardWithHealth), its checks (token, Host
+// allowlist, cross-site) as middleware, are shared with sandboxd
+// (dataplane/sandboxd) and envd (dataplane/envd), which the same binary
+// serves next to it.
 //
 // The confinement is the protocol's, not a security boundary: commands run
 // with the runtime's own rights and can read and write anything those allow.

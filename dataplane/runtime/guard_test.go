@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -247,5 +248,38 @@ func TestUpstreamSDKRequestsWithGuards(t *testing.T) {
 		jsonHeaders("Host", "10.0.0.7:8888", "User-Agent", "Go-http-client/1.1", "Accept-Encoding", "gzip", TokenHeader, testToken), `{"command":"cat notes.txt"}`)
 	if status != http.StatusOK || !strings.Contains(out, `"stdout":"line one\nline two\n"`) {
 		t.Errorf("Go SDK execute: %d %s", status, out)
+	}
+}
+
+// GuardWithHealth opens only its own health path (GET or HEAD) without the
+// token: not /v1/health, not a POST to the health path, not a look-alike.
+func TestGuardWithHealth(t *testing.T) {
+	const token = "tok"
+	h := GuardWithHealth(Options{AuthToken: token, BaseDir: t.TempDir()}, "/health")(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	for _, c := range []struct {
+		method, path, token string
+		want                int
+	}{
+		{http.MethodGet, "/health", "", http.StatusTeapot},
+		{http.MethodHead, "/health", "", http.StatusTeapot},
+		{http.MethodPost, "/health", "", http.StatusUnauthorized},
+		{http.MethodGet, "/health/", "", http.StatusUnauthorized},
+		{http.MethodGet, "/%68ealth", "", http.StatusUnauthorized},
+		{http.MethodGet, "/v1/health", "", http.StatusUnauthorized},
+		{http.MethodPost, "/process.Process/List", "", http.StatusUnauthorized},
+		{http.MethodPost, "/process.Process/List", "wrong", http.StatusUnauthorized},
+		{http.MethodPost, "/process.Process/List", token, http.StatusTeapot},
+	} {
+		req := httptest.NewRequest(c.method, c.path, nil)
+		if c.token != "" {
+			req.Header.Set(TokenHeader, c.token)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.want {
+			t.Errorf("%s %s (token %q): %d, want %d", c.method, c.path, c.token, rec.Code, c.want)
+		}
 	}
 }

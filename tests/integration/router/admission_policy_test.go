@@ -25,21 +25,25 @@ import (
 // routerUser is the username the policy matches in config/router.
 const routerUser = "system:serviceaccount:agent-sandbox-system:sandbox-router"
 
-func readRouterPolicy(t *testing.T) string {
+func readRouterPolicy(t *testing.T, path ...string) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(tests.RepoRoot(), "config", "router", "admission-policy.yaml"))
+	if len(path) == 0 {
+		path = []string{"admission-policy.yaml"}
+	}
+	raw, err := os.ReadFile(filepath.Join(append([]string{tests.RepoRoot(), "config", "router"}, path...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(raw)
 }
 
-// installRouterPolicy installs config/router/admission-policy.yaml for the
+// installRouterPolicy installs config/router/admission-policy.yaml (or the
+// file path names under config/router) for the
 // router ServiceAccount of ns (routerIdentity's), bound to ns only so other
 // tests sharing the API server are not affected.
-func installRouterPolicy(t *testing.T, ns string) {
+func installRouterPolicy(t *testing.T, ns string, path ...string) {
 	t.Helper()
-	raw := readRouterPolicy(t)
+	raw := readRouterPolicy(t, path...)
 	if !strings.Contains(raw, "'"+routerUser+"'") {
 		t.Fatalf("the policy does not match %s", routerUser)
 	}

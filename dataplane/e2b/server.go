@@ -19,12 +19,13 @@ const (
 )
 
 // DefaultEnvdVersion is the envdVersion reported when Options.EnvdVersion
-// is empty: the oldest version the SDK accepts past its own gates for
-// stdin (0.3.0 sends stdin:false), user handling (0.4.0) and later
-// features, so that it asks only for what the runtime's envd subset
-// serves. The runtime side owns the real number; --e2b-envd-version
-// overrides this one.
-const DefaultEnvdVersion = "0.2.0"
+// is empty: the version the sandbox runtime's envd subset answers for
+// (dataplane/envd.Version; tests/e2b keeps the two equal). The SDK turns
+// features on by it: stdin (0.3.0), no default user (0.4.0), closeStdin
+// (0.5.2) and octet-stream uploads (0.5.7), all served there; below 0.5.2
+// it refuses closeStdin. --e2b-envd-version overrides it for runtimes
+// that serve less.
+const DefaultEnvdVersion = "0.5.7"
 
 // ClientID is the clientID every sandbox reports (E2B's cluster node
 // name; one router is one "client" here).

@@ -6,7 +6,8 @@
 // (Available), installs the locked dependencies once per lockfile with
 // `npm ci` into .work/e2b-node/<hash of the lockfile>/ (Install) and runs a
 // script there with only the E2B environment variables it is given (Run).
-// The tests that use it live in tests/e2e and tests/bench; its own check
-// that the README's example is hello.mjs, that package.json pins Version
-// and that the router reports the envd version the runtime serves.
+// The tests that run the SDK live in tests/e2e and tests/bench; this
+// package's own tests check that the README's example is hello.mjs, that
+// package.json pins Version, and that the router reports the envd version
+// the runtime serves.
 package e2b

@@ -164,7 +164,7 @@ func TestSendSignalKills(t *testing.T) {
 // end), and it is gone from List once it ended.
 func TestListConnectAndTags(t *testing.T) {
 	e := newEnv(t)
-	e.write(t, "go", "")
+	e.write(t, "home/user/go", "")
 	req := bash(`while [ -e go ]; do sleep 0.05; done; echo finished; exit 4`)
 	tag := "job-1"
 	req.Tag = &tag
@@ -196,7 +196,7 @@ func TestListConnectAndTags(t *testing.T) {
 	if !again.Receive() || again.Msg().GetEvent().GetStart().GetPid() != pid {
 		t.Fatalf("connect: first event %v, %v", again.Msg(), again.Err())
 	}
-	if err := os.Remove(filepath.Join(e.base, "go")); err != nil {
+	if err := os.Remove(filepath.Join(e.base, "home/user/go")); err != nil {
 		t.Fatal(err)
 	}
 	r := collect(t, again.Receive, func() *processpb.ProcessEvent { return again.Msg().GetEvent() }, again.Err)

@@ -49,4 +49,12 @@
 // does), and never imports the controller's packages (apply/, webhooks/,
 // policy/): it reads the API types and talks to the API server through
 // client-go and controller-runtime's cache only.
+//
+// Front doors: Handler.ServeTarget proxies a request whose target another
+// package resolved and authorized (dataplane/e2b, which names the Sandbox
+// through its claim: Target.ClaimUID must control it, and
+// Target.ResumeOnConnect stands for the opt-in annotation), and
+// ServerOptions.Front serves such a front door on the proxy port; the
+// cache holds SandboxClaims only when CacheOptions.Claims asks. The E2B
+// front door's own writes (claims, pause) are its package's.
 package router

@@ -19,10 +19,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -178,7 +180,7 @@ func e2bBackend(t *testing.T, release <-chan struct{}) string {
 
 // startE2B runs the router with the E2B API as cfg's identity, reviewing
 // keys (TokenReview), until the test ends; it returns its URL.
-func startE2B(t *testing.T, cfg *rest.Config) string {
+func startE2B(t *testing.T, cfg *rest.Config, keyNS string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cache, err := router.NewCache(ctx, cfg, router.CacheOptions{Claims: true, TrimClaim: e2b.TrimClaim})
@@ -214,8 +216,26 @@ func startE2B(t *testing.T, cfg *rest.Config) string {
 		t.Fatal(err)
 	}
 	tr := router.NewTokenReview(kubernetes.NewForConfigOrDie(cfg), router.TokenReviewOptions{})
-	front := e2b.New(e2b.Options{Client: cl, Cache: cache, Sandboxes: rc, Proxy: h, Auth: tr, DefaultNamespace: "default",
-		Tokens: tokens, ReadyTimeout: 20 * time.Second, ResolveWait: 2 * time.Second, MaxRequestTimeout: time.Minute, Log: testr.New(t)}).Front(h)
+	eo := e2b.Options{Client: cl, Cache: cache, Sandboxes: rc, Proxy: h, Auth: tr, DefaultNamespace: "default",
+		Tokens: tokens, ReadyTimeout: 20 * time.Second, ResolveWait: 2 * time.Second, MaxRequestTimeout: time.Minute, Log: testr.New(t)}
+	if keyNS != "" {
+		keys, err := ctrlcache.New(cfg, ctrlcache.Options{Scheme: env.Scheme, ReaderFailOnMissingInformer: true,
+			DefaultNamespaces: map[string]ctrlcache.Config{keyNS: {}},
+			ByObject:          map[client.Object]ctrlcache.ByObject{&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{e2b.LabelAPIKey: "true"})}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := keys.GetInformer(ctx, &corev1.Secret{}); err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = keys.Start(ctx) }()
+		if !keys.WaitForCacheSync(syncCtx) {
+			cancel()
+			t.Fatal("the key cache did not sync")
+		}
+		eo.Keys = &e2b.KeySecrets{Reader: keys, Namespace: keyNS}
+	}
+	front := e2b.New(eo).Front(h)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -288,4 +308,28 @@ func firstLine(t *testing.T, resp *http.Response, d time.Duration) string {
 		t.Fatalf("no streamed line within %s: the response is buffered", d)
 	}
 	return ""
+}
+
+// grantKeys lets the router ServiceAccount of ns list and watch the
+// Secrets of keyNS, as config/router/e2b/api-keys.yaml does.
+func grantKeys(t *testing.T, ns, keyNS string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(tests.RepoRoot(), "config", "router", "e2b", "api-keys.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{}
+	if err := yaml.UnmarshalStrict([]byte(strings.Split(string(raw), "\n---\n")[0]), role); err != nil {
+		t.Fatal(err)
+	}
+	role.Namespace = keyNS
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: keyNS, Name: role.Name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "sandbox-router"}}}
+	if err := env.Client.Create(ctxFor(t), role); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctxFor(t), rb); err != nil {
+		t.Fatal(err)
+	}
 }

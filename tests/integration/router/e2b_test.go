@@ -1,12 +1,16 @@
 package router
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -61,7 +65,45 @@ func e2bSetup(t *testing.T) (url, nsA, keyA, nsB, keyB string) {
 		createPool(t, ns, "python", "python-template")
 		standInController(t, ns)
 	}
-	return startE2B(t, identity), nsA, keyA, nsB, keyB
+	keyNS := env.Namespace(t)
+	grantKeys(t, nsA, keyNS)
+	// The key "e2b_key-of-a" acts as user e2b:a in nsA (bound to the
+	// role of a's agent); an unlabelled Secret's key counts for nothing.
+	for name, key := range map[string]string{"key-a": "e2b_key-of-a", "unlabelled": "e2b_unlabelled"} {
+		sum := sha256.Sum256([]byte(key))
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: keyNS, Name: name},
+			StringData: map[string]string{e2b.KeyDataHash: hex.EncodeToString(sum[:]), e2b.KeyDataNamespace: nsA, e2b.KeyDataUsername: "e2b:a"}}
+		if name == "key-a" {
+			sec.Labels = map[string]string{e2b.LabelAPIKey: "true"}
+		}
+		if err := env.Client.Create(ctxFor(t), sec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: "e2b-a"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "agent"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "e2b:a"}}}
+	if err := env.Client.Create(ctxFor(t), rb); err != nil {
+		t.Fatal(err)
+	}
+	return startE2B(t, identity, keyNS), nsA, keyA, nsB, keyB
+}
+
+// TestE2BKeySecrets: a key kept in a labelled Secret acts as the identity
+// and in the namespace the Secret names; an unlabelled Secret's key and a
+// made-up key do not authenticate.
+func TestE2BKeySecrets(t *testing.T) {
+	base, nsA, _, _, _ := e2bSetup(t)
+	status, body, _ := e2bCall(t, "POST", base+"/v2/sandboxes", `{"templateID":"python"}`, map[string]string{"X-API-KEY": "e2b_key-of-a"})
+	if status != http.StatusCreated || !strings.HasPrefix(decode[created](t, body).SandboxID, nsA+"--") {
+		t.Fatalf("create with a Secret's key: %d %s", status, body)
+	}
+	for _, key := range []string{"e2b_unlabelled", "e2b_key-of-b", "e2b_key-of-ax", "E2B_KEY-OF-A"} {
+		status, body, _ = e2bCall(t, "GET", base+"/v2/sandboxes", "", map[string]string{"X-API-KEY": key})
+		if status != http.StatusUnauthorized {
+			t.Errorf("key %q: %d %s", key, status, body)
+		}
+	}
 }
 
 // TestE2BSandboxLifecycle drives the API with raw requests shaped as the

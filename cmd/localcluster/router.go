@@ -69,7 +69,11 @@ type Router struct {
 // in the admin kubeconfig's path with ".router" added (the marker `down`
 // looks for).
 func RouterKubeconfig(ctx context.Context, c *Cluster, cl client.Client) (string, error) {
-	if err := applyYAML(ctx, cl, routerconfig.RBAC, routerconfig.RBACPortForward, routerconfig.RBACE2B, routerconfig.AdmissionPolicyE2B); err != nil {
+	policy, err := routerconfig.AdmissionPolicyE2B()
+	if err != nil {
+		return "", err
+	}
+	if err := applyYAML(ctx, cl, routerconfig.RBAC, routerconfig.RBACPortForward, routerconfig.RBACE2B, policy); err != nil {
 		return "", err
 	}
 	return impersonatingKubeconfig(c, RouterUser, "router")

@@ -1,6 +1,8 @@
 package router
 
-import _ "embed"
+import (
+	_ "embed"
+)
 
 // RBAC is the YAML of rbac.yaml: the ServiceAccount, ClusterRole and
 // ClusterRoleBinding of the router with --transport=direct.
@@ -29,10 +31,10 @@ var AdmissionPolicy []byte
 //go:embed e2b/rbac.yaml
 var RBACE2B []byte
 
-// AdmissionPolicyE2B is the YAML of e2b/admission-policy.yaml: the
-// admission policy with the E2B API, which also lets the router set
-// Suspended on a Sandbox a SandboxClaim controls (pause). It replaces
-// AdmissionPolicy (same object).
+// AdmissionPolicyPatchE2B is the YAML of e2b/admission-policy-patch.yaml:
+// the JSON patch the E2B component makes to AdmissionPolicy (pause may set
+// Suspended on a Sandbox a SandboxClaim controls). AdmissionPolicyE2B
+// applies it.
 //
-//go:embed e2b/admission-policy.yaml
-var AdmissionPolicyE2B []byte
+//go:embed e2b/admission-policy-patch.yaml
+var AdmissionPolicyPatchE2B []byte

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -247,7 +248,7 @@ func (s *Server) deleteClaim(ctx context.Context, claim *extv1beta1.SandboxClaim
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	uid := claim.UID
-	err := s.o.Client.Delete(ctx, claim, client.Preconditions{UID: &uid}, client.PropagationPolicy("Background"))
+	err := s.o.Client.Delete(ctx, claim, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err != nil && !apierrors.IsNotFound(err) {
 		s.o.Log.Error(err, "deleting a sandbox that did not start", "claim", claim.Namespace+"/"+claim.Name)
 	}

@@ -25,9 +25,11 @@
 // UID; setTimeout updates the shutdown time guarded by the resourceVersion.
 // Errors are E2B's {"code", "message"}.
 //
-// Auth: X-API-KEY is a Kubernetes bearer token, reviewed with the router's
-// TokenReview (cache and budget included); a ServiceAccount's sandboxes
-// live in its own namespace, other users' in DefaultNamespace. Each call
+// Auth: X-API-KEY is a key kept in a labelled Secret of one namespace
+// (KeySecrets: its SHA-256, compared in constant time, names a namespace
+// and a user), or else a Kubernetes bearer token, reviewed with the
+// router's TokenReview (cache and budget included); a ServiceAccount's
+// sandboxes live in its own namespace, other users' in DefaultNamespace. Each call
 // asks a SubjectAccessReview for its verb on sandboxclaims and, when it
 // runs code or hands out the access token, create sandboxes/exec. Without
 // Auth any non-empty key is a caller in DefaultNamespace (--e2b-auth=none).

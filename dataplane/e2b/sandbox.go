@@ -109,7 +109,7 @@ func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	uid := claim.UID
-	err := s.o.Client.Delete(r.Context(), claim, client.Preconditions{UID: &uid}, client.PropagationPolicy("Background"))
+	err := s.o.Client.Delete(r.Context(), claim, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err): // gone, or replaced by a namesake
 		writeAPIError(w, notFound(r.PathValue("id")))

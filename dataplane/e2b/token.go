@@ -65,7 +65,7 @@ func ReadTokenKey(path string) ([]byte, error) {
 func (t *Tokens) For(namespace, name string, uid types.UID) string {
 	m := hmac.New(sha256.New, t.key)
 	// NUL cannot occur in any of the three: the fields cannot run together.
-	m.Write([]byte("e2b-envd-access\x00" + namespace + "\x00" + name + "\x00" + string(uid)))
+	_, _ = m.Write([]byte("e2b-envd-access\x00" + namespace + "\x00" + name + "\x00" + string(uid)))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 

@@ -50,20 +50,6 @@ func resolveEntry(base, raw string) (string, error) {
 	return filepath.Join(dir, path.Base(c)), nil
 }
 
-// display is real (a path under the base directory) as clients see it:
-// absolute, with the base as "/".
-func display(base, real string) string {
-	root, err := filepath.EvalSymlinks(base)
-	if err != nil {
-		root = base
-	}
-	rel, err := filepath.Rel(root, real)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return clean(real)
-	}
-	return clean(filepath.ToSlash(rel))
-}
-
 // pathError is err, from op on the client's path p, as a Connect error
 // with the code the SDK maps: not_found, permission_denied (outside the
 // base, or not allowed), already_exists, invalid_argument.

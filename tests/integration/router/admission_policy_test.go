@@ -25,25 +25,25 @@ import (
 // routerUser is the username the policy matches in config/router.
 const routerUser = "system:serviceaccount:agent-sandbox-system:sandbox-router"
 
-func readRouterPolicy(t *testing.T, path ...string) string {
+func readRouterPolicy(t *testing.T) string {
 	t.Helper()
-	if len(path) == 0 {
-		path = []string{"admission-policy.yaml"}
-	}
-	raw, err := os.ReadFile(filepath.Join(append([]string{tests.RepoRoot(), "config", "router"}, path...)...))
+	raw, err := os.ReadFile(filepath.Join(tests.RepoRoot(), "config", "router", "admission-policy.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(raw)
 }
 
-// installRouterPolicy installs config/router/admission-policy.yaml (or the
-// file path names under config/router) for the
+// installRouterPolicy installs config/router/admission-policy.yaml (or
+// content, a variant of it) for the
 // router ServiceAccount of ns (routerIdentity's), bound to ns only so other
 // tests sharing the API server are not affected.
-func installRouterPolicy(t *testing.T, ns string, path ...string) {
+func installRouterPolicy(t *testing.T, ns string, content ...string) {
 	t.Helper()
-	raw := readRouterPolicy(t, path...)
+	raw := readRouterPolicy(t)
+	if len(content) > 0 {
+		raw = content[0]
+	}
 	if !strings.Contains(raw, "'"+routerUser+"'") {
 		t.Fatalf("the policy does not match %s", routerUser)
 	}

@@ -3,6 +3,7 @@ package router
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,10 +15,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	routerconfig "github.com/agentsandbox/reconciler/config/router"
 	"github.com/agentsandbox/reconciler/dataplane/e2b"
+	"github.com/agentsandbox/reconciler/dataplane/resume"
 )
 
 type created struct {
@@ -57,7 +61,11 @@ func e2bSetup(t *testing.T) (url, nsA, keyA, nsB, keyB string) {
 	nsA, nsB = env.Namespace(t), env.Namespace(t)
 	identity := routerIdentity(t, nsA)
 	grantE2B(t, nsA)
-	installRouterPolicy(t, nsA, "e2b", "admission-policy.yaml")
+	policy, err := routerconfig.AdmissionPolicyE2B()
+	if err != nil {
+		t.Fatal(err)
+	}
+	installRouterPolicy(t, nsA, string(policy))
 	all := []string{"create", "get", "list", "update", "delete"}
 	keyA = e2bUser(t, nsA, "agent", all, true)
 	keyB = e2bUser(t, nsB, "agent", all, true)
@@ -154,7 +162,7 @@ func TestE2BSandboxLifecycle(t *testing.T) {
 	}
 	// Streamed unbuffered: the first line arrives while the sandbox holds
 	// the second back.
-	req, _ := http.NewRequestWithContext(ctxFor(t), "POST", base+"/stream", strings.NewReader("{}"))
+	req, _ := http.NewRequestWithContext(ctxFor(t), http.MethodPost, base+"/stream", strings.NewReader("{}"))
 	for k, v := range data {
 		req.Header.Set(k, v)
 	}
@@ -376,5 +384,43 @@ func TestE2BRefusals(t *testing.T) {
 		if status != http.StatusBadRequest && status != http.StatusNotFound {
 			t.Errorf("create %s: %d %s", req, status, body)
 		}
+	}
+}
+
+// TestE2BPolicyPausesOnlyClaimedSandboxes: with the E2B component's
+// admission policy, the router's ServiceAccount may set Suspended on a
+// Sandbox a SandboxClaim controls, and still not on any other.
+func TestE2BPolicyPausesOnlyClaimedSandboxes(t *testing.T) {
+	ns := env.Namespace(t)
+	identity := routerIdentity(t, ns)
+	policy, err := routerconfig.AdmissionPolicyE2B()
+	if err != nil {
+		t.Fatal(err)
+	}
+	installRouterPolicy(t, ns, string(policy))
+	rc, err := resume.NewREST(identity, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suspendAs := func(sb *sandboxv1beta1.Sandbox) error {
+		body := fmt.Sprintf(`{"apiVersion":"agents.x-k8s.io/v1beta1","kind":"Sandbox","metadata":{"name":%q,"namespace":%q,"uid":%q},"spec":{"operatingMode":"Suspended"}}`, sb.Name, sb.Namespace, sb.UID)
+		return rc.Patch(types.ApplyPatchType).Namespace(sb.Namespace).Resource("sandboxes").Name(sb.Name).
+			VersionedParams(&metav1.PatchOptions{FieldManager: sandboxv1beta1.FieldManagerOperatingMode, Force: ptr.To(true)}, metav1.ParameterCodec).
+			Body([]byte(body)).Do(ctxFor(t)).Error()
+	}
+	standalone := createSandbox(t, ns, "standalone", nil, nil, nil)
+	claimed := createSandbox(t, ns, "claimed", &metav1.OwnerReference{APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxClaim",
+		Name: "c", UID: "c-uid", Controller: ptr.To(true)}, nil, nil)
+	waitUntil(t, 20*time.Second, "the policy refuses Suspended on a standalone Sandbox", func() bool {
+		// Running again first (as admin), so each probe is a change.
+		_ = env.Client.Patch(ctxFor(t), getSandbox(t, ns, "standalone"), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"operatingMode":"Running"}}`)))
+		err := suspendAs(standalone)
+		return err != nil && strings.Contains(err.Error(), "or to Suspended on a Sandbox a SandboxClaim controls")
+	})
+	if err := suspendAs(claimed); err != nil {
+		t.Errorf("pause of a claimed Sandbox refused: %v", err)
+	}
+	if got := getSandbox(t, ns, "claimed"); got.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeSuspended {
+		t.Errorf("claimed Sandbox is %s", got.Spec.OperatingMode)
 	}
 }

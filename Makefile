@@ -94,8 +94,14 @@ test: verify lint test-go ## Run everything CI checks: generation drift, lint, u
 
 .PHONY: test-go
 test-go: $(CLUSTER_BINS) ## Run all Go tests (unit, golden, integration, e2e) without the verify and lint steps.
+	@$(E2B_SDK_CHECK)
 	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $$(go list ./... | grep -v /tests/e2e/faults)
 	$(MAKE) --no-print-directory test-faults
+
+# TestE2BSDK (tests/e2e) runs the e2b SDK from npm (tests/e2b) with Node.js;
+# without node and npm it skips, and the suite says so up front.
+E2B_SDK_CHECK := command -v node >/dev/null && command -v npm >/dev/null || \
+	echo "note: node or npm is not on PATH: TestE2BSDK (the e2b SDK against the local cluster) will be skipped"
 
 # The fault scenarios run alone: they load a 14-node cluster with bursts of
 # hundreds of Sandboxes, and on a 2-core machine another cluster starting
@@ -114,6 +120,7 @@ test-integration: $(ENVTEST_ASSETS) ## Run the envtest integration tests (real k
 
 .PHONY: test-e2e
 test-e2e: $(CLUSTER_BINS) ## Run the end-to-end tests on a local kwok cluster (then the fault scenarios).
+	@$(E2B_SDK_CHECK)
 	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./tests/e2e/
 	$(MAKE) --no-print-directory test-faults
 
@@ -130,9 +137,10 @@ fuzz: ## Fuzz render, conversion and policy loading for FUZZTIME each (seeded fr
 	done
 
 .PHONY: bench
-bench: $(CLUSTER_BINS) ## Run the benchmarks on a local cluster and print JSON (BENCH_N=500 by default; BENCH_RUN=TestBenchDataplane for the data plane only).
+bench: $(CLUSTER_BINS) ## Run the benchmarks on a local cluster and print JSON (BENCH_N=500 by default; BENCH_RUN=TestBenchDataplane for the data plane only, BENCH_RUN=TestBenchE2B for the e2b SDK).
 	AGENT_SANDBOX_BENCH=1 BENCH_N=$${BENCH_N:-500} BENCH_OUT=$${BENCH_OUT:-$(WORK)/bench.json} \
 		BENCH_DATAPLANE_OUT=$${BENCH_DATAPLANE_OUT:-$(WORK)/bench-dataplane.json} \
+		BENCH_E2B_OUT=$${BENCH_E2B_OUT:-$(WORK)/bench-e2b.json} \
 		go test -count=1 -timeout 180m -run "$${BENCH_RUN:-TestBench}" -v ./tests/bench/ 2>&1 | grep -v '^=== RUN'
 
 .PHONY: golden

@@ -43,6 +43,9 @@ type RouterOptions struct {
 	LogPath string
 	// Detach starts it in a session of its own (it outlives the caller).
 	Detach bool
+	// Args are added after its flags (a flag given again takes the later
+	// value): tests run it with another --e2b-auth or --e2b-namespace.
+	Args []string
 }
 
 // Router is a sandbox-router process started by StartRouter.
@@ -119,6 +122,7 @@ func StartRouter(ctx context.Context, c *Cluster, o RouterOptions) (*Router, err
 	cmd := exec.Command(o.Binary, "--kubeconfig", kubeconfig, "--transport=port-forward", "--auth=none",
 		"--http-bind-address="+addr, "--metrics-bind-address="+metrics, "--allowed-hosts=localhost",
 		"--e2b", "--e2b-namespace=default")
+	cmd.Args = append(cmd.Args, o.Args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if o.Detach {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

@@ -183,6 +183,10 @@ func up(f upFlags, stdout, stderr io.Writer) error {
 		if env.StandIn != nil {
 			_, _ = fmt.Fprint(stdout, "Every namespace has the Service sandbox-router-svc (port 8080) leading to it, where upstream's SDKs look in their port-forward modes\n")
 		}
+		// The router serves the E2B API on the same port (--e2b,
+		// --e2b-auth=none: any non-empty key, sandboxes in default).
+		_, _ = fmt.Fprintf(stdout, "E2B: %s (the same port; any non-empty API key; templates are the warm pools and SandboxTemplates of namespace default)\n", env.Router.URL)
+		_, _ = fmt.Fprintf(stdout, "  export E2B_API_URL=%s E2B_SANDBOX_URL=%s E2B_API_KEY=local\n", env.Router.URL, env.Router.URL)
 	}
 	if env.Controller != nil {
 		_, _ = fmt.Fprint(stdout, `

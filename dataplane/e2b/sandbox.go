@@ -279,7 +279,7 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
 }
 
 // resume sets the claim's Sandbox Running if it is Suspended and waits
-// until it is routable (ReadyTimeout).
+// until it is routable and its daemon answers (ReadyTimeout).
 func (s *Server) resume(ctx context.Context, claim *extv1beta1.SandboxClaim) (bool, *apiError) {
 	id, _ := SandboxID(claim.Namespace, claim.Name)
 	wctx, cancel := context.WithTimeout(ctx, s.o.ReadyTimeout)
@@ -299,7 +299,8 @@ func (s *Server) resume(ctx context.Context, claim *extv1beta1.SandboxClaim) (bo
 			if err := s.o.Cache.Get(wctx, types.NamespacedName{Namespace: sb.Namespace, Name: router.PodName(sb)}, &pod); err != nil {
 				p = nil
 			}
-			if _, rerr := router.Route(sb, p, router.Target{ID: sb.Name, Namespace: sb.Namespace, Port: 1, ClaimUID: claim.UID}); rerr == nil {
+			if _, rerr := router.Route(sb, p, router.Target{ID: sb.Name, Namespace: sb.Namespace, Port: 1, ClaimUID: claim.UID}); rerr == nil &&
+				s.healthy(wctx, claim, sb) {
 				return resumed, nil
 			}
 		}

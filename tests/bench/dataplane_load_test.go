@@ -31,7 +31,7 @@ var routerPID int
 // authentication, waits for /readyz and returns its base URL and a stop
 // function (its command line names the cluster's kubeconfig, so it must stop
 // before the cluster does).
-func startRouter(t *testing.T, kubeconfig string) (string, func()) {
+func startRouter(t *testing.T, kubeconfig string, extraArgs ...string) (string, func()) {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "sandbox-router")
@@ -41,8 +41,8 @@ func startRouter(t *testing.T, kubeconfig string) (string, func()) {
 		t.Fatalf("building the router: %v\n%s", err, out)
 	}
 	addr, metrics := freeAddr(t), freeAddr(t)
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--transport=port-forward", "--auth=none",
-		"--allow-local-addresses", "--http-bind-address", addr, "--metrics-bind-address", metrics)
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--transport=port-forward", "--auth=none",
+		"--allow-local-addresses", "--http-bind-address", addr, "--metrics-bind-address", metrics}, extraArgs...)...)
 	logPath := filepath.Join(dir, "router.log")
 	exited, stop := startProcess(t, cmd, logPath)
 	routerPID = cmd.Process.Pid

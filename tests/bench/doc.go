@@ -12,5 +12,10 @@
 // command (SDK Create then Run, paced and at once, by port-forward and
 // through bin/sandbox-router) as a ratio to claim Ready, and commands per
 // second as a ratio to sandbox-runtime processes reached without Kubernetes.
+// TestBenchE2B drives the router's E2B front door with the e2b SDK from npm
+// (tests/e2b/bench.mjs, Node.js; skipped without it): Sandbox.create ->
+// first commands.run output, paced and at once, as a ratio to claim Ready
+// on the same pool, and commands.run('echo hi') against the legacy
+// /execute through the same router.
 // They run only under `make bench`; figures are reported, never asserted.
 package bench

@@ -25,10 +25,10 @@ type dataplaneCluster struct {
 	routerURL  string
 }
 
-// startDataplaneCluster starts one, named name with nodes fake nodes; it is
-// stopped (router, controller, stand-in, then the cluster) when the test
-// ends.
-func startDataplaneCluster(t *testing.T, name string, nodes int) *dataplaneCluster {
+// startDataplaneCluster starts one, named name with nodes fake nodes, the
+// router with routerArgs added to its flags; it is stopped (router,
+// controller, stand-in, then the cluster) when the test ends.
+func startDataplaneCluster(t *testing.T, name string, nodes int, routerArgs ...string) *dataplaneCluster {
 	t.Helper()
 	workdir, err := os.MkdirTemp("", "agent-sandbox-"+name+"-")
 	if err != nil {
@@ -66,7 +66,7 @@ func startDataplaneCluster(t *testing.T, name string, nodes int) *dataplaneClust
 	})
 	ctrl := startController(t, local.Kubeconfig)
 	t.Cleanup(func() { ctrl.stop(t) })
-	routerURL, stopRouter := startRouter(t, local.Kubeconfig)
+	routerURL, stopRouter := startRouter(t, local.Kubeconfig, routerArgs...)
 	t.Cleanup(stopRouter)
 	return &dataplaneCluster{local: local, runtimeBin: runtimeBin, routerURL: routerURL}
 }

@@ -56,7 +56,7 @@ func TestMakeRun(t *testing.T) {
 	}
 	defer func() { _ = cmd.Process.Kill() }()
 
-	kubeconfig, controllerPID, metricsURL, routerPID, routerURL, routerMetricsURL := "", 0, "", 0, "", ""
+	kubeconfig, controllerPID, metricsURL, routerPID, routerURL, routerMetricsURL, e2bExport := "", 0, "", 0, "", "", ""
 	lines := bufio.NewScanner(stdout)
 	deadline := time.AfterFunc(3*time.Minute, func() { _ = cmd.Process.Kill() })
 	for lines.Scan() {
@@ -78,13 +78,16 @@ func TestMakeRun(t *testing.T) {
 		if v, ok := strings.CutPrefix(line, "router metrics: "); ok {
 			routerMetricsURL = v
 		}
+		if v, ok := strings.CutPrefix(line, "export E2B_API_URL="); ok {
+			e2bExport = v
+		}
 		if strings.HasPrefix(line, "Press Ctrl-C") {
 			break
 		}
 	}
 	deadline.Stop()
-	if kubeconfig == "" || controllerPID == 0 || metricsURL == "" || routerPID == 0 || routerURL == "" || routerMetricsURL == "" {
-		t.Fatalf("kubectl-sandbox up did not report a kubeconfig, a controller pid, a metrics address and the router's pid, URL and metrics")
+	if kubeconfig == "" || controllerPID == 0 || metricsURL == "" || routerPID == 0 || routerURL == "" || routerMetricsURL == "" || e2bExport == "" {
+		t.Fatalf("kubectl-sandbox up did not report a kubeconfig, a controller pid, a metrics address, the router's pid, URL and metrics and the E2B settings")
 	}
 	drained := make(chan struct{})
 	go func() {
@@ -129,6 +132,8 @@ func TestMakeRun(t *testing.T) {
 	// The stand-in kubelet runs the sample pool's Pods: kubectl exec, logs
 	// and port-forward reach the claimed Sandbox's runtime.
 	checkSamplePodReachable(t, c, cfg, kubeconfig, routerURL)
+	// The README's e2b SDK example, with the settings up printed.
+	checkE2BHello(t, routerURL, e2bExport)
 
 	// The controller's metrics move with what it does.
 	ready := `agent_sandboxes{launch_type="none",namespace="default",owned_by="none",ready_condition="True",sandbox_template="none"}`

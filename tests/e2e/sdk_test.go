@@ -209,15 +209,15 @@ func buildRouter(t *testing.T) string {
 // startRouter runs the sandbox router for the package's cluster as `kubectl
 // sandbox up` runs it (its ServiceAccount and ClusterRole by impersonation,
 // port-forward transport, no authentication, loopback only) and stops it
-// when the test ends.
-func startRouter(t *testing.T) *localcluster.Router {
+// when the test ends; args are added to its flags.
+func startRouter(t *testing.T, args ...string) *localcluster.Router {
 	t.Helper()
 	bin := buildRouter(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	port := freePort(t)
 	r, err := localcluster.StartRouter(ctx, local, localcluster.RouterOptions{
-		Binary: bin, Port: port, LogPath: filepath.Join(e2eWorkdir, fmt.Sprintf("router-%d.log", time.Now().UnixNano())),
+		Binary: bin, Port: port, LogPath: filepath.Join(e2eWorkdir, fmt.Sprintf("router-%d.log", time.Now().UnixNano())), Args: args,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ func TestHelmChartDryRun(t *testing.T) {
 				continue
 			}
 			u := &unstructured.Unstructured{Object: o.Object}
-			if err := env.Client.Patch(context.Background(), u, client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner("helm")); err != nil {
+			if err := env.Client.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.DryRunAll, client.ForceOwnership, client.FieldOwner("helm")); err != nil {
 				t.Errorf("server-side dry-run apply of %s: %v", helm.Key(o), err)
 				continue
 			}

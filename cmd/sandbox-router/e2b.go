@@ -36,7 +36,7 @@ type e2bOptions struct {
 }
 
 func (o *e2bOptions) bind(fs *flag.FlagSet) {
-	fs.BoolVar(&o.enabled, "e2b", false, "Serve the E2B API on the proxy port too: requests with E2b-Sandbox-Id go to that sandbox (data plane), requests without it or X-Sandbox-ID are the E2B control plane (sandboxes are SandboxClaims). Needs the rights of config/router/e2b.")
+	fs.BoolVar(&o.enabled, "e2b", false, "Serve the E2B API on the proxy port too: requests with E2b-Sandbox-Id go to that sandbox (data plane), requests without either header under /sandboxes or /v2/sandboxes are the E2B control plane (sandboxes are SandboxClaims); the rest is answered as without --e2b. Needs the rights of config/router/e2b.")
 	fs.StringVar(&o.auth, "e2b-auth", "", "How the E2B control plane checks X-API-KEY: tokenreview (a Kubernetes bearer token; each call's rights on sandboxclaims, and sandboxes/exec, by SubjectAccessReview) or none (any non-empty key, sandboxes in --e2b-namespace; only where the network already limits who reaches the router). Empty: as --auth.")
 	fs.StringVar(&o.namespace, "e2b-namespace", "default", "Namespace of the E2B sandboxes of callers that are not ServiceAccounts (a ServiceAccount's live in its own namespace), and of every caller with --e2b-auth=none.")
 	fs.StringVar(&o.tokenKeyFile, "e2b-token-key-file", "", "File holding the key (at least 32 bytes; e.g. openssl rand -hex 32) that envdAccessTokens are made with (HMAC of the claim's namespace, name and UID). Every replica needs the same key; a new key invalidates running sandboxes' tokens. Empty: a random key per process (tokens die with it).")

@@ -3,9 +3,10 @@
 // lists, pauses, resumes and kills sandboxes, and talks to the daemon in
 // them, through the router's port.
 //
-// A request with the E2b-Sandbox-Id header is data plane; one with
-// upstream's X-Sandbox-ID (and /healthz) is the router's own; any other is
-// control plane (Server.Front).
+// A request with the E2b-Sandbox-Id header is data plane; one without it
+// (and without upstream's X-Sandbox-ID) under /sandboxes or /v2/sandboxes
+// is control plane; any other is the router's own, answered as without the
+// E2B API (Server.Front).
 //
 // Control plane: an E2B sandbox is a SandboxClaim labelled
 // e2b.agents.x-k8s.io/sandbox=true, named e2b-<12 random [a-z0-9]>, in the

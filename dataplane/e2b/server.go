@@ -2,6 +2,7 @@ package e2b
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -117,18 +118,32 @@ func New(o Options) *Server {
 }
 
 // Front routes a request on the router's port: one with E2b-Sandbox-Id to
-// the data plane, one with X-Sandbox-ID (upstream's router contract) and
-// /healthz to legacy, any other to the E2B control plane.
+// the data plane; one without it under the E2B API's paths (/sandboxes,
+// /v2/sandboxes and below) to the E2B control plane; any other to legacy,
+// upstream's router contract, so that a request with X-Sandbox-ID, /healthz
+// and a request missing its headers are answered exactly as without --e2b
+// (the last with upstream's 400 "X-Sandbox-ID header is required").
 func (s *Server) Front(legacy http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Header.Get(HeaderSandboxID) != "":
 			s.dataPlane(w, r)
-		case r.Header.Get(router.HeaderSandboxID) != "" || r.URL.Path == "/healthz":
-			legacy.ServeHTTP(w, r)
-		default:
+		case r.Header.Get(router.HeaderSandboxID) == "" && isControlPath(r.URL.Path):
 			// Never reaches a sandbox: the key stays here.
 			s.control.ServeHTTP(w, r)
+		default:
+			legacy.ServeHTTP(w, r)
 		}
 	})
+}
+
+// isControlPath reports whether path is one of the E2B control plane's:
+// /sandboxes or /v2/sandboxes, or below either.
+func isControlPath(path string) bool {
+	for _, p := range []string{"/sandboxes", "/v2/sandboxes"} {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
 }

@@ -135,8 +135,8 @@ func TestReconcileLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	forwards := pf.Object["spec"].(map[string]any)["forwards"].([]any)
-	if len(forwards) != 3 || st.RESTPort == 0 || st.GRPCPort == 0 {
-		t.Errorf("PortForward forwards %v for state %+v, want the legacy, REST and gRPC ports", forwards, st)
+	if len(forwards) != 4 || st.RESTPort == 0 || st.GRPCPort == 0 || st.EnvdPort == 0 {
+		t.Errorf("PortForward forwards %v for state %+v, want the legacy, REST, gRPC and envd ports", forwards, st)
 	}
 	target := forwards[0].(map[string]any)["target"].(map[string]any)
 	if target["port"] != int64(st.Port) && target["port"] != float64(st.Port) {

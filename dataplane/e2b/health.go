@@ -25,7 +25,7 @@ func (s *Server) healthy(ctx context.Context, claim *extv1beta1.SandboxClaim, sb
 		return false
 	}
 	rec := httptest.NewRecorder()
-	s.o.Proxy.ServeTarget(rec, req, router.Target{ID: sb.Name, Namespace: sb.Namespace, Port: DefaultSandboxPort,
+	s.o.Proxy.ServeTarget(rec, req, router.Target{ID: sb.Name, Namespace: sb.Namespace, Port: s.o.EnvdPort,
 		ClaimUID: claim.UID, Timeout: pollInterval * 10})
 	return rec.Code >= 200 && rec.Code < 300
 }

@@ -66,6 +66,9 @@ type Options struct {
 	// MaxSandboxTimeout is the longest timeout a sandbox may ask for
 	// (default 24h).
 	MaxSandboxTimeout time.Duration
+	// EnvdPort is the port of the daemon in a sandbox, whose GET /health
+	// connect waits for (default DefaultSandboxPort, envd's 49983).
+	EnvdPort int
 	// ResolveWait is how long a data-plane request for a claim the cache
 	// does not show yet waits for it (default 2s).
 	ResolveWait time.Duration
@@ -94,6 +97,9 @@ func New(o Options) *Server {
 	}
 	if o.MaxSandboxTimeout <= 0 {
 		o.MaxSandboxTimeout = 24 * time.Hour
+	}
+	if o.EnvdPort <= 0 {
+		o.EnvdPort = DefaultSandboxPort
 	}
 	if o.ResolveWait <= 0 {
 		o.ResolveWait = 2 * time.Second

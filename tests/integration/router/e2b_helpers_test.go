@@ -238,7 +238,8 @@ func startE2B(t *testing.T, cfg *rest.Config, keyNS string) string {
 	}
 	tr := router.NewTokenReview(kubernetes.NewForConfigOrDie(cfg), router.TokenReviewOptions{})
 	eo := e2b.Options{Client: cl, Cache: cache, Sandboxes: rc, Proxy: h, Auth: tr, DefaultNamespace: "default",
-		Tokens: tokens, ReadyTimeout: 20 * time.Second, ResolveWait: 2 * time.Second, MaxRequestTimeout: time.Minute, Log: testr.New(t)}
+		Tokens: tokens, ReadyTimeout: 20 * time.Second, ResolveWait: 2 * time.Second, MaxRequestTimeout: time.Minute,
+		EnvdPort: envdHealth(t), Log: testr.New(t)}
 	if keyNS != "" {
 		keys, err := ctrlcache.New(cfg, ctrlcache.Options{Scheme: env.Scheme, ReaderFailOnMissingInformer: true,
 			DefaultNamespaces: map[string]ctrlcache.Config{keyNS: {}},
@@ -353,4 +354,25 @@ func grantKeys(t *testing.T, ns, keyNS string) {
 	if err := env.Client.Create(ctxFor(t), rb); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// envdHealth stands in for the daemon connect waits for: it answers
+// GET /health with 204 on a port of its own (the stand-in Pods are all
+// 127.0.0.1) and returns that port.
+func envdHealth(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/health" {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return l.Addr().(*net.TCPAddr).Port
 }

@@ -65,8 +65,11 @@ func TestDeniedTemplateIsReported(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "root"}, tmpl); err != nil {
 		t.Fatal(err)
 	}
+	// A merge patch: the controller may have written the template since
+	// the Get (an Update would then fail with a conflict).
+	before := tmpl.DeepCopy()
 	tmpl.Labels = map[string]string{"touched": "yes"}
-	if err := env.Client.Update(ctx, tmpl); err != nil {
+	if err := env.Client.Patch(ctx, tmpl, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second)

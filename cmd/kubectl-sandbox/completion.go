@@ -30,7 +30,7 @@ func (a *app) completeNames(remote bool) cobra.CompletionFunc {
 		}
 		cfg, err := a.kube.ToRESTConfig()
 		if err != nil {
-			cobra.CompDebugln("no cluster: "+err.Error(), true)
+			cobra.CompDebugln("no cluster: "+err.Error(), false)
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		f := sandboxFlags{}
@@ -43,7 +43,7 @@ func (a *app) completeNames(remote bool) cobra.CompletionFunc {
 		defer cancel()
 		names, err := kubectlplugin.Names(ctx, cfg, ns, toComplete)
 		if err != nil {
-			cobra.CompDebugln(err.Error(), true)
+			cobra.CompDebugln(err.Error(), false)
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		out := make([]cobra.Completion, 0, len(names))

@@ -104,7 +104,7 @@ func (a *app) root() *cobra.Command {
 	root.SetErr(a.stderr)
 	a.kube = genericclioptions.NewConfigFlags(true)
 	a.kube.AddFlags(root.PersistentFlags())
-	root.AddGroup(&cobra.Group{ID: "manifests", Title: "Manifests (offline):"},
+	root.AddGroup(&cobra.Group{ID: "manifests", Title: "Manifests:"},
 		&cobra.Group{ID: "sandboxes", Title: "Sandboxes:"}, &cobra.Group{ID: "local", Title: "Local cluster:"})
 	for _, c := range a.manifestCommands() {
 		c.GroupID = "manifests"
@@ -126,7 +126,7 @@ func (a *app) root() *cobra.Command {
 		},
 	})
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return fmt.Errorf("%s: %w", c.CommandPath(), err)
+		return a.fail(c, exitUsage, "%v\nRun \"kubectl-sandbox %s --help\" for its flags.", err, commandName(c))
 	})
 	return root
 }

@@ -132,6 +132,10 @@ func TestOldInvocations(t *testing.T) {
 		{"up --nodes 1 --controller c --runtime r --router rt --name n --workdir w --bin-dir b", "up", upOpts(func(f *upFlags) {
 			f.nodes, f.controller, f.runtime, f.router, f.name, f.workdir, f.binDir = 1, "c", "r", "rt", "n", "w", "b"
 		}), nil},
+		{"up --foreground --name run --workdir w --nodes 1 --bin-dir b --controller c --runtime r --router rt --samples s", "up", upOpts(func(f *upFlags) {
+			f.foreground, f.name, f.workdir, f.nodes, f.binDir, f.controller, f.runtime, f.router, f.samples = true, "run", "w", 1, "b", "c", "r", "rt", "s"
+		}), nil},
+		{"down --name updown --workdir w --bin-dir b", "down", downOpts(func(f *upFlags) { f.name, f.workdir, f.binDir = "updown", "w", "b" }), nil},
 		{"up --controller none --nodes 5", "up", upOpts(func(f *upFlags) { f.controller, f.nodes = "none", 5 }), nil},
 		{"up --controller-arg=--default-runtime-class=gvisor", "up", upOpts(func(f *upFlags) { f.controllerArgs = stringList{"--default-runtime-class=gvisor"} }), nil},
 		{"up --runtime none --router none", "up", upOpts(func(f *upFlags) { f.runtime, f.router = "none", "none" }), nil},

@@ -70,3 +70,18 @@ func isRemote(arg string) bool {
 	_, _, ok := remote(arg)
 	return ok
 }
+
+// completeNamespaces completes -n with the cluster's namespaces.
+func (a *app) completeNamespaces(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	cfg, err := a.kube.ToRESTConfig()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	defer cancel()
+	names, err := kubectlplugin.Namespaces(ctx, cfg, toComplete)
+	if err != nil {
+		cobra.CompDebugln(err.Error(), false)
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}

@@ -104,6 +104,7 @@ func (a *app) root() *cobra.Command {
 	root.SetErr(a.stderr)
 	a.kube = genericclioptions.NewConfigFlags(true)
 	a.kube.AddFlags(root.PersistentFlags())
+	_ = root.RegisterFlagCompletionFunc("namespace", a.completeNamespaces)
 	root.AddGroup(&cobra.Group{ID: "manifests", Title: "Manifests:"},
 		&cobra.Group{ID: "sandboxes", Title: "Sandboxes:"}, &cobra.Group{ID: "local", Title: "Local cluster:"})
 	for _, c := range a.manifestCommands() {

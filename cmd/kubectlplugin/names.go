@@ -62,3 +62,24 @@ func Names(ctx context.Context, cfg *rest.Config, namespace, prefix string) ([]N
 	}
 	return names, nil
 }
+
+// Namespaces lists the namespaces whose names start with prefix, sorted
+// (for -n completion, as kubectl's).
+func Namespaces(ctx context.Context, cfg *rest.Config, prefix string) ([]string, error) {
+	c, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("metadata client: %w", err)
+	}
+	list, err := c.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	var names []string
+	for _, it := range list.Items {
+		if strings.HasPrefix(it.Name, prefix) {
+			names = append(names, it.Name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}

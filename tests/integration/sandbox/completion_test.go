@@ -72,6 +72,7 @@ func TestKubectlSandboxCompletion(t *testing.T) {
 			[]string{"beta-sandbox:\tSandbox", "bravo-sandbox:\tSandbox"}, noSpace},
 		{"cp download source", []string{"cp", "--kubeconfig", kubeconfig, "-n", ns, "al"}, []string{"alpha-claim:\tSandboxClaim"}, noSpace},
 		{"another namespace", []string{"exec", "--kubeconfig", kubeconfig, "-n", other, ""}, []string{"elsewhere\tSandbox"}, noFiles},
+		{"-n", []string{"exec", "--kubeconfig", kubeconfig, "-n", ns[:len(ns)-1]}, []string{ns}, noFiles},
 		// A user with no rights in the namespace learns no names.
 		{"a user who may not list", []string{"exec", "--kubeconfig", kubeconfig, "--as", "mallory", "-n", ns, ""}, nil, noFiles},
 	} {

@@ -23,20 +23,20 @@ func main() {
 	flag.StringVar(&urlBase, "url-base", "", "where the archives are downloaded from (https://...); each archive's name is appended")
 	flag.Parse()
 	if urlBase == "" || flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: krew-manifest -version vX.Y.Z -url-base https://... ARCHIVE...")
+		_, _ = fmt.Fprintln(os.Stderr, "usage: krew-manifest -version vX.Y.Z -url-base https://... ARCHIVE...")
 		os.Exit(2)
 	}
 	for _, p := range flag.Args() {
 		a, err := kubectlplugin.ArchiveFromFile(p, urlBase)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "krew-manifest: %v\n", err)
+			_, _ = fmt.Fprintf(os.Stderr, "krew-manifest: %v\n", err)
 			os.Exit(1)
 		}
 		r.Archives = append(r.Archives, a)
 	}
 	out, err := kubectlplugin.KrewManifest(r)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "krew-manifest: %v\n", err)
+		_, _ = fmt.Fprintf(os.Stderr, "krew-manifest: %v\n", err)
 		os.Exit(1)
 	}
 	_, _ = os.Stdout.Write(out)

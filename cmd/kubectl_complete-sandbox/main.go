@@ -18,7 +18,7 @@ import (
 func main() {
 	plugin, err := pluginPath()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "kubectl_complete-sandbox: %v\n", err)
+		_, _ = fmt.Fprintf(os.Stderr, "kubectl_complete-sandbox: %v\n", err)
 		os.Exit(1)
 	}
 	cmd := exec.Command(plugin, os.Args[1:]...)
@@ -28,7 +28,7 @@ func main() {
 		if errors.As(err, &ee) {
 			os.Exit(ee.ExitCode())
 		}
-		fmt.Fprintf(os.Stderr, "kubectl_complete-sandbox: %v\n", err)
+		_, _ = fmt.Fprintf(os.Stderr, "kubectl_complete-sandbox: %v\n", err)
 		os.Exit(1)
 	}
 }

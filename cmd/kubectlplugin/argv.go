@@ -23,6 +23,9 @@ const ArgsAfterName = "kubectlplugin/args-after-name"
 func Normalize(root *cobra.Command, args []string) []string {
 	out := make([]string, 0, len(args)+1)
 	cmd := root
+	// -help as Go's flag package took it: cobra adds --help only when
+	// it runs.
+	cmd.InitDefaultHelpFlag()
 	completing := false
 	positional := 0
 	for i := 0; i < len(args); i++ {
@@ -39,6 +42,7 @@ func Normalize(root *cobra.Command, args []string) []string {
 				}
 				if sub := subcommand(cmd, a); sub != nil {
 					cmd = sub
+					cmd.InitDefaultHelpFlag()
 					if sub.DisableFlagParsing {
 						return append(out, args[i+1:]...)
 					}

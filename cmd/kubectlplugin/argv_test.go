@@ -62,6 +62,9 @@ func TestNormalize(t *testing.T) {
 		{"__complete exec -kubeconfig k sb", "__complete exec --kubeconfig k sb"},
 		{"__complete up -name", "__complete up --name"},
 		{"frobnicate -name x", "frobnicate -name x"},
+		{"render -help", "render --help"},
+		{"-help", "--help"},
+		{"render -h", "render -h"},
 	} {
 		got := strings.Join(Normalize(testRoot(), strings.Fields(tc.in)), " ")
 		if got != tc.want {

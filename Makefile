@@ -78,8 +78,32 @@ controller: ## Build bin/sandbox-controller (version stamped from git).
 	go build -ldflags "$(CONTROLLER_LDFLAGS)" -o $(BIN)/sandbox-controller ./cmd/sandbox-controller
 
 .PHONY: cli
-cli: ## Build bin/kubectl-sandbox (put bin/ on PATH to use it as `kubectl sandbox`).
+cli: ## Build bin/kubectl-sandbox and its completion hook bin/kubectl_complete-sandbox (put bin/ on PATH to use them as `kubectl sandbox`).
 	go build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/kubectl-sandbox ./cmd/kubectl-sandbox
+	go build -o $(BIN)/kubectl_complete-sandbox ./cmd/kubectl_complete-sandbox
+
+# The kubectl plugin's release: one archive per platform (kubectl-sandbox and
+# kubectl_complete-sandbox at its top level) and the krew manifest naming them.
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+RELEASE_URL ?= https://github.com/agentsandbox/reconciler/releases/download/$(VERSION)
+
+.PHONY: release-archives
+release-archives: ## Build the kubectl plugin's archives for RELEASE_PLATFORMS into .work/release.
+	@rm -rf $(WORK)/release && mkdir -p $(WORK)/release
+	@set -e; for p in $(RELEASE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; d=$(WORK)/release/$$os-$$arch; \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=$(VERSION)" -o $$d/kubectl-sandbox ./cmd/kubectl-sandbox; \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 go build -trimpath -o $$d/kubectl_complete-sandbox ./cmd/kubectl_complete-sandbox; \
+		tar -C $$d -czf $(WORK)/release/kubectl-sandbox_$(VERSION)_$${os}_$${arch}.tar.gz kubectl-sandbox kubectl_complete-sandbox; \
+		echo $(WORK)/release/kubectl-sandbox_$(VERSION)_$${os}_$${arch}.tar.gz; \
+	done
+
+.PHONY: krew-manifest
+krew-manifest: ## Write dist/sandbox.yaml, the krew manifest of release VERSION (vX.Y.Z) with the archives' sha256 (upload the archives to RELEASE_URL).
+	@echo "$(VERSION)" | grep -Eq '^v[0-9]+\.[0-9]+\.[0-9]+' || { echo "krew-manifest: VERSION=$(VERSION) is not a release; e.g. make krew-manifest VERSION=v0.1.0"; exit 1; }
+	$(MAKE) --no-print-directory release-archives
+	go run ./cmd/krew-manifest -version $(VERSION) -url-base $(RELEASE_URL) $(WORK)/release/*.tar.gz > dist/sandbox.yaml.tmp
+	mv dist/sandbox.yaml.tmp dist/sandbox.yaml
 
 .PHONY: runtime
 runtime: ## Build bin/sandbox-runtime, the in-sandbox runtime server (version stamped from git).

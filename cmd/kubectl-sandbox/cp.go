@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,67 +10,81 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
-const cpUsage = `Usage:
-  kubectl-sandbox cp [flags] LOCAL CLAIM|SANDBOX:[NAME]   upload a file
-  kubectl-sandbox cp [flags] CLAIM|SANDBOX:PATH LOCAL     download a file
-
-Copies one file into or out of a sandbox through its runtime (the Go SDK).
+const cpLong = `Copies one file into or out of a sandbox through its runtime (the Go SDK).
 Uploads go under the runtime's base directory, to NAME (a relative path;
 missing directories are made), or to LOCAL's own name when NAME is empty.
 PATH is relative to the base directory, or absolute inside it. LOCAL "-" is
 stdin or stdout; a LOCAL directory receives the file under its own name.
 
-Flags:
-`
+  kubectl sandbox cp ./data.csv my-claim:        upload
+  kubectl sandbox cp my-claim:results.json .     download`
+
+// cpOptions are cp's parsed flags and arguments.
+type cpOptions struct {
+	sandbox  sandboxFlags
+	src, dst string
+}
+
+func (a *app) cpCmd() *cobra.Command {
+	var o cpOptions
+	cmd := &cobra.Command{
+		Use:               "cp LOCAL CLAIM|SANDBOX:[NAME] | CLAIM|SANDBOX:PATH LOCAL",
+		Short:             "Copy a file into or out of a sandbox",
+		Long:              cpLong,
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: a.completeNames(true),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return a.fail(cmd, exitUsage, "want LOCAL SANDBOX:NAME or SANDBOX:PATH LOCAL")
+			}
+			o.src, o.dst = args[0], args[1]
+			o.sandbox.resolve(a)
+			if a.stop(cmd, &o) {
+				return nil
+			}
+			return a.runCp(cmd, &o)
+		},
+	}
+	o.sandbox.bind(cmd.Flags())
+	return cmd
+}
 
 // runCp is "kubectl-sandbox cp".
-func runCp(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("kubectl-sandbox cp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { _, _ = fmt.Fprint(stderr, cpUsage); fs.PrintDefaults() }
-	var f sandboxFlags
-	f.bind(fs)
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return usageExit(err)
-	}
-	if len(pos) != 2 {
-		_, _ = fmt.Fprintln(stderr, "kubectl-sandbox cp: want LOCAL SANDBOX:NAME or SANDBOX:PATH LOCAL")
-		return exitUsage
-	}
-	srcName, srcPath, srcRemote := remote(pos[0])
-	dstName, dstPath, dstRemote := remote(pos[1])
+func (a *app) runCp(cmd *cobra.Command, o *cpOptions) error {
+	srcName, srcPath, srcRemote := remote(o.src)
+	dstName, dstPath, dstRemote := remote(o.dst)
 	var name string
 	var do func(ctx context.Context, sb sandboxFiles) error
 	switch {
 	case srcRemote == dstRemote:
-		_, _ = fmt.Fprintln(stderr, "kubectl-sandbox cp: want exactly one of the two as SANDBOX:PATH (a name, a colon, a path)")
-		return exitUsage
+		return a.fail(cmd, exitUsage, "want exactly one of the two as SANDBOX:PATH (a name, a colon, a path)")
 	case dstRemote:
 		name = dstName
-		target, err := uploadName(pos[0], dstPath)
+		target, err := uploadName(o.src, dstPath)
 		if err != nil {
-			return sandboxError(stderr, "cp", err)
+			return sandboxError(a.stderr, "cp", err)
 		}
-		do = func(ctx context.Context, sb sandboxFiles) error { return upload(ctx, sb, pos[0], target, stdin) }
+		do = func(ctx context.Context, sb sandboxFiles) error { return upload(ctx, sb, o.src, target, a.stdin) }
 	default:
 		name = srcName
-		do = func(ctx context.Context, sb sandboxFiles) error { return download(ctx, sb, srcPath, pos[1], stdout) }
+		do = func(ctx context.Context, sb sandboxFiles) error { return download(ctx, sb, srcPath, o.dst, a.stdout) }
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	sb, err := openSandbox(ctx, &f, name)
+	sb, err := openSandbox(ctx, &o.sandbox, name)
 	if err != nil {
-		return sandboxError(stderr, "cp", err)
+		return sandboxError(a.stderr, "cp", err)
 	}
 	defer func() { _ = sb.Close(context.WithoutCancel(ctx)) }()
 	if err := do(ctx, sb); err != nil {
-		return sandboxError(stderr, "cp", err)
+		return sandboxError(a.stderr, "cp", err)
 	}
-	return exitOK
+	return nil
 }
 
 // sandboxFiles is what cp uses of a *client.Sandbox.

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -27,15 +26,11 @@ const (
 	controllerFieldManager = "agent-sandbox-controller"
 )
 
-// clusterClient builds a client from --kubeconfig and --context (or the
-// usual KUBECONFIG / in-cluster rules).
+// clusterClient builds a client from kubectl's flags (--kubeconfig,
+// --context, --server, --token, --as, ...; else the usual KUBECONFIG /
+// in-cluster rules).
 func clusterClient(o *options) (client.Client, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if o.kubeconfig != "" {
-		rules.ExplicitPath = o.kubeconfig
-	}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.context}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	cfg, err := o.kube.ToRESTConfig()
 	if err != nil {
 		return nil, &inputError{fmt.Sprintf("no cluster to diff against: %v", err)}
 	}

@@ -2,18 +2,17 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/agentsandbox/reconciler/apply/runtimeclass"
+	"github.com/agentsandbox/reconciler/cmd/kubectlplugin"
 	"github.com/agentsandbox/reconciler/localcluster/standin"
-	"github.com/agentsandbox/reconciler/policy"
-	"github.com/agentsandbox/reconciler/render"
 )
 
 // Exit codes a CI system can use.
@@ -25,209 +24,148 @@ const (
 
 var version = "dev"
 
-const usage = `kubectl-sandbox renders, validates and policy-checks agent-sandbox manifests
+const rootLong = `kubectl-sandbox renders, validates and policy-checks agent-sandbox manifests
 offline, with the controller's own code, runs a local cluster to try them on,
 and runs commands and copies files in sandboxes. As a kubectl plugin:
 kubectl sandbox ...
 
-Commands:
-  render   -f PATH...  print the Pods, Services, PVCs, NetworkPolicies and member
-                       Sandboxes the controller would apply for the manifests
-  validate -f PATH...  check manifests against the CRD schemas and their
-                       x-kubernetes-validations, as the API server would
-  policy check -f PATH...
-                       evaluate the policies on the manifests and on what they render
-  policy export        print the configured policies as ValidatingAdmissionPolicy YAML
-  diff     -f PATH...  server-side dry-run apply against the cluster; show how each
-                       object and the children it renders would change
-  exec [-it] CLAIM|SANDBOX -- COMMAND [ARG...]
-                       run a command in a sandbox; print its output, exit with its code
-                       (-i/-t: stdin and a terminal, through sandboxd)
-  cp LOCAL SANDBOX:NAME, cp SANDBOX:PATH LOCAL
-                       copy a file into or out of a sandbox
-  up                   start a local cluster (no Docker needed) with the CRDs, the
-                       controller, its webhooks and optional samples
-  down                 stop what up started
-  kubelet              the local cluster's stand-in kubelet (up starts it): runs a
-                       sandbox-runtime per sandbox Pod for kubectl exec/port-forward/logs
-  version              print the version
-
-Common flags:
-  -f, --filename PATH  file, directory or - (stdin); repeatable
-  -R, --recursive      descend into directories
-  -o, --output FORMAT  render: yaml (default), json, name; validate/policy check: text (default), json
-  -n, --namespace NS   namespace for manifests that set none (default "default")
+kubectl's own flags (--kubeconfig, --context, --cluster, --user,
+-n/--namespace, --as, --as-group, --as-uid, --token, --server,
+--request-timeout, --insecure-skip-tls-verify, --certificate-authority, ...)
+choose the cluster of diff, exec, cp and --from-cluster; for render, validate
+and policy, -n is the namespace of manifests that set none (default
+"default"). Single-dash spellings of long flags (-kubeconfig) still work.
 
 Exit codes: 0 ok, 1 findings (invalid, denied, not renderable, differences),
-2 usage or input error; exec exits with the command's exit code.
-Run "kubectl-sandbox COMMAND -h" for a command's flags.
-`
+2 usage or input error; exec exits with the command's exit code.`
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// stringList is a repeatable string flag.
-type stringList []string
+// exitCode ends a command with code; its message, if any, is printed.
+type exitCode int
 
-func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (e exitCode) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
-func (s *stringList) Set(v string) error {
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			*s = append(*s, p)
-		}
-	}
-	return nil
-}
-
-// options are the flags the commands share.
-type options struct {
-	files          stringList
-	recursive      bool
-	output         string
-	namespace      string
-	bundles        stringList
-	policies       stringList
-	defaultRuntime string
-	controllerNS   string
-	kubeconfig     string
-	context        string
-	fromCluster    bool
-	// lookup finds a pool or template missing from the manifests (in the
-	// cluster, with --from-cluster or for diff); nil looks nowhere.
-	lookup func(kind, namespace, name string, into any) bool
-	// runtimeClasses lists the cluster's RuntimeClasses (with
-	// --from-cluster or for diff); nil: no cluster.
-	runtimeClasses func() ([]string, error)
-	// defaults, once resolved (see runtimeDefaults).
-	defaults *render.Defaults
-	stderr   io.Writer
-}
-
-func (o *options) bind(fs *flag.FlagSet, withPolicy bool) {
-	fs.Var(&o.files, "f", "file, directory or - (stdin); repeatable")
-	fs.Var(&o.files, "filename", "same as -f")
-	fs.BoolVar(&o.recursive, "R", false, "descend into directories")
-	fs.BoolVar(&o.recursive, "recursive", false, "same as -R")
-	fs.StringVar(&o.output, "o", "", "output format")
-	fs.StringVar(&o.output, "output", "", "same as -o")
-	fs.StringVar(&o.namespace, "n", "default", "namespace for manifests that set none")
-	fs.StringVar(&o.namespace, "namespace", "default", "same as -n")
-	fs.StringVar(&o.defaultRuntime, "default-runtime-class", runtimeclass.Auto,
-		"the controller's --default-runtime-class, the class of Pods whose template names none: auto (the first isolating class among the manifests' RuntimeClasses, else the cluster's, else gvisor), none, or a name")
-	fs.StringVar(&o.controllerNS, "controller-namespace", "agent-sandbox-system", "the controller's namespace (template NetworkPolicies)")
-	if withPolicy {
-		fs.Var(&o.bundles, "bundle", "built-in policy bundle[=mode] ("+strings.Join(policy.Bundles(), ", ")+"; mode enforce, warn, audit or off, enforce if not given); repeatable; bundles not named are off; default "+policy.DefaultModes().String()+" unless --policy is given. A Namespace among the manifests (or, for diff, in the cluster) labelled "+policy.ModeLabelPrefix+"<bundle>=<mode> overrides a mode for its objects")
-		fs.Var(&o.policies, "policy", "policy file or directory (ValidatingAdmissionPolicy YAML); repeatable")
-	}
+// app is one invocation: its streams and kubectl's flags.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	kube           *genericclioptions.ConfigFlags
+	// parsed, when set (tests), sees each command's options once its flags
+	// are parsed; returning true stops there.
+	parsed func(command string, options any) bool
+	// rootCmd is the command tree of the last execute.
+	rootCmd *cobra.Command
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		_, _ = fmt.Fprint(stdout, usage)
-		return exitOK
-	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "up":
-		return runUp(rest, stdout, stderr)
-	case "down":
-		return runDown(rest, stdout, stderr)
-	case "exec":
-		return runExec(rest, stdout, stderr)
-	case "cp":
-		return runCp(rest, stdin, stdout, stderr)
-	case "kubelet":
-		return standin.Main(rest, stderr)
-	}
-	if cmd == "policy" {
-		if len(rest) == 0 {
-			_, _ = fmt.Fprintln(stderr, "kubectl-sandbox policy: want a subcommand: check or export")
-			return exitUsage
-		}
-		cmd, rest = "policy "+rest[0], rest[1:]
-	}
-	fs := flag.NewFlagSet("kubectl-sandbox "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o := options{stderr: stderr}
-	switch cmd {
-	case "render", "validate":
-		o.bind(fs, false)
-		if cmd == "render" {
-			fs.BoolVar(&o.fromCluster, "from-cluster", false, "resolve pools and templates missing from the manifests in the cluster")
-			fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig (with --from-cluster)")
-			fs.StringVar(&o.context, "context", "", "kubeconfig context (with --from-cluster)")
-		}
-	case "policy check":
-		o.bind(fs, true)
-		fs.BoolVar(&o.fromCluster, "from-cluster", false, "resolve pools and templates missing from the manifests in the cluster")
-		fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig (with --from-cluster)")
-		fs.StringVar(&o.context, "context", "", "kubeconfig context (with --from-cluster)")
-	case "policy export":
-		o.bind(fs, true)
-	case "diff":
-		o.bind(fs, true)
-		fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to diff against")
-		fs.StringVar(&o.context, "context", "", "kubeconfig context")
-	case "version":
-		_, _ = fmt.Fprintln(stdout, "kubectl-sandbox", version)
-		return exitOK
-	default:
-		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox: unknown command %q\n\n%s", cmd, usage)
-		return exitUsage
-	}
-	if err := fs.Parse(rest); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
+	return (&app{stdin: stdin, stdout: stdout, stderr: stderr}).execute(args)
+}
+
+func (a *app) execute(args []string) int {
+	root := a.root()
+	a.rootCmd = root
+	root.SetArgs(kubectlplugin.Normalize(root, args))
+	err := root.Execute()
+	var code exitCode
 	switch {
-	case cmd == "render" && o.output != "" && o.output != "yaml" && o.output != "json" && o.output != "name":
-		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox %s: -o %s: want yaml, json or name\n", cmd, o.output)
-		return exitUsage
-	case (cmd == "validate" || cmd == "policy check") && o.output != "" && o.output != "text" && o.output != "json":
-		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox %s: -o %s: want text or json\n", cmd, o.output)
-		return exitUsage
+	case err == nil:
+		return exitOK
+	case errors.As(err, &code):
+		return int(code)
 	}
-	if fs.NArg() > 0 {
-		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox %s: unexpected arguments %v (give manifests with -f)\n", cmd, fs.Args())
-		return exitUsage
+	// Cobra's own errors: unknown commands and flags, bad flag values.
+	_, _ = fmt.Fprintf(a.stderr, "kubectl-sandbox: %v\n", err)
+	if strings.HasPrefix(err.Error(), "unknown command") {
+		_, _ = fmt.Fprintln(a.stderr, `Run "kubectl-sandbox --help" for the commands.`)
 	}
-	if err := runtimeclass.CheckSetting(o.defaultRuntime); err != nil {
-		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox %s: %v\n", cmd, err)
-		return exitUsage
+	return exitUsage
+}
+
+// stop reports whether a test's parsed hook ends the command here.
+func (a *app) stop(cmd *cobra.Command, o any) bool {
+	return a.parsed != nil && a.parsed(cmd.CommandPath(), o)
+}
+
+func (a *app) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kubectl-sandbox",
+		Short:         "Render, check, run and reach agent-sandbox Sandboxes",
+		Long:          rootLong,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// kubectl runs plugins as kubectl-sandbox; usage shows "kubectl sandbox".
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl sandbox"},
 	}
-	var code int
-	var err error
-	if o.fromCluster {
-		// render and policy check: pools and templates the manifests lack.
-		var c client.Client
-		if c, err = clusterClient(&o); err == nil {
-			o.lookup, o.runtimeClasses = clusterLookup(c), clusterRuntimeClasses(c)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	a.kube = genericclioptions.NewConfigFlags(true)
+	a.kube.AddFlags(root.PersistentFlags())
+	_ = root.RegisterFlagCompletionFunc("namespace", a.completeNamespaces)
+	root.AddGroup(&cobra.Group{ID: "manifests", Title: "Manifests:"},
+		&cobra.Group{ID: "sandboxes", Title: "Sandboxes:"}, &cobra.Group{ID: "local", Title: "Local cluster:"})
+	for _, c := range a.manifestCommands() {
+		c.GroupID = "manifests"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{a.execCmd(), a.cpCmd()} {
+		c.GroupID = "sandboxes"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{a.upCmd(), a.downCmd(), a.kubeletCmd()} {
+		c.GroupID = "local"
+		root.AddCommand(c)
+	}
+	root.AddCommand(&cobra.Command{
+		Use: "version", Short: "Print the version", Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, _ = fmt.Fprintln(a.stdout, "kubectl-sandbox", version)
+			return nil
+		},
+	})
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return a.fail(c, exitUsage, "%v\nRun \"kubectl-sandbox %s --help\" for its flags.", err, commandName(c))
+	})
+	return root
+}
+
+func (a *app) kubeletCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "kubelet [flags]",
+		Short: "The local cluster's stand-in kubelet (up starts it): a sandbox-runtime per sandbox Pod",
+		Long: "The local cluster's stand-in kubelet (up starts it): runs a sandbox-runtime per\n" +
+			"sandbox Pod for kubectl exec/port-forward/logs. Its flags: kubectl-sandbox kubelet -h.",
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if code := standin.Main(args, a.stderr); code != 0 {
+				return exitCode(code)
+			}
+			return nil
+		},
+	}
+}
+
+// fail prints "kubectl-sandbox CMD: msg" and ends with code.
+func (a *app) fail(cmd *cobra.Command, code int, format string, args ...any) error {
+	_, _ = fmt.Fprintf(a.stderr, "kubectl-sandbox %s: %s\n", commandName(cmd), fmt.Sprintf(format, args...))
+	return exitCode(code)
+}
+
+// commandName is cmd's path without the program's name ("policy check").
+func commandName(cmd *cobra.Command) string {
+	return strings.TrimPrefix(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().CommandPath()), " ")
+}
+
+// kubeFlagsSet lists the kubectl flags given on the command line.
+func (a *app) kubeFlagsSet(cmd *cobra.Command) []string {
+	var set []string
+	cmd.Root().PersistentFlags().VisitAll(func(f *pflag.Flag) {
+		if f.Changed {
+			set = append(set, "--"+f.Name)
 		}
-	}
-	switch {
-	case err != nil:
-	case cmd == "render":
-		code, err = runRender(&o, stdin, stdout, stderr)
-	case cmd == "diff":
-		code, err = runDiff(&o, stdin, stdout)
-	case cmd == "validate":
-		code, err = runValidate(&o, stdin, stdout)
-	case cmd == "policy check":
-		code, err = runPolicyCheck(&o, stdin, stdout)
-	case cmd == "policy export":
-		code, err = runPolicyExport(&o, stdout)
-	}
-	if err != nil {
-		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox %s: %v\n", cmd, err)
-		var in *inputError
-		if errors.As(err, &in) {
-			return exitUsage
-		}
-		return exitFindings
-	}
-	return code
+	})
+	return set
 }

@@ -2,31 +2,28 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"slices"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/agentsandbox/reconciler/dataplane/client"
 )
 
 // sandboxFlags are the flags of the commands that reach into a sandbox
-// (exec, cp) through the Go SDK.
+// (exec, cp) through the Go SDK; kubectl's flags choose the cluster.
 type sandboxFlags struct {
-	namespace, kubeconfig, context string
-	router, routerToken            string
-	port                           int
-	readyTimeout                   time.Duration
-	sandboxd                       bool
+	// namespace is -n; empty: the kubeconfig context's, else default.
+	namespace           string
+	kube                genericclioptions.RESTClientGetter
+	router, routerToken string
+	port                int
+	readyTimeout        time.Duration
+	sandboxd            bool
 }
 
-func (f *sandboxFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&f.namespace, "n", "", "namespace of the claim or sandbox (default: the kubeconfig context's, else default)")
-	fs.StringVar(&f.namespace, "namespace", "", "same as -n")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig (default: $KUBECONFIG, else ~/.kube/config)")
-	fs.StringVar(&f.context, "context", "", "kubeconfig context")
+func (f *sandboxFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.router, "router", "", "sandbox router URL (e.g. http://localhost:8080); default: straight to the sandbox's Pod by the API server's port-forward")
 	fs.StringVar(&f.routerToken, "router-token", "", "bearer token for the router (one with TokenReview authentication)")
 	fs.IntVar(&f.port, "port", client.DefaultPort, "the runtime's port in the Pod")
@@ -34,23 +31,21 @@ func (f *sandboxFlags) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&f.readyTimeout, "ready-timeout", 3*time.Minute, "how long to wait for a claim's sandbox to be ready and answering")
 }
 
+// resolve takes kubectl's flags as parsed.
+func (f *sandboxFlags) resolve(a *app) {
+	f.namespace, f.kube = *a.kube.Namespace, a.kube
+}
+
 // openSandbox connects to the claim or Sandbox name with the Go SDK (a
 // variable so tests can connect to a fake runtime instead).
 var openSandbox = func(ctx context.Context, f *sandboxFlags, name string) (*client.Sandbox, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if f.kubeconfig != "" {
-		rules.ExplicitPath = f.kubeconfig
-	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context})
-	cfg, err := cc.ClientConfig()
+	cfg, err := f.kube.ToRESTConfig()
 	if err != nil {
 		return nil, &inputError{fmt.Sprintf("no cluster: %v", err)}
 	}
-	ns := f.namespace
-	if ns == "" {
-		if ns, _, err = cc.Namespace(); err != nil {
-			return nil, err
-		}
+	ns, err := f.ns()
+	if err != nil {
+		return nil, err
 	}
 	opts := []client.Option{client.WithPort(f.port), client.WithReadyTimeout(f.readyTimeout)}
 	switch {
@@ -66,22 +61,14 @@ var openSandbox = func(ctx context.Context, f *sandboxFlags, name string) (*clie
 	return c.Open(ctx, ns, name)
 }
 
-// parseInterleaved parses flags placed before, between and after the
-// positional arguments, which it returns; everything after "--" is
-// positional.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos, rest []string
-	if i := slices.Index(args, "--"); i >= 0 {
-		args, rest = args[:i], args[i+1:]
+// ns is -n, else the kubeconfig context's namespace, else default.
+func (f *sandboxFlags) ns() (string, error) {
+	if f.namespace != "" {
+		return f.namespace, nil
 	}
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+	ns, _, err := f.kube.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", &inputError{fmt.Sprintf("no namespace: %v", err)}
 	}
+	return ns, nil
 }

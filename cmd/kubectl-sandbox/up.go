@@ -2,22 +2,22 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/agentsandbox/reconciler/localcluster"
 )
 
-const upUsage = `Usage: kubectl-sandbox up [flags]
-
-Starts a local Kubernetes cluster on this machine, without Docker: etcd,
+const upLong = `Starts a local Kubernetes cluster on this machine, without Docker: etcd,
 kube-apiserver, kube-controller-manager, kube-scheduler and kwok nodes that run
 Pods to Ready. It installs the agent-sandbox CRDs and the gvisor and kata
 RuntimeClasses, runs sandbox-controller on this machine with its admission
@@ -33,13 +33,8 @@ everything.
 Flags:
 `
 
-const downUsage = `Usage: kubectl-sandbox down [flags]
-
-Stops what "kubectl-sandbox up" started: the controller (SIGTERM), then every
-cluster process. Stopping a cluster that is not running is not an error.
-
-Flags:
-`
+const downLong = `Stops what "kubectl-sandbox up" started: the controller (SIGTERM), then every
+cluster process. Stopping a cluster that is not running is not an error.`
 
 // defaultWorkdir is where up keeps cluster state unless told otherwise.
 func defaultWorkdir() string {
@@ -60,34 +55,48 @@ type upFlags struct {
 	verbose               bool
 }
 
-func (f *upFlags) bindCommon(fs *flag.FlagSet) {
+func (f *upFlags) bindCommon(fs *pflag.FlagSet) {
 	fs.StringVar(&f.name, "name", "agent-sandbox", "cluster name")
 	fs.StringVar(&f.workdir, "workdir", defaultWorkdir(), "directory for the cluster's state, logs and kubeconfig")
 	fs.StringVar(&f.binDir, "bin-dir", "", "directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and kwokctl (default: next to this program, then PATH)")
 }
 
-// parseNoArgs parses flags that take no positional arguments; when it returns
-// false the command ends with code (0 for -h).
-func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
-		}
-		return exitUsage, false
+// localCmd is up or down: no arguments, and none of kubectl's flags (the
+// command makes or stops its own cluster).
+func (a *app) localCmd(use, short, long string, f *upFlags, do func(cmd *cobra.Command) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: use, Short: short, Long: long, Args: cobra.ArbitraryArgs,
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return a.fail(cmd, exitUsage, "unexpected arguments %v", args)
+			}
+			if set := a.kubeFlagsSet(cmd); len(set) > 0 {
+				return a.fail(cmd, exitUsage, "%s: %s works on a local cluster of its own; kubectl's flags do not apply", strings.Join(set, ", "), commandName(cmd))
+			}
+			if a.stop(cmd, f) {
+				return nil
+			}
+			return do(cmd)
+		},
 	}
-	if fs.NArg() > 0 {
-		_, _ = fmt.Fprintf(stderr, "%s: unexpected arguments %v\n", fs.Name(), fs.Args())
-		return exitUsage, false
-	}
-	return exitOK, true
+	f.bindCommon(cmd.Flags())
+	return cmd
 }
 
-func runUp(args []string, stdout, stderr io.Writer) int {
+func (a *app) upCmd() *cobra.Command {
 	var f upFlags
-	fs := flag.NewFlagSet("kubectl-sandbox up", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { _, _ = fmt.Fprint(stderr, upUsage); fs.PrintDefaults() }
-	f.bindCommon(fs)
+	cmd := a.localCmd("up", "Start a local cluster (no Docker needed) with the CRDs, the controller, its webhooks and optional samples", upLong, &f,
+		func(cmd *cobra.Command) error {
+			if f.nodes < 1 {
+				return a.fail(cmd, exitUsage, "--nodes must be at least 1")
+			}
+			if err := up(f, a.stdout, a.stderr); err != nil {
+				return a.fail(cmd, exitFindings, "%v", err)
+			}
+			return nil
+		})
+	fs := cmd.Flags()
 	fs.IntVar(&f.nodes, "nodes", 3, "number of fake kwok nodes")
 	fs.StringVar(&f.controller, "controller", "", `sandbox-controller binary (default: next to this program, then PATH); "none" starts the cluster only`)
 	fs.Var(&f.controllerArgs, "controller-arg", "extra flag for the controller, e.g. --controller-arg=--default-runtime-class=gvisor; repeatable")
@@ -97,19 +106,13 @@ func runUp(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.routerPort, "router-port", localcluster.DefaultRouterPort, "the router's port on 127.0.0.1; when it is taken, a free one is used (and printed)")
 	fs.BoolVar(&f.kind, "kind", false, "create a kind cluster instead (Docker needed)")
 	fs.BoolVar(&f.foreground, "foreground", false, "stay in the foreground; Ctrl-C stops everything")
-	fs.BoolVar(&f.verbose, "v", false, "print kwokctl's output")
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
-		return code
-	}
-	if f.nodes < 1 {
-		_, _ = fmt.Fprintln(stderr, "kubectl-sandbox up: --nodes must be at least 1")
-		return exitUsage
-	}
-	if err := up(f, stdout, stderr); err != nil {
-		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox up: %v\n", err)
-		return exitFindings
-	}
-	return exitOK
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print kwokctl's output")
+	fs.BoolVar(&f.verbose, "v", false, "same as --verbose")
+	_ = fs.MarkHidden("v")
+	_ = cmd.MarkFlagDirname("samples")
+	_ = cmd.MarkFlagDirname("workdir")
+	_ = cmd.MarkFlagDirname("bin-dir")
+	return cmd
 }
 
 func up(f upFlags, stdout, stderr io.Writer) error {
@@ -305,27 +308,22 @@ func controllerExit(env *localcluster.Env) <-chan error {
 	return env.Controller.Exited()
 }
 
-func runDown(args []string, stdout, stderr io.Writer) int {
+func (a *app) downCmd() *cobra.Command {
 	var f upFlags
-	fs := flag.NewFlagSet("kubectl-sandbox down", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { _, _ = fmt.Fprint(stderr, downUsage); fs.PrintDefaults() }
-	f.bindCommon(fs)
-	fs.BoolVar(&f.all, "all", false, "stop every local cluster in --workdir")
-	if code, ok := parseNoArgs(fs, args, stderr); !ok {
-		return code
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var err error
-	if f.all {
-		err = localcluster.DownAll(ctx, f.workdir, f.binDir, stdout)
-	} else {
-		err = localcluster.Down(ctx, f.workdir, f.name, f.binDir, stdout)
-	}
-	if err != nil {
-		_, _ = fmt.Fprintf(stderr, "kubectl-sandbox down: %v\n", err)
-		return exitFindings
-	}
-	return exitOK
+	cmd := a.localCmd("down", `Stop what "up" started`, downLong, &f, func(cmd *cobra.Command) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		var err error
+		if f.all {
+			err = localcluster.DownAll(ctx, f.workdir, f.binDir, a.stdout)
+		} else {
+			err = localcluster.Down(ctx, f.workdir, f.name, f.binDir, a.stdout)
+		}
+		if err != nil {
+			return a.fail(cmd, exitFindings, "%v", err)
+		}
+		return nil
+	})
+	cmd.Flags().BoolVar(&f.all, "all", false, "stop every local cluster in --workdir")
+	return cmd
 }

@@ -105,27 +105,13 @@ const resolvePoll = 50 * time.Millisecond
 const deadlineGrace = 5 * time.Second
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	h.active.Add(1)
-	defer h.active.Add(-1)
-	h.o.Metrics.inflightAdd(1)
-	defer h.o.Metrics.inflightAdd(-1)
-	rec := &recorder{ResponseWriter: w}
-	defer func() {
-		h.o.Metrics.request(rec.status(), time.Since(start).Seconds())
-		if rec.hijacked {
-			h.o.Metrics.hijackedClosed()
-		}
-	}()
+	rec, start, done := h.begin(w)
+	defer done()
 	if r.URL.Path == "/healthz" {
 		writeJSON(rec, http.StatusOK, map[string]string{"status": "ok"})
 		return
 	}
-	reqID := r.Header.Get(HeaderRequestID)
-	if reqID == "" {
-		reqID = newRequestID()
-		r.Header.Set(HeaderRequestID, reqID)
-	}
+	reqID := requestID(r)
 	t, e := ParseTarget(r.Header, h.o.Limits)
 	if e == nil && h.o.Authorizer != nil {
 		e = h.o.Authorizer.Authorize(r.Context(), r, t.Namespace, t.ID)
@@ -138,27 +124,41 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (the E2B API) that names the Sandbox and authorizes callers its own way.
 // t.Timeout zero means Limits.DefaultTimeout.
 func (h *Handler) ServeTarget(w http.ResponseWriter, r *http.Request, t Target) {
-	start := time.Now()
-	h.active.Add(1)
-	defer h.active.Add(-1)
-	h.o.Metrics.inflightAdd(1)
-	defer h.o.Metrics.inflightAdd(-1)
-	rec := &recorder{ResponseWriter: w}
-	defer func() {
-		h.o.Metrics.request(rec.status(), time.Since(start).Seconds())
-		if rec.hijacked {
-			h.o.Metrics.hijackedClosed()
-		}
-	}()
-	reqID := r.Header.Get(HeaderRequestID)
-	if reqID == "" {
-		reqID = newRequestID()
-		r.Header.Set(HeaderRequestID, reqID)
-	}
+	rec, start, done := h.begin(w)
+	defer done()
+	reqID := requestID(r)
 	if t.Timeout <= 0 {
 		t.Timeout = h.o.Limits.DefaultTimeout
 	}
 	h.serveTarget(rec, r, start, reqID, t, nil)
+}
+
+// begin counts a request in (active, in flight) and returns the recorder
+// its answer goes through, when it started, and done, which counts it out
+// with its status and duration.
+func (h *Handler) begin(w http.ResponseWriter) (*recorder, time.Time, func()) {
+	start := time.Now()
+	h.active.Add(1)
+	h.o.Metrics.inflightAdd(1)
+	rec := &recorder{ResponseWriter: w}
+	return rec, start, func() {
+		h.o.Metrics.request(rec.status(), time.Since(start).Seconds())
+		if rec.hijacked {
+			h.o.Metrics.hijackedClosed()
+		}
+		h.o.Metrics.inflightAdd(-1)
+		h.active.Add(-1)
+	}
+}
+
+// requestID is r's X-Request-ID, set to a new one when it has none.
+func requestID(r *http.Request) string {
+	id := r.Header.Get(HeaderRequestID)
+	if id == "" {
+		id = newRequestID()
+		r.Header.Set(HeaderRequestID, id)
+	}
+	return id
 }
 
 // serveTarget resolves t and proxies r to it, or answers e (a refusal

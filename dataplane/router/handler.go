@@ -105,13 +105,27 @@ const resolvePoll = 50 * time.Millisecond
 const deadlineGrace = 5 * time.Second
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rec, start, done := h.begin(w)
-	defer done()
+	start := time.Now()
+	h.active.Add(1)
+	defer h.active.Add(-1)
+	h.o.Metrics.inflightAdd(1)
+	defer h.o.Metrics.inflightAdd(-1)
+	rec := &recorder{ResponseWriter: w}
+	defer func() {
+		h.o.Metrics.request(rec.status(), time.Since(start).Seconds())
+		if rec.hijacked {
+			h.o.Metrics.hijackedClosed()
+		}
+	}()
 	if r.URL.Path == "/healthz" {
 		writeJSON(rec, http.StatusOK, map[string]string{"status": "ok"})
 		return
 	}
-	reqID := requestID(r)
+	reqID := r.Header.Get(HeaderRequestID)
+	if reqID == "" {
+		reqID = newRequestID()
+		r.Header.Set(HeaderRequestID, reqID)
+	}
 	t, e := ParseTarget(r.Header, h.o.Limits)
 	if e == nil && h.o.Authorizer != nil {
 		e = h.o.Authorizer.Authorize(r.Context(), r, t.Namespace, t.ID)
@@ -124,41 +138,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (the E2B API) that names the Sandbox and authorizes callers its own way.
 // t.Timeout zero means Limits.DefaultTimeout.
 func (h *Handler) ServeTarget(w http.ResponseWriter, r *http.Request, t Target) {
-	rec, start, done := h.begin(w)
-	defer done()
-	reqID := requestID(r)
-	if t.Timeout <= 0 {
-		t.Timeout = h.o.Limits.DefaultTimeout
-	}
-	h.serveTarget(rec, r, start, reqID, t, nil)
-}
-
-// begin counts a request in (active, in flight) and returns the recorder
-// its answer goes through, when it started, and done, which counts it out
-// with its status and duration.
-func (h *Handler) begin(w http.ResponseWriter) (*recorder, time.Time, func()) {
 	start := time.Now()
 	h.active.Add(1)
+	defer h.active.Add(-1)
 	h.o.Metrics.inflightAdd(1)
+	defer h.o.Metrics.inflightAdd(-1)
 	rec := &recorder{ResponseWriter: w}
-	return rec, start, func() {
+	defer func() {
 		h.o.Metrics.request(rec.status(), time.Since(start).Seconds())
 		if rec.hijacked {
 			h.o.Metrics.hijackedClosed()
 		}
-		h.o.Metrics.inflightAdd(-1)
-		h.active.Add(-1)
+	}()
+	reqID := r.Header.Get(HeaderRequestID)
+	if reqID == "" {
+		reqID = newRequestID()
+		r.Header.Set(HeaderRequestID, reqID)
 	}
-}
-
-// requestID is r's X-Request-ID, set to a new one when it has none.
-func requestID(r *http.Request) string {
-	id := r.Header.Get(HeaderRequestID)
-	if id == "" {
-		id = newRequestID()
-		r.Header.Set(HeaderRequestID, id)
+	if t.Timeout <= 0 {
+		t.Timeout = h.o.Limits.DefaultTimeout
 	}
-	return id
+	h.serveTarget(rec, r, start, reqID, t, nil)
 }
 
 // serveTarget resolves t and proxies r to it, or answers e (a refusal

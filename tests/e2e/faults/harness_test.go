@@ -52,6 +52,15 @@ func namespace(t *testing.T, c client.Client, name string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), ns) })
+	// The API server refuses Pods in a namespace whose "default"
+	// ServiceAccount the controller manager has not made yet; a user who
+	// applies a burst into a brand-new namespace sees those refusals (and
+	// our retries) too, but the scenarios measure the controller, so they
+	// start once the namespace is usable, as the Kubernetes e2e framework
+	// does.
+	waitFor(t, 2*time.Minute, "the default ServiceAccount in "+name, func() error {
+		return c.Get(context.Background(), client.ObjectKey{Namespace: name, Name: "default"}, &corev1.ServiceAccount{})
+	})
 	return ns.Name
 }
 

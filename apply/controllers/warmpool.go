@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -67,10 +68,8 @@ type WarmPoolReconciler struct {
 	// creates.
 	Suffix func() string
 
-	// memory holds, per pool, the status this process last wrote
-	// (poolStatus) and whether it last reported the pool not progressing
-	// (poolNotProgressing).
-	memory ssa.Memory
+	// memory holds, per pool, what this process last wrote and reported.
+	memory poolMemory
 	// expected holds, per pool UID, the members created or deleted and not
 	// yet reflected by the cache.
 	expected sync.Map // types.UID -> *expectations
@@ -81,10 +80,17 @@ type WarmPoolReconciler struct {
 	skeleton skeleton[*extv1beta1.SandboxWarmPool]
 }
 
-// poolNotProgressing is the kind of the record a pool has in the pool
-// reconciler's memory while it was last reported not progressing (the
-// WarmPoolNotProgressing event), as upstream keeps it.
-const poolNotProgressing = "SandboxWarmPoolNotProgressingEvent"
+// poolMemory is what the pool reconciler remembers of each pool (by UID),
+// dropped when the pool goes (forget).
+type poolMemory struct {
+	// status is the status last written, its conditions as reported
+	// (poolStatus).
+	status statusMemo[[]metav1.Condition]
+	// notProgressing holds when the pool was reported not progressing
+	// (the WarmPoolNotProgressing event), while it was last so reported,
+	// as upstream keeps it.
+	notProgressing objectMemo[time.Time]
+}
 
 type expectations struct {
 	mu      sync.Mutex
@@ -177,17 +183,17 @@ func (r *WarmPoolReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 // forget drops what this process remembers of a pool that is gone or
 // going: with the pool, the expectations of its members.
 func (r *WarmPoolReconciler) forget(key types.NamespacedName, pool *extv1beta1.SandboxWarmPool) {
-	for _, kind := range []string{"SandboxWarmPoolStatus", poolNotProgressing} {
-		r.memory.Forget(ssa.Key{Kind: kind, Namespace: key.Namespace, Name: key.Name})
-	}
+	r.memory.status.Forget(key)
+	r.memory.notProgressing.Forget(key)
+	r.Engine.Forget("SandboxWarmPool", key.Namespace, key.Name)
 	if pool != nil {
 		r.expected.Delete(pool.UID)
 	}
 }
 
 // statuses is where the pool reconciler's status writer writes.
-func (r *WarmPoolReconciler) statuses() statusWriter {
-	return statusWriter{engine: r.Engine, memory: &r.memory, clock: r.Clock}
+func (r *WarmPoolReconciler) statuses() statusWriter[[]metav1.Condition] {
+	return statusWriter[[]metav1.Condition]{engine: r.Engine, memory: &r.memory.status, clock: r.Clock}
 }
 
 func (r *WarmPoolReconciler) reconcile(ctx context.Context, pool *extv1beta1.SandboxWarmPool) (reconcile.Result, error) {
@@ -208,13 +214,13 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, pool *extv1beta1.San
 	exp := r.expectationsFor(pool.UID)
 	members, pending := r.settle(ctx, pool.Namespace, exp, list.Items, now)
 
-	_, reported := r.memory.Recall(ssa.KeyOf(poolNotProgressing, pool), pool.UID)
+	_, reported := r.memory.notProgressing.Recall(client.ObjectKeyFromObject(pool), pool.UID)
 	in := render.WarmPoolPlanInputs{
 		WarmPoolInputs: render.WarmPoolInputs{Pool: pool, Template: tmpl},
 		Members:        members, Pending: pending, MaxBatch: r.MaxBatch,
 		Taken: func(name string) bool { return r.taken(ctx, pool.Namespace, name) }, Suffix: suffixes(r.suffix),
 		Policies: r.Policy.Get() != nil, Defaults: render.CurrentDefaults(r.Defaults),
-		Previous: poolStatus.previous(&r.memory, pool), NotProgressingReported: reported, Grace: r.Grace, Now: now,
+		Previous: poolStatus.previous(&r.memory.status, pool), NotProgressingReported: reported, Grace: r.Grace, Now: now,
 	}
 	plan, err := render.PlanWarmPool(in)
 	if err != nil {
@@ -270,6 +276,6 @@ func count(plan render.Plan, a render.Action) int {
 
 // writeStatus writes a pool's status through the status writer.
 func (r *WarmPoolReconciler) writeStatus(ctx context.Context, pool *extv1beta1.SandboxWarmPool, desired *extac.SandboxWarmPoolApplyConfiguration) error {
-	_, err := poolStatus.write(ctx, r.statuses(), pool, desired, statusWrite{reported: conditionsOf(desired.Status.Conditions)})
+	_, err := poolStatus.write(ctx, r.statuses(), pool, desired, statusWrite[[]metav1.Condition]{reported: conditionsOf(desired.Status.Conditions)})
 	return err
 }

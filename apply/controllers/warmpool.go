@@ -68,13 +68,9 @@ type WarmPoolReconciler struct {
 	// creates.
 	Suffix func() string
 
-	// memory holds, per pool, what this process last wrote and reported.
+	// memory holds, per pool, what this process last wrote and reported,
+	// and the expectations of its members.
 	memory poolMemory
-	// expected holds, per pool UID, the members created or deleted and not
-	// yet reflected by the cache.
-	expected sync.Map // types.UID -> *expectations
-	// deferredSince is, per pool UID, when refilling was first put off.
-	deferredSince sync.Map // types.UID -> time.Time
 
 	// skeleton loads, skips, forgets and retries around reconcile.
 	skeleton skeleton[*extv1beta1.SandboxWarmPool]
@@ -90,6 +86,11 @@ type poolMemory struct {
 	// (the WarmPoolNotProgressing event), while it was last so reported,
 	// as upstream keeps it.
 	notProgressing objectMemo[time.Time]
+	// expected holds the members created or deleted and not yet
+	// reflected by the cache.
+	expected objectMemo[*expectations]
+	// deferredSince is when refilling was first put off.
+	deferredSince objectMemo[time.Time]
 }
 
 type expectations struct {
@@ -137,16 +138,21 @@ func (r *WarmPoolReconciler) refillWait(pool *extv1beta1.SandboxWarmPool, now ti
 	if r.Queue == nil {
 		return 0
 	}
-	last := r.Queue.LastTake(client.ObjectKeyFromObject(pool))
+	key := client.ObjectKeyFromObject(pool)
+	last := r.Queue.LastTake(key)
 	quiet := last.Add(r.RefillQuiet).Sub(now)
 	if last.IsZero() || quiet <= 0 {
-		r.deferredSince.Delete(pool.UID)
+		r.memory.deferredSince.Forget(key)
 		return 0
 	}
-	v, _ := r.deferredSince.LoadOrStore(pool.UID, now)
-	limit := v.(time.Time).Add(r.RefillMaxDelay).Sub(now)
+	since, ok := r.memory.deferredSince.Recall(key, pool.UID)
+	if !ok {
+		since = now
+		r.memory.deferredSince.Remember(key, pool.UID, since)
+	}
+	limit := since.Add(r.RefillMaxDelay).Sub(now)
 	if limit <= 0 {
-		r.deferredSince.Delete(pool.UID)
+		r.memory.deferredSince.Forget(key)
 		return 0
 	}
 	return min(quiet, limit)
@@ -165,9 +171,16 @@ func (r *WarmPoolReconciler) poolsOfTemplate(ctx context.Context, o client.Objec
 	return out
 }
 
-func (r *WarmPoolReconciler) expectationsFor(uid types.UID) *expectations {
-	v, _ := r.expected.LoadOrStore(uid, &expectations{created: map[string]time.Time{}, deleted: map[types.UID]time.Time{}})
-	return v.(*expectations)
+// expectationsFor returns the expectations of the pool's members (one
+// reconcile of a pool runs at a time).
+func (r *WarmPoolReconciler) expectationsFor(pool *extv1beta1.SandboxWarmPool) *expectations {
+	key := client.ObjectKeyFromObject(pool)
+	if exp, ok := r.memory.expected.Recall(key, pool.UID); ok {
+		return exp
+	}
+	exp := &expectations{created: map[string]time.Time{}, deleted: map[types.UID]time.Time{}}
+	r.memory.expected.Remember(key, pool.UID, exp)
+	return exp
 }
 
 // Reconcile brings one pool closer to its desired members. A pool being
@@ -182,13 +195,12 @@ func (r *WarmPoolReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 
 // forget drops what this process remembers of a pool that is gone or
 // going: with the pool, the expectations of its members.
-func (r *WarmPoolReconciler) forget(key types.NamespacedName, pool *extv1beta1.SandboxWarmPool) {
+func (r *WarmPoolReconciler) forget(key types.NamespacedName, _ *extv1beta1.SandboxWarmPool) {
 	r.memory.status.Forget(key)
 	r.memory.notProgressing.Forget(key)
+	r.memory.expected.Forget(key)
+	r.memory.deferredSince.Forget(key)
 	r.Engine.Forget("SandboxWarmPool", key.Namespace, key.Name)
-	if pool != nil {
-		r.expected.Delete(pool.UID)
-	}
 }
 
 // statuses is where the pool reconciler's status writer writes.
@@ -211,7 +223,7 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, pool *extv1beta1.San
 	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), controlledBy(pool, extv1beta1.WarmPoolKind)); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing members: %w", err)
 	}
-	exp := r.expectationsFor(pool.UID)
+	exp := r.expectationsFor(pool)
 	members, pending := r.settle(ctx, pool.Namespace, exp, list.Items, now)
 
 	_, reported := r.memory.notProgressing.Recall(client.ObjectKeyFromObject(pool), pool.UID)

@@ -103,6 +103,19 @@ func (m *Memo[K, V]) Len() int {
 	return len(m.m)
 }
 
+// Count counts the values whose keys match.
+func (m *Memo[K, V]) Count(match func(K) bool) int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	n := 0
+	for k := range m.m {
+		if match(k) {
+			n++
+		}
+	}
+	return n
+}
+
 // IntentOf is the digest of what is about to be written (an apply
 // configuration, a status, a value), to remember what was written by. Take
 // it before sending: the client writes the server's response into an apply

@@ -183,6 +183,13 @@ func (e *Engine) Forget(kind, namespace, name string) {
 	}
 }
 
+// Remembered counts what the engine remembers of objects in a namespace:
+// once they are gone and forgotten (and their writes a minute old), none.
+func (e *Engine) Remembered(namespace string) int {
+	in := func(k writeKey) bool { return k.Namespace == namespace }
+	return e.written.Count(in) + e.owned.Count(in) + e.extracted.Count(in)
+}
+
 // identity reads the UID and resourceVersion the server returned into an
 // apply configuration (only on the write path, after a request).
 func identity(ac any) (types.UID, string) {

@@ -18,8 +18,8 @@
 // sent, when; swept so that only the last minute's stay), the objects
 // whose owned fields extraction found equal to the desired ones, and the
 // extractions themselves (Extract: the values of the fields a manager owns
-// cannot change while its managedFields entry stays). The last two are
-// forgotten with the object (Forget drops its status too). The reconcilers
+// cannot change while its managedFields entry stays). All three are
+// forgotten with the object, its status with it (Forget). The reconcilers
 // keep theirs in Memos too.
 //
 // It returns what it did as a change set (Kind/namespace/name: created,

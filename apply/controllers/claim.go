@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -52,17 +53,26 @@ type ClaimReconciler struct {
 	Policy *policy.Holder
 	Clock  clock.PassiveClock
 
-	// memory holds, per claim, the status this process last wrote
-	// (claimStatus) and its binding (claimBinding).
-	memory ssa.Memory
+	// memory holds, per claim, what this process knows of it beyond the
+	// cache.
+	memory claimMemory
 
 	// skeleton loads, skips, forgets and retries around reconcile.
 	skeleton skeleton[*extv1beta1.SandboxClaim]
 }
 
-// claimBinding is the kind of a claim's binding in the claim reconciler's
-// memory: a record of the claim (UID) whose State is its *binding.
-const claimBinding = "SandboxClaimBinding"
+// claimMemory is what the claim reconciler remembers of each claim (by
+// UID), dropped when the claim goes (forget).
+type claimMemory struct {
+	// status is the status last written, its conditions as reported
+	// (claimStatus).
+	status statusMemo[[]metav1.Condition]
+	// binding is what this process knows of the claim's binding.
+	binding objectMemo[*binding]
+	// annotations is the digest of the annotations last written on the
+	// claim, and when (writeAnnotations).
+	annotations objectMemo[sent]
+}
 
 // binding is what this process knows about a claim beyond the cache. It is
 // changed in place: one reconcile of a claim runs at a time.
@@ -146,24 +156,20 @@ func (r *ClaimReconciler) claimsOfTemplate(ctx context.Context, o client.Object)
 }
 
 func (r *ClaimReconciler) recall(c *extv1beta1.SandboxClaim) *binding {
-	m, ok := r.memory.Recall(ssa.KeyOf(claimBinding, c), c.UID)
-	if !ok {
-		return nil
-	}
-	return m.State.(*binding)
+	b, _ := r.memory.binding.Recall(client.ObjectKeyFromObject(c), c.UID)
+	return b
 }
 
 func (r *ClaimReconciler) forget(key types.NamespacedName, _ *extv1beta1.SandboxClaim) {
-	for _, kind := range []string{claimBinding, claimAnnotations, "SandboxClaimStatus"} {
-		r.memory.Forget(ssa.Key{Kind: kind, Namespace: key.Namespace, Name: key.Name})
-	}
-	r.Engine.Forget("SandboxClaimStatus", key.Namespace, key.Name)
+	r.memory.status.Forget(key)
+	r.memory.binding.Forget(key)
+	r.memory.annotations.Forget(key)
 	r.Engine.Forget("SandboxClaim", key.Namespace, key.Name)
 }
 
 // statuses is where the claim reconciler's status writer writes.
-func (r *ClaimReconciler) statuses() statusWriter {
-	return statusWriter{engine: r.Engine, memory: &r.memory, clock: r.Clock}
+func (r *ClaimReconciler) statuses() statusWriter[[]metav1.Condition] {
+	return statusWriter[[]metav1.Condition]{engine: r.Engine, memory: &r.memory.status, clock: r.Clock}
 }
 
 // Reconcile brings one claim closer to being served. A claim being deleted
@@ -181,12 +187,12 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, claim *extv1beta1.Sandb
 	b := r.recall(claim)
 	if b == nil {
 		b = &binding{seen: now}
-		r.memory.Remember(ssa.KeyOf(claimBinding, claim), ssa.Record{UID: claim.UID, At: now, State: b})
+		r.memory.binding.Remember(client.ObjectKeyFromObject(claim), claim.UID, b)
 	}
 
 	in := render.ClaimPlanInputs{
 		Claim: claim, ExpiredHere: b.expired, Seen: b.seen, ReadyAt: b.readyAt,
-		Previous: claimStatus.previous(&r.memory, claim), Now: now, FieldManager: r.Engine.FieldManager(),
+		Previous: claimStatus.previous(&r.memory.status, claim), Now: now, FieldManager: r.Engine.FieldManager(),
 	}
 	if err := r.bound(ctx, claim, b, &in); err != nil {
 		return reconcile.Result{}, err

@@ -27,9 +27,9 @@ import (
 // election overlaps), that plan removes the Sandbox bound here, never
 // reported to anyone. It reports whether this binding stands.
 func (r *ClaimReconciler) commit(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimPlanInputs) (bool, error) {
-	if m, ok := claimStatus.recall(&r.memory, claim); ok && m.ResourceVersion != "" {
+	if m, ok := claimStatus.recall(&r.memory.status, claim); ok && m.resourceVersion != "" {
 		// Our own last status write is newer than the cache.
-		in.Version = m.ResourceVersion
+		in.Version = m.resourceVersion
 	}
 	for range 3 {
 		plan, boundTo := render.PlanClaimBinding(in)
@@ -79,7 +79,7 @@ func (r *ClaimReconciler) executeBinding(ctx context.Context, claim *extv1beta1.
 				log.FromContext(ctx).V(1).Info("annotations not updated", "error", err)
 			} else if rv != "" {
 				claim.ResourceVersion, next = rv, rv
-				claimStatus.rememberVersion(&r.memory, claim, rv)
+				claimStatus.rememberVersion(&r.memory.status, claim, rv)
 			}
 		case s.Action == render.ActionStatus:
 			if next != "" && deref(desired.ResourceVersion) == guard {
@@ -106,7 +106,7 @@ func (r *ClaimReconciler) writeStatus(ctx context.Context, claim *extv1beta1.San
 // account of the claim's first Ready.
 func (r *ClaimReconciler) applyStatus(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, desired *extac.SandboxClaimApplyConfiguration, always bool) error {
 	conditions := conditionsOf(desired.Status.Conditions)
-	switch done, err := claimStatus.write(ctx, r.statuses(), claim, desired, statusWrite{reported: conditions, always: always}); {
+	switch done, err := claimStatus.write(ctx, r.statuses(), claim, desired, statusWrite[[]metav1.Condition]{reported: conditions, always: always}); {
 	case err != nil:
 		return err
 	case done == statusRemembered || done == statusGone:
@@ -136,10 +136,6 @@ func templateOf(sb *sandboxv1beta1.Sandbox) string {
 	return sb.Annotations[sandboxv1beta1.AnnotationSandboxTemplateRef]
 }
 
-// claimAnnotations is the kind of the annotations last written on a claim
-// in the claim reconciler's memory.
-const claimAnnotations = "SandboxClaimAnnotations"
-
 // annotationsLag is how long after writing a claim's annotations a cached
 // claim without them is taken for one the cache has not caught up with
 // yet: a reconcile soon after the binding (its adopted Sandbox's events
@@ -156,8 +152,7 @@ func (r *ClaimReconciler) writeAnnotations(ctx context.Context, step render.Step
 	claim, _ := step.Live.(*extv1beta1.SandboxClaim)
 	intent := ssa.IntentOf(desired.Annotations)
 	if claim != nil && desired.ResourceVersion == nil {
-		k := ssa.KeyOf(claimAnnotations, claim)
-		if rec, ok := r.memory.Recall(k, claim.UID); ok && rec.Intent == intent && r.Clock.Now().Sub(rec.At) < annotationsLag {
+		if last, ok := r.memory.annotations.Recall(client.ObjectKeyFromObject(claim), claim.UID); ok && last.within(intent, r.Clock.Now(), annotationsLag) {
 			r.Engine.Saved("SandboxClaim", claim.Namespace, claim.Name)
 			return "", nil
 		}
@@ -170,7 +165,7 @@ func (r *ClaimReconciler) writeAnnotations(ctx context.Context, step render.Step
 		return "", err
 	}
 	if claim != nil {
-		r.memory.Remember(ssa.KeyOf(claimAnnotations, claim), ssa.Record{UID: claim.UID, Intent: intent, At: r.Clock.Now()})
+		r.memory.annotations.Remember(client.ObjectKeyFromObject(claim), claim.UID, sent{value: intent, at: r.Clock.Now()})
 	}
 	return deref(desired.ResourceVersion), nil
 }

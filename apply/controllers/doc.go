@@ -35,8 +35,8 @@
 // status writer (status.go), which skips what this process wrote last and
 // remembers what it wrote. Each reconciler's memory of what it wrote and
 // reported (status, the pod-name annotation, events reported once, a
-// claim's binding) is one ssa.Memory, keyed by object and UID, forgotten
-// when the object goes.
+// claim's binding) is a typed ssa.Memo per thing remembered, keyed by
+// object and UID (memo.go), all forgotten when the object goes.
 // The Sandbox reconciler keeps a default-deny NetworkPolicy for every
 // Sandbox not made from a template (render.PlanSandbox decides it) and
 // watches NetworkPolicies for that; the template reconciler watches Pods

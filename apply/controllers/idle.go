@@ -64,17 +64,13 @@ type IdleReconciler struct {
 	// Clock tells the time; a fake in tests.
 	Clock clock.PassiveClock
 
-	// memory remembers, per Sandbox, the invalid annotation it was last
-	// warned about (idleWarned: the error), so each is reported once.
-	memory ssa.Memory
+	// warned remembers, per Sandbox (by UID), the invalid annotation it
+	// was last warned about (the error), so each is reported once.
+	warned objectMemo[string]
 
 	// skeleton loads, skips, forgets and retries around reconcile.
 	skeleton skeleton[*sandboxv1beta1.Sandbox]
 }
-
-// idleWarned is the kind of the warning last emitted for a Sandbox in the
-// idle reconciler's memory.
-const idleWarned = "SandboxIdleWarningEvent"
 
 // SetupWithManager registers the reconciler, watching only Sandboxes that
 // carry the idle-timeout annotation.
@@ -117,7 +113,7 @@ func (r *IdleReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 }
 
 func (r *IdleReconciler) forget(key types.NamespacedName, _ *sandboxv1beta1.Sandbox) {
-	r.memory.Forget(ssa.Key{Kind: idleWarned, Namespace: key.Namespace, Name: key.Name})
+	r.warned.Forget(key)
 }
 
 func (r *IdleReconciler) reconcile(ctx context.Context, sb *sandboxv1beta1.Sandbox) (reconcile.Result, error) {
@@ -127,7 +123,7 @@ func (r *IdleReconciler) reconcile(ctx context.Context, sb *sandboxv1beta1.Sandb
 		r.warnInvalid(sb, err)
 		return reconcile.Result{}, reconcile.TerminalError(err)
 	}
-	r.memory.Forget(ssa.KeyOf(idleWarned, sb))
+	r.warned.Forget(client.ObjectKeyFromObject(sb))
 	if !d.Suspend {
 		return reconcile.Result{RequeueAfter: d.After}, nil
 	}
@@ -160,11 +156,11 @@ func (r *IdleReconciler) suspend(ctx context.Context, sb *sandboxv1beta1.Sandbox
 
 // warnInvalid emits one Warning event per Sandbox and invalid value.
 func (r *IdleReconciler) warnInvalid(sb *sandboxv1beta1.Sandbox, err error) {
-	k := ssa.KeyOf(idleWarned, sb)
-	if r.memory.Holds(k, sb.UID, err.Error()) {
+	k := client.ObjectKeyFromObject(sb)
+	if last, ok := r.warned.Recall(k, sb.UID); ok && last == err.Error() {
 		return
 	}
-	r.memory.Remember(k, ssa.Record{UID: sb.UID, Intent: err.Error()})
+	r.warned.Remember(k, sb.UID, err.Error())
 	r.Recorder.Eventf(sb, nil, corev1.EventTypeWarning, EventInvalidResumeAnnotation, "Check",
 		"%v; the Sandbox is not suspended when idle until the annotation is fixed", err)
 }

@@ -85,7 +85,7 @@ type SandboxReconciler struct {
 
 	// memory holds, per Sandbox, what this process last wrote and
 	// reported (sandbox_memo.go).
-	memory ssa.Memory
+	memory sandboxMemory
 	// backlog counts the Sandboxes whose transitional status is deferred
 	// (sandbox_backlog.go).
 	backlog statusBacklog

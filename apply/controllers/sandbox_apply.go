@@ -169,14 +169,14 @@ func (r *SandboxReconciler) trackPodName(ctx context.Context, sb *sandboxv1beta1
 	if ac, ok := s.Object.(*sandboxac.SandboxApplyConfiguration); ok {
 		want = ac.Annotations[sandboxv1beta1.AnnotationPodName]
 	}
-	k := ssa.KeyOf(sandboxPodName, sb)
+	k := client.ObjectKeyFromObject(sb)
 	now := r.Clock.Now()
-	if m, ok := r.memory.Recall(k, sb.UID); ok && m.Intent == want && now.Sub(m.At) < ssa.CreateExpectation {
+	if m, ok := r.memory.podName.Recall(k, sb.UID); ok && m.within(want, now, ssa.CreateExpectation) {
 		return nil // patched moments ago; the cache has not shown it yet
 	}
 	if _, err := execute(ctx, r.Engine, s); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	r.memory.Remember(k, ssa.Record{UID: sb.UID, Intent: want, At: now})
+	r.memory.podName.Remember(k, sb.UID, sent{value: want, at: now})
 	return nil
 }

@@ -71,7 +71,7 @@ func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.
 		reported.Service, reported.ServiceFQDN, reported.LabelSelector = deref(s.Service), deref(s.ServiceFQDN), deref(s.LabelSelector)
 	}
 	firstReady := r.becomesReadyFirstTime(sb, reported.Conditions)
-	done, err := sandboxStatus.write(ctx, r.statuses(), sb, desired, statusWrite{reported: reported})
+	done, err := sandboxStatus.write(ctx, r.statuses(), sb, desired, statusWrite[*sandboxv1beta1.SandboxStatus]{reported: reported})
 	if done == statusWritten && firstReady {
 		metrics.ObserveReady(sb, r.Clock.Now())
 	}

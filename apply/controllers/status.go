@@ -2,9 +2,11 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,13 +24,14 @@ import (
 // truth until the object goes away, or the process restarts and starts over
 // from the cache), applies the rest through the engine (ssa.ApplyStatus,
 // which skips what the status field manager owns already), and remembers
-// what it wrote, per object, in the reconciler's ssa.Memory: the digest of
+// what it wrote, per object, in the reconciler's statusMemo: the digest of
 // the status, the resourceVersion the write produced, and what the
 // reconciler keeps of it (the conditions reported, so that transition times
 // are not stamped anew from a stale copy).
 
-// statusKind tells the status writer about the status of one kind.
-type statusKind[O client.Object, AC ssa.ApplyConfiguration] struct {
+// statusKind tells the status writer about the status of one kind, and
+// what the reconciler keeps of a status it wrote (R).
+type statusKind[O client.Object, AC ssa.ApplyConfiguration, R any] struct {
 	kind    string
 	extract func(O, string) (AC, error)
 	// intent is what of a desired status is compared with what was last
@@ -37,52 +40,65 @@ type statusKind[O client.Object, AC ssa.ApplyConfiguration] struct {
 }
 
 var (
-	sandboxStatus = statusKind[*sandboxv1beta1.Sandbox, *sandboxac.SandboxApplyConfiguration]{
+	// A Sandbox's status is kept as reported: its conditions, service and
+	// selector.
+	sandboxStatus = statusKind[*sandboxv1beta1.Sandbox, *sandboxac.SandboxApplyConfiguration, *sandboxv1beta1.SandboxStatus]{
 		kind: "Sandbox", extract: sandboxac.ExtractSandboxStatus,
 	}
-	claimStatus = statusKind[*extv1beta1.SandboxClaim, *extac.SandboxClaimApplyConfiguration]{
+	claimStatus = statusKind[*extv1beta1.SandboxClaim, *extac.SandboxClaimApplyConfiguration, []metav1.Condition]{
 		kind: "SandboxClaim", extract: extac.ExtractSandboxClaimStatus,
 		// A binding's commit carries the claim's resourceVersion as its
 		// guard: the status alone is what is written.
 		intent: func(ac *extac.SandboxClaimApplyConfiguration) any { return ac.Status },
 	}
-	poolStatus = statusKind[*extv1beta1.SandboxWarmPool, *extac.SandboxWarmPoolApplyConfiguration]{
+	poolStatus = statusKind[*extv1beta1.SandboxWarmPool, *extac.SandboxWarmPoolApplyConfiguration, []metav1.Condition]{
 		kind: "SandboxWarmPool", extract: extac.ExtractSandboxWarmPoolStatus,
 	}
 )
 
+// statusRecord is what a reconciler remembers of a status it wrote.
+type statusRecord[R any] struct {
+	// intent is the digest of what was written (statusKind.intent).
+	intent string
+	// resourceVersion is the one our write produced (or a later write of
+	// ours, rememberVersion), empty when unknown.
+	resourceVersion string
+	// at is when it was written.
+	at time.Time
+	// reported is what the reconciler keeps of the status.
+	reported R
+}
+
+// statusMemo is a reconciler's memory of the statuses it wrote, per object.
+type statusMemo[R any] = ssa.Memo[types.NamespacedName, statusRecord[R]]
+
 // statusWriter is where the status writer writes and remembers: a
-// reconciler's engine, memory and clock.
-type statusWriter struct {
+// reconciler's engine, memory of statuses and clock.
+type statusWriter[R any] struct {
 	engine *ssa.Engine
-	memory *ssa.Memory
+	memory *statusMemo[R]
 	clock  clock.PassiveClock
 }
 
 // statusWrite is one write of a status.
-type statusWrite struct {
-	// reported is what the reconciler keeps of the status (Record.State).
-	reported any
+type statusWrite[R any] struct {
+	// reported is what the reconciler keeps of the status.
+	reported R
 	// always sends the status even when it is what we wrote last (a
 	// claim's binding commit, guarded by the claim's resourceVersion).
 	always bool
 }
 
-func (k statusKind[O, AC]) key(o client.Object) ssa.Key { return ssa.KeyOf(k.kind+"Status", o) }
-
 // recall is what was last written of o's status, if this process wrote it.
-func (k statusKind[O, AC]) recall(m *ssa.Memory, o O) (ssa.Record, bool) {
-	return m.Recall(k.key(o), o.GetUID())
+func (k statusKind[O, AC, R]) recall(m *statusMemo[R], o O) (statusRecord[R], bool) {
+	return m.Recall(client.ObjectKeyFromObject(o), o.GetUID())
 }
 
-// previous returns the conditions last written for o, or nil to use o's own.
-func (k statusKind[O, AC]) previous(m *ssa.Memory, o O) []metav1.Condition {
-	r, ok := k.recall(m, o)
-	if !ok {
-		return nil
-	}
-	c, _ := r.State.([]metav1.Condition)
-	return c
+// previous returns what was kept of the status last written for o, or the
+// zero R (nil: use o's own) when this process did not write it.
+func (k statusKind[O, AC, R]) previous(m *statusMemo[R], o O) R {
+	r, _ := k.recall(m, o)
+	return r.reported
 }
 
 // statusOutcome is what a status write did.
@@ -102,16 +118,15 @@ const (
 
 // write applies desired to o's status unless it is what this process wrote
 // last, and remembers it.
-func (k statusKind[O, AC]) write(ctx context.Context, w statusWriter, o O, desired AC, sw statusWrite) (statusOutcome, error) {
-	key := k.key(o)
+func (k statusKind[O, AC, R]) write(ctx context.Context, w statusWriter[R], o O, desired AC, sw statusWrite[R]) (statusOutcome, error) {
 	var intent any = desired
 	if k.intent != nil {
 		intent = k.intent(desired)
 	}
 	digest := ssa.IntentOf(intent)
-	if !sw.always && w.memory.Holds(key, o.GetUID(), digest) {
+	if last, ok := k.recall(w.memory, o); ok && !sw.always && last.intent == digest {
 		// Already written by us; the cache has not caught up yet.
-		w.engine.Saved(key.Kind, key.Namespace, key.Name)
+		w.engine.SavedStatus(k.kind, o.GetNamespace(), o.GetName())
 		return statusRemembered, nil
 	}
 	change, err := ssa.ApplyStatus(ctx, w.engine, k.kind, desired, o, k.extract)
@@ -123,20 +138,20 @@ func (k statusKind[O, AC]) write(ctx context.Context, w statusWriter, o O, desir
 	case change.Action == ssa.Unchanged:
 		return statusOwned, nil
 	}
-	rec := ssa.Record{UID: o.GetUID(), Intent: digest, At: w.clock.Now(), State: sw.reported}
-	if last, ok := w.engine.LastWrite(change); ok {
-		rec.ResourceVersion = last.ResourceVersion
+	rec := statusRecord[R]{intent: digest, at: w.clock.Now(), reported: sw.reported}
+	if last, ok := w.engine.LastStatusWrite(k.kind, change.Namespace, change.Name); ok {
+		rec.resourceVersion = last.ResourceVersion
 	}
-	w.memory.Remember(key, rec)
+	w.memory.Remember(client.ObjectKeyFromObject(o), o.GetUID(), rec)
 	return statusWritten, nil
 }
 
 // rememberVersion records the resourceVersion a later write of ours (the
 // claim's annotations) gave o, when its status is remembered.
-func (k statusKind[O, AC]) rememberVersion(m *ssa.Memory, o O, rv string) {
+func (k statusKind[O, AC, R]) rememberVersion(m *statusMemo[R], o O, rv string) {
 	if r, ok := k.recall(m, o); ok && rv != "" {
-		r.ResourceVersion = rv
-		m.Remember(k.key(o), r)
+		r.resourceVersion = rv
+		m.Remember(client.ObjectKeyFromObject(o), o.GetUID(), r)
 	}
 }
 

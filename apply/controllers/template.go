@@ -49,18 +49,14 @@ type TemplateReconciler struct {
 	// where it leaves a field unset (as the Sandbox reconciler renders them).
 	Defaults render.DefaultsSource
 
-	// memory holds, per template, the denial last reported in an event
-	// (templateDenied: its message), so that a template is reported once
-	// per reason, not per reconcile.
-	memory ssa.Memory
+	// denied holds, per template (by UID), the denial last reported in an
+	// event (its message), so that a template is reported once per reason,
+	// not per reconcile.
+	denied objectMemo[string]
 
 	// skeleton loads, skips, forgets and retries around reconcile.
 	skeleton skeleton[*extv1beta1.SandboxTemplate]
 }
-
-// templateDenied is the kind of a template's last reported denial in the
-// template reconciler's memory.
-const templateDenied = "SandboxTemplateDeniedEvent"
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *TemplateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
@@ -91,7 +87,7 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 
 // forget drops what this process remembers of a template that is gone.
 func (r *TemplateReconciler) forget(key types.NamespacedName, _ *extv1beta1.SandboxTemplate) {
-	r.memory.Forget(ssa.Key{Kind: templateDenied, Namespace: key.Namespace, Name: key.Name})
+	r.denied.Forget(key)
 	r.Engine.Forget("SandboxTemplate", key.Namespace, key.Name)
 	r.Engine.Forget("NetworkPolicy", key.Namespace, render.NetworkPolicyName(key.Name))
 }
@@ -196,13 +192,13 @@ func (r *TemplateReconciler) legacyPodToTemplates(ctx context.Context, o client.
 // policies and, on a denial, plans again knowing it. It remembers the
 // refusal of the template's Sandboxes the plan reports.
 func (r *TemplateReconciler) decide(ctx context.Context, t *extv1beta1.SandboxTemplate, np *networkingv1.NetworkPolicy, legacy bool) (render.Plan, error) {
-	key := ssa.KeyOf(templateDenied, t)
+	key := client.ObjectKeyFromObject(t)
 	in := render.TemplatePlanInputs{
 		TemplateInputs: render.TemplateInputs{Template: t, ControllerNamespace: r.ControllerNamespace, LegacyPods: legacy},
 		NetworkPolicy:  np, Policies: r.Policy.Get() != nil, Defaults: render.CurrentDefaults(r.Defaults),
 	}
-	if last, ok := r.memory.Recall(key, t.UID); ok {
-		in.Reported = last.Intent
+	if last, ok := r.denied.Recall(key, t.UID); ok {
+		in.Reported = last
 	}
 	plan, _ := render.PlanTemplate(in)
 	if len(plan.Checks) > 0 {
@@ -213,9 +209,9 @@ func (r *TemplateReconciler) decide(ctx context.Context, t *extv1beta1.SandboxTe
 	}
 	plan, refused := render.PlanTemplate(in)
 	if refused != "" {
-		r.memory.Remember(key, ssa.Record{UID: t.UID, Intent: refused})
+		r.denied.Remember(key, t.UID, refused)
 	} else {
-		r.memory.Forget(key)
+		r.denied.Forget(key)
 	}
 	return plan, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -67,24 +68,30 @@ type WarmPoolReconciler struct {
 	// creates.
 	Suffix func() string
 
-	// memory holds, per pool, the status this process last wrote
-	// (poolStatus) and whether it last reported the pool not progressing
-	// (poolNotProgressing).
-	memory ssa.Memory
-	// expected holds, per pool UID, the members created or deleted and not
-	// yet reflected by the cache.
-	expected sync.Map // types.UID -> *expectations
-	// deferredSince is, per pool UID, when refilling was first put off.
-	deferredSince sync.Map // types.UID -> time.Time
+	// memory holds, per pool, what this process last wrote and reported,
+	// and the expectations of its members.
+	memory poolMemory
 
 	// skeleton loads, skips, forgets and retries around reconcile.
 	skeleton skeleton[*extv1beta1.SandboxWarmPool]
 }
 
-// poolNotProgressing is the kind of the record a pool has in the pool
-// reconciler's memory while it was last reported not progressing (the
-// WarmPoolNotProgressing event), as upstream keeps it.
-const poolNotProgressing = "SandboxWarmPoolNotProgressingEvent"
+// poolMemory is what the pool reconciler remembers of each pool (by UID),
+// dropped when the pool goes (forget).
+type poolMemory struct {
+	// status is the status last written, its conditions as reported
+	// (poolStatus).
+	status statusMemo[[]metav1.Condition]
+	// notProgressing holds when the pool was reported not progressing
+	// (the WarmPoolNotProgressing event), while it was last so reported,
+	// as upstream keeps it.
+	notProgressing objectMemo[time.Time]
+	// expected holds the members created or deleted and not yet
+	// reflected by the cache.
+	expected objectMemo[*expectations]
+	// deferredSince is when refilling was first put off.
+	deferredSince objectMemo[time.Time]
+}
 
 type expectations struct {
 	mu      sync.Mutex
@@ -131,16 +138,21 @@ func (r *WarmPoolReconciler) refillWait(pool *extv1beta1.SandboxWarmPool, now ti
 	if r.Queue == nil {
 		return 0
 	}
-	last := r.Queue.LastTake(client.ObjectKeyFromObject(pool))
+	key := client.ObjectKeyFromObject(pool)
+	last := r.Queue.LastTake(key)
 	quiet := last.Add(r.RefillQuiet).Sub(now)
 	if last.IsZero() || quiet <= 0 {
-		r.deferredSince.Delete(pool.UID)
+		r.memory.deferredSince.Forget(key)
 		return 0
 	}
-	v, _ := r.deferredSince.LoadOrStore(pool.UID, now)
-	limit := v.(time.Time).Add(r.RefillMaxDelay).Sub(now)
+	since, ok := r.memory.deferredSince.Recall(key, pool.UID)
+	if !ok {
+		since = now
+		r.memory.deferredSince.Remember(key, pool.UID, since)
+	}
+	limit := since.Add(r.RefillMaxDelay).Sub(now)
 	if limit <= 0 {
-		r.deferredSince.Delete(pool.UID)
+		r.memory.deferredSince.Forget(key)
 		return 0
 	}
 	return min(quiet, limit)
@@ -159,9 +171,16 @@ func (r *WarmPoolReconciler) poolsOfTemplate(ctx context.Context, o client.Objec
 	return out
 }
 
-func (r *WarmPoolReconciler) expectationsFor(uid types.UID) *expectations {
-	v, _ := r.expected.LoadOrStore(uid, &expectations{created: map[string]time.Time{}, deleted: map[types.UID]time.Time{}})
-	return v.(*expectations)
+// expectationsFor returns the expectations of the pool's members (one
+// reconcile of a pool runs at a time).
+func (r *WarmPoolReconciler) expectationsFor(pool *extv1beta1.SandboxWarmPool) *expectations {
+	key := client.ObjectKeyFromObject(pool)
+	if exp, ok := r.memory.expected.Recall(key, pool.UID); ok {
+		return exp
+	}
+	exp := &expectations{created: map[string]time.Time{}, deleted: map[types.UID]time.Time{}}
+	r.memory.expected.Remember(key, pool.UID, exp)
+	return exp
 }
 
 // Reconcile brings one pool closer to its desired members. A pool being
@@ -176,18 +195,17 @@ func (r *WarmPoolReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 
 // forget drops what this process remembers of a pool that is gone or
 // going: with the pool, the expectations of its members.
-func (r *WarmPoolReconciler) forget(key types.NamespacedName, pool *extv1beta1.SandboxWarmPool) {
-	for _, kind := range []string{"SandboxWarmPoolStatus", poolNotProgressing} {
-		r.memory.Forget(ssa.Key{Kind: kind, Namespace: key.Namespace, Name: key.Name})
-	}
-	if pool != nil {
-		r.expected.Delete(pool.UID)
-	}
+func (r *WarmPoolReconciler) forget(key types.NamespacedName, _ *extv1beta1.SandboxWarmPool) {
+	r.memory.status.Forget(key)
+	r.memory.notProgressing.Forget(key)
+	r.memory.expected.Forget(key)
+	r.memory.deferredSince.Forget(key)
+	r.Engine.Forget("SandboxWarmPool", key.Namespace, key.Name)
 }
 
 // statuses is where the pool reconciler's status writer writes.
-func (r *WarmPoolReconciler) statuses() statusWriter {
-	return statusWriter{engine: r.Engine, memory: &r.memory, clock: r.Clock}
+func (r *WarmPoolReconciler) statuses() statusWriter[[]metav1.Condition] {
+	return statusWriter[[]metav1.Condition]{engine: r.Engine, memory: &r.memory.status, clock: r.Clock}
 }
 
 func (r *WarmPoolReconciler) reconcile(ctx context.Context, pool *extv1beta1.SandboxWarmPool) (reconcile.Result, error) {
@@ -205,16 +223,16 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, pool *extv1beta1.San
 	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), controlledBy(pool, extv1beta1.WarmPoolKind)); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing members: %w", err)
 	}
-	exp := r.expectationsFor(pool.UID)
+	exp := r.expectationsFor(pool)
 	members, pending := r.settle(ctx, pool.Namespace, exp, list.Items, now)
 
-	_, reported := r.memory.Recall(ssa.KeyOf(poolNotProgressing, pool), pool.UID)
+	_, reported := r.memory.notProgressing.Recall(client.ObjectKeyFromObject(pool), pool.UID)
 	in := render.WarmPoolPlanInputs{
 		WarmPoolInputs: render.WarmPoolInputs{Pool: pool, Template: tmpl},
 		Members:        members, Pending: pending, MaxBatch: r.MaxBatch,
 		Taken: func(name string) bool { return r.taken(ctx, pool.Namespace, name) }, Suffix: suffixes(r.suffix),
 		Policies: r.Policy.Get() != nil, Defaults: render.CurrentDefaults(r.Defaults),
-		Previous: poolStatus.previous(&r.memory, pool), NotProgressingReported: reported, Grace: r.Grace, Now: now,
+		Previous: poolStatus.previous(&r.memory.status, pool), NotProgressingReported: reported, Grace: r.Grace, Now: now,
 	}
 	plan, err := render.PlanWarmPool(in)
 	if err != nil {
@@ -270,6 +288,6 @@ func count(plan render.Plan, a render.Action) int {
 
 // writeStatus writes a pool's status through the status writer.
 func (r *WarmPoolReconciler) writeStatus(ctx context.Context, pool *extv1beta1.SandboxWarmPool, desired *extac.SandboxWarmPoolApplyConfiguration) error {
-	_, err := poolStatus.write(ctx, r.statuses(), pool, desired, statusWrite{reported: conditionsOf(desired.Status.Conditions)})
+	_, err := poolStatus.write(ctx, r.statuses(), pool, desired, statusWrite[[]metav1.Condition]{reported: conditionsOf(desired.Status.Conditions)})
 	return err
 }

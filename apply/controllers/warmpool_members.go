@@ -92,9 +92,9 @@ func (r *WarmPoolReconciler) run(ctx context.Context, in render.WarmPoolPlanInpu
 			r.Recorder.Eventf(pool, nil, s.Event.Type, s.Event.Reason, s.Event.Action, "%s", s.Event.Message)
 			switch s.Event.Reason {
 			case sandboxv1beta1.EventWarmPoolNotProgressing:
-				r.memory.Remember(ssa.KeyOf(poolNotProgressing, pool), ssa.Record{UID: pool.UID, At: now})
+				r.memory.notProgressing.Remember(client.ObjectKeyFromObject(pool), pool.UID, now)
 			case sandboxv1beta1.EventWarmPoolProgressing:
-				r.memory.Forget(ssa.KeyOf(poolNotProgressing, pool))
+				r.memory.notProgressing.Forget(client.ObjectKeyFromObject(pool))
 			}
 		default:
 			return reconcile.Result{}, fmt.Errorf("plan step %s %s %s: not a pool's", s.Action, s.Kind, s.Name)

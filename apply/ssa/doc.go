@@ -10,16 +10,17 @@
 // resourceVersion where asked). Annotations the controller records apart
 // from the rest are applied under their own manager (AnnotationManager).
 //
-// What was written is remembered in one type, Memory: a record per object
-// (kind, namespace and name; the object's UID, so that a namesake is never
-// taken for it), with the resourceVersion the write produced, a digest of
-// the intent written, when, and what the writer keeps with it. The engine
-// keeps two: its writes (created moments ago, no-op writes), swept so that
-// only the last minute's stay, and the objects whose owned fields
-// extraction found equal to the desired ones (forgotten with the object).
-// The reconcilers keep theirs in one too. Extractions themselves (Extract)
-// are remembered per object, by UID and our managedFields entry, since the
-// values of the fields a manager owns cannot change while its entry stays.
+// What was written is remembered in Memo, a typed memory: one value per
+// key, each for one object (its UID), so that a namesake is never taken for
+// it; each use keeps its own, with its own key and value types. The engine
+// keeps three, keyed by kind, field manager, subresource, namespace and
+// name: its writes (the resourceVersion produced, a digest of what was
+// sent, when; swept so that only the last minute's stay), the objects
+// whose owned fields extraction found equal to the desired ones, and the
+// extractions themselves (Extract: the values of the fields a manager owns
+// cannot change while its managedFields entry stays). All three are
+// forgotten with the object, its status with it (Forget). The reconcilers
+// keep theirs in Memos too.
 //
 // It returns what it did as a change set (Kind/namespace/name: created,
 // configured, unchanged or deleted). It never forces ownership of fields

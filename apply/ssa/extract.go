@@ -28,9 +28,9 @@ func Extract[O client.Object, AC any](e *Engine, kind string, live O, manager, s
 		// Nothing applied by manager (yet): nothing to remember by.
 		return extract(live, manager)
 	}
-	k := Key{Kind: kind + "|extracted|" + manager + "|" + subresource, Namespace: live.GetNamespace(), Name: live.GetName()}
-	if r, ok := e.extracted.Recall(k, live.GetUID()); ok && r.Owned == entry {
-		if out, err := decodeAs[AC](r.State.([]byte)); err == nil {
+	k := writeKey{Kind: kind, Manager: manager, Subresource: subresource, Namespace: live.GetNamespace(), Name: live.GetName()}
+	if r, ok := e.extracted.Recall(k, live.GetUID()); ok && r.entry == entry {
+		if out, err := decodeAs[AC](r.json); err == nil {
 			e.extractions.hits.Add(1)
 			return out, nil
 		}
@@ -41,7 +41,7 @@ func Extract[O client.Object, AC any](e *Engine, kind string, live O, manager, s
 	}
 	e.extractions.misses.Add(1)
 	if b, err := json.Marshal(out); err == nil {
-		e.extracted.Remember(k, Record{UID: live.GetUID(), Owned: entry, State: b})
+		e.extracted.Remember(k, live.GetUID(), extraction{entry: entry, json: b})
 	}
 	return out, nil
 }
@@ -61,11 +61,9 @@ func decodeAs[AC any](b []byte) (AC, error) {
 	return v.Interface().(AC), nil
 }
 
-// forgetExtracted drops the remembered extractions of an object.
-func (e *Engine) forgetExtracted(kind, namespace, name string) {
-	for _, m := range []string{e.fieldManager, e.statusManager, e.AnnotationManager()} {
-		for _, sub := range []string{"", "status"} {
-			e.extracted.Forget(Key{Kind: kind + "|extracted|" + m + "|" + sub, Namespace: namespace, Name: name})
-		}
-	}
+// extraction is what extracted remembers: the JSON of an extraction, and
+// the managedFields entry it was made under.
+type extraction struct {
+	entry string
+	json  []byte
 }

@@ -4,125 +4,121 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Memory remembers what this process last wrote, one Record per object.
-// The cache lags behind our own writes: a memory of what we wrote is how a
-// writer tells "the cache has not shown my write yet" from "this needs
-// writing", without a request. A Record belongs to one object, by its UID:
-// a namesake (the object deleted and made again under its name) is never
-// confused with it. The engine keeps one for its requests (swept: entries
-// only matter for moments), the reconcilers one each for what they wrote
-// and reported (status, annotations, events; forgotten with the object).
-// The zero value is ready to use; it is safe for concurrent use.
-type Memory struct {
-	m sync.Map // Key -> Record
+// Memo remembers one value of type V per key K, each for one object (by
+// its UID). The cache lags behind our own writes: a memory of what we wrote
+// is how a writer tells "the cache has not shown my write yet" from "this
+// needs writing", without a request. A value belongs to one object: a
+// namesake (the object deleted and made again under its name) is never
+// confused with it. Each use keeps its own Memo, with its own key and value
+// types, so nothing remembered needs a type assertion to be read. The zero
+// value is ready to use; it is safe for concurrent use.
+type Memo[K comparable, V any] struct {
+	mu sync.RWMutex
+	m  map[K]memoEntry[V]
 }
 
-// Key names what was written: the object's kind, or the part of it that
-// is written on its own (SandboxStatus, for a Sandbox's status), its
-// namespace and its name.
-type Key struct {
-	Kind, Namespace, Name string
+type memoEntry[V any] struct {
+	uid types.UID
+	v   V
 }
 
-// KeyOf is the Key of kind for an object.
-func KeyOf(kind string, o client.Object) Key {
-	return Key{Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName()}
-}
-
-func (k Key) String() string { return k.Kind + "/" + k.Namespace + "/" + k.Name }
-
-// Record is what a Memory holds about one write.
-type Record struct {
-	// UID is the object's; empty when the writer did not know it.
-	UID types.UID
-	// ResourceVersion is the one our write produced, empty when unknown.
-	ResourceVersion string
-	// Intent says what was written: a digest of it (IntentOf), or a short
-	// value compared as is.
-	Intent string
-	// At is when it was written.
-	At time.Time
-	// Created is set when the write created the object.
-	Created bool
-	// Owned identifies our field manager's managedFields entry under which
-	// what we own was found equal to Intent (the engine's diff).
-	Owned string
-	// State is what the writer keeps with the write (the status as it
-	// reported it, say), nil when nothing.
-	State any
-}
-
-// Recall returns the record under k for the object with uid. A record of
-// another object of that name is not returned. With an empty uid (the
-// caller does not know the object: the cache does not show it yet) any
-// record under k is.
-func (m *Memory) Recall(k Key, uid types.UID) (Record, bool) {
-	v, ok := m.m.Load(k)
+// Recall returns the value under k for the object with uid. A value of
+// another object under k is not returned. With an empty uid (the caller does
+// not know the object: the cache does not show it yet) any value under k is.
+func (m *Memo[K, V]) Recall(k K, uid types.UID) (V, bool) {
+	m.mu.RLock()
+	e, ok := m.m[k]
+	m.mu.RUnlock()
 	if !ok {
-		return Record{}, false
+		var zero V
+		return zero, false
 	}
-	r := v.(Record)
-	if uid != "" && r.UID != uid {
-		return Record{}, false
+	if uid != "" && e.uid != uid {
+		var zero V
+		return zero, false
 	}
-	return r, true
+	return e.v, true
 }
 
-// Holds reports that the last write recorded under k for the object with
-// uid carried intent.
-func (m *Memory) Holds(k Key, uid types.UID, intent string) bool {
-	r, ok := m.Recall(k, uid)
-	return ok && r.Intent == intent
-}
-
-// Remember records r under k, in place of what was there, which it
-// returns (whatever object that was about).
-func (m *Memory) Remember(k Key, r Record) (previous Record, had bool) {
-	v, had := m.m.Swap(k, r)
-	if had {
-		previous = v.(Record)
+// RecallWithUID returns the value under k whatever object it belongs to,
+// and that object's UID.
+func (m *Memo[K, V]) RecallWithUID(k K) (V, types.UID, bool) {
+	m.mu.RLock()
+	e, ok := m.m[k]
+	m.mu.RUnlock()
+	if !ok {
+		var zero V
+		return zero, "", false
 	}
-	return previous, had
+	return e.v, e.uid, true
 }
 
-// Forget drops the records under keys: the objects are gone.
-func (m *Memory) Forget(keys ...Key) {
+// Remember records v under k for the object with uid (empty when the writer
+// does not know it), in place of what was there, which it returns (whatever
+// object that was about).
+func (m *Memo[K, V]) Remember(k K, uid types.UID, v V) (previous V, had bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = make(map[K]memoEntry[V])
+	}
+	old, had := m.m[k]
+	m.m[k] = memoEntry[V]{uid: uid, v: v}
+	return old.v, had
+}
+
+// Forget drops the values under keys: the objects are gone.
+func (m *Memo[K, V]) Forget(keys ...K) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for _, k := range keys {
-		m.m.Delete(k)
+		delete(m.m, k)
 	}
 }
 
-// Sweep drops the records written before a time, so that a memory whose
-// records only matter for moments stays bounded by the objects written
-// recently. It returns how many it dropped.
-func (m *Memory) Sweep(before time.Time) int {
+// Sweep drops the values stale says are, so that a memo whose values only
+// matter for moments stays bounded by the objects written recently. It
+// returns how many it dropped.
+func (m *Memo[K, V]) Sweep(stale func(V) bool) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	n := 0
-	m.m.Range(func(k, v any) bool {
-		if v.(Record).At.Before(before) {
-			m.m.Delete(k)
+	for k, e := range m.m {
+		if stale(e.v) {
+			delete(m.m, k)
 			n++
 		}
-		return true
-	})
+	}
 	return n
 }
 
-// Len counts the records.
-func (m *Memory) Len() int {
+// Len counts the values.
+func (m *Memo[K, V]) Len() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.m)
+}
+
+// Count counts the values whose keys match.
+func (m *Memo[K, V]) Count(match func(K) bool) int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
 	n := 0
-	m.m.Range(func(any, any) bool { n++; return true })
+	for k := range m.m {
+		if match(k) {
+			n++
+		}
+	}
 	return n
 }
 
 // IntentOf is the digest of what is about to be written (an apply
-// configuration, a status, a value), for Record.Intent. Take it before
-// sending: the client writes the server's response into an apply
+// configuration, a status, a value), to remember what was written by. Take
+// it before sending: the client writes the server's response into an apply
 // configuration.
 func IntentOf(v any) string { return digest(Fingerprint(v)) }
 

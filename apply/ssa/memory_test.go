@@ -4,77 +4,70 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-func TestMemoryKeyedByUID(t *testing.T) {
-	var m Memory
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "box", UID: "old"}}
-	k := KeyOf("PodStatus", pod)
-	if k != (Key{Kind: "PodStatus", Namespace: "ns", Name: "box"}) || k.String() != "PodStatus/ns/box" {
-		t.Fatalf("KeyOf = %v", k)
+func TestMemoKeyedByUID(t *testing.T) {
+	type written struct {
+		intent, rv string
 	}
-	m.Remember(k, Record{UID: "old", Intent: IntentOf(map[string]string{"phase": "Running"}), ResourceVersion: "7"})
+	var m Memo[types.NamespacedName, written]
+	k := types.NamespacedName{Namespace: "ns", Name: "box"}
+	running := IntentOf(map[string]string{"phase": "Running"})
+	m.Remember(k, "old", written{intent: running, rv: "7"})
 
 	// A namesake (deleted and made again under the name) is not the
-	// object the record is about.
+	// object the value is about.
 	if _, ok := m.Recall(k, "new"); ok {
-		t.Error("a record of the old object was recalled for its namesake")
+		t.Error("a value of the old object was recalled for its namesake")
 	}
-	if m.Holds(k, "new", IntentOf(map[string]string{"phase": "Running"})) {
-		t.Error("the namesake holds what was written to the old object")
+	// Without a UID (the object is not in the cache yet), the value is.
+	if v, uid, ok := m.RecallWithUID(k); !ok || uid != "old" || v.rv != "7" {
+		t.Errorf("recall without a uid = %+v, %q, %v", v, uid, ok)
 	}
-	// Without a UID (the object is not in the cache yet), the record is.
-	if r, ok := m.Recall(k, ""); !ok || r.UID != "old" {
-		t.Errorf("recall without a uid = %+v, %v", r, ok)
+	if v, ok := m.Recall(k, ""); !ok || v.intent != running {
+		t.Errorf("recall with an empty uid = %+v, %v", v, ok)
 	}
 	// The same object: the intent and the resourceVersion our write made.
-	if r, ok := m.Recall(k, "old"); !ok || r.ResourceVersion != "7" {
-		t.Errorf("recall = %+v, %v; want resourceVersion 7", r, ok)
+	if v, ok := m.Recall(k, "old"); !ok || v.rv != "7" {
+		t.Errorf("recall = %+v, %v; want resourceVersion 7", v, ok)
 	}
-	if !m.Holds(k, "old", IntentOf(map[string]string{"phase": "Running"})) {
-		t.Error("the intent written is not held")
-	}
-	if m.Holds(k, "old", IntentOf(map[string]string{"phase": "Pending"})) {
-		t.Error("another intent is held")
-	}
-	// Another part of the same object is another record.
-	if _, ok := m.Recall(KeyOf("Pod", pod), "old"); ok {
-		t.Error("a record under another kind was recalled")
+	// Another object is another key.
+	if _, ok := m.Recall(types.NamespacedName{Namespace: "ns", Name: "other"}, "old"); ok {
+		t.Error("a value under another key was recalled")
 	}
 
 	// Another object of the name takes its place.
-	m.Remember(k, Record{UID: "new", ResourceVersion: "9"})
-	if r, ok := m.Recall(k, "new"); !ok || r.ResourceVersion != "9" {
-		t.Errorf("the namesake's record: %+v, %v", r, ok)
+	m.Remember(k, "new", written{rv: "9"})
+	if v, ok := m.Recall(k, "new"); !ok || v.rv != "9" {
+		t.Errorf("the namesake's value: %+v, %v", v, ok)
 	}
 	if _, ok := m.Recall(k, "old"); ok {
-		t.Error("the old object's record outlived its namesake's write")
+		t.Error("the old object's value outlived its namesake's write")
 	}
-	prev, had := m.Remember(k, Record{UID: "newer"})
-	if !had || prev.UID != "new" {
-		t.Errorf("Remember returned %+v, %v; want the namesake's record", prev, had)
+	prev, had := m.Remember(k, "newer", written{})
+	if !had || prev.rv != "9" {
+		t.Errorf("Remember returned %+v, %v; want the namesake's value", prev, had)
 	}
 	m.Forget(k)
 	if _, ok := m.Recall(k, ""); ok || m.Len() != 0 {
-		t.Errorf("Forget left %d records", m.Len())
+		t.Errorf("Forget left %d values", m.Len())
 	}
 }
 
-func TestMemorySweep(t *testing.T) {
-	var m Memory
+func TestMemoSweep(t *testing.T) {
+	var m Memo[string, time.Time]
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	m.Remember(Key{"Pod", "ns", "old"}, Record{At: now.Add(-2 * time.Minute)})
-	m.Remember(Key{"Pod", "ns", "recent"}, Record{At: now.Add(-time.Second)})
-	if n := m.Sweep(now.Add(-time.Minute)); n != 1 {
+	m.Remember("old", "", now.Add(-2*time.Minute))
+	m.Remember("recent", "", now.Add(-time.Second))
+	if n := m.Sweep(func(at time.Time) bool { return at.Before(now.Add(-time.Minute)) }); n != 1 {
 		t.Errorf("swept %d, want 1", n)
 	}
-	if _, ok := m.Recall(Key{"Pod", "ns", "old"}, ""); ok {
-		t.Error("an old record survived the sweep")
+	if _, ok := m.Recall("old", ""); ok {
+		t.Error("an old value survived the sweep")
 	}
-	if _, ok := m.Recall(Key{"Pod", "ns", "recent"}, ""); !ok || m.Len() != 1 {
-		t.Error("a recent record was swept")
+	if _, ok := m.Recall("recent", ""); !ok || m.Len() != 1 {
+		t.Error("a recent value was swept")
 	}
 }
 
@@ -82,21 +75,48 @@ func TestMemorySweep(t *testing.T) {
 // what was written over a minute ago is gone.
 func TestEngineSweepsWrites(t *testing.T) {
 	e := New(nil, "m", "s")
-	old := Change{Kind: "Pod", Namespace: "ns", Name: "old", Action: Configured}
-	e.written.Remember(key(old), Record{At: time.Now().Add(-2 * time.Minute)})
-	c := Change{Kind: "Pod", Namespace: "ns", Name: "box", Action: Configured}
+	old := e.statusKey("Pod", "ns", "old")
+	e.written.Remember(old, "", Write{At: time.Now().Add(-2 * time.Minute)})
+	k := e.statusKey("Pod", "ns", "box")
 	e.applies.Store(1024)
-	e.noteWrite(c, map[string]any{"metadata": map[string]string{"uid": "u", "resourceVersion": "5"}}, "{}")
-	if _, ok := e.LastWrite(old); ok {
+	e.noteWrite(k, false, map[string]any{"metadata": map[string]string{"uid": "u", "resourceVersion": "5"}}, "{}")
+	if _, ok := e.LastStatusWrite("Pod", "ns", "old"); ok {
 		t.Error("a write over a minute old was not swept")
 	}
-	r, ok := e.LastWrite(c)
-	if !ok || r.UID != "u" || r.ResourceVersion != "5" || r.Created {
-		t.Errorf("last write = %+v, %v", r, ok)
+	w, ok := e.LastStatusWrite("Pod", "ns", "box")
+	if !ok || w.UID != "u" || w.ResourceVersion != "5" || w.Created {
+		t.Errorf("last write = %+v, %v", w, ok)
 	}
 	// The same resourceVersion again: the server changed nothing.
-	e.noteWrite(c, map[string]any{"metadata": map[string]string{"uid": "u", "resourceVersion": "5"}}, "{}")
+	e.noteWrite(k, false, map[string]any{"metadata": map[string]string{"uid": "u", "resourceVersion": "5"}}, "{}")
 	if e.Stats().NoOps != 1 {
 		t.Errorf("no-ops = %d, want 1", e.Stats().NoOps)
+	}
+}
+
+// Forgetting an object drops what every manager of ours wrote of it and
+// of its status, and only that: the engine's memory of a deleted object
+// does not accumulate.
+func TestEngineForgetsObjectAndStatus(t *testing.T) {
+	e := New(nil, "m", "s")
+	keys := []writeKey{
+		objectKey("Sandbox", "m", "ns", "box"),
+		objectKey("Sandbox", e.AnnotationManager(), "ns", "box"),
+		e.statusKey("Sandbox", "ns", "box"),
+	}
+	other := objectKey("Sandbox", "m", "ns", "other")
+	for _, k := range append(keys, other) {
+		e.written.Remember(k, "u", Write{At: time.Now()})
+		e.owned.Remember(k, "u", ownedAs{entry: "e"})
+		e.extracted.Remember(k, "u", extraction{entry: "e"})
+	}
+	e.Forget("Sandbox", "ns", "box")
+	for name, n := range map[string]int{"written": e.written.Len(), "owned": e.owned.Len(), "extracted": e.extracted.Len()} {
+		if n != 1 {
+			t.Errorf("%s holds %d after Forget, want 1 (the other Sandbox)", name, n)
+		}
+	}
+	if _, ok := e.written.Recall(other, "u"); !ok {
+		t.Error("Forget dropped another object's write")
 	}
 }

@@ -21,11 +21,10 @@ import (
 // cannot change without our managedFields entry changing (another writer
 // that sets them takes or shares ownership), so while that entry and
 // desired stay the same the answer stays yes.
-func (e *Engine) ownsDesired(c Change, live client.Object, manager, subresource string, desired any, extract func() (any, error)) (bool, error) {
-	k := key(c)
-	managed := managedEntry(live, manager, subresource)
+func (e *Engine) ownsDesired(k writeKey, live client.Object, desired any, extract func() (any, error)) (bool, error) {
+	managed := managedEntry(live, k.Manager, k.Subresource)
 	fp := IntentOf(desired)
-	if r, ok := e.owned.Recall(k, live.GetUID()); ok && managed != "" && r.Owned == managed && r.Intent == fp {
+	if r, ok := e.owned.Recall(k, live.GetUID()); ok && managed != "" && r.entry == managed && r.intent == fp {
 		return true, nil
 	}
 	dm := objectMetaOf(desired)
@@ -47,7 +46,7 @@ func (e *Engine) ownsDesired(c Change, live client.Object, manager, subresource 
 		return false, nil
 	}
 	if managed != "" {
-		e.owned.Remember(k, Record{UID: live.GetUID(), Owned: managed, Intent: fp})
+		e.owned.Remember(k, live.GetUID(), ownedAs{entry: managed, intent: fp})
 	}
 	return true, nil
 }
@@ -102,48 +101,94 @@ func managedEntry(o client.Object, manager, subresource string) string {
 // time, plus a margin for the skew between the API server's clock and ours.
 const entryAmbiguous = 10 * time.Second
 
+// writeKey names what one of our field managers wrote of an object: its
+// kind, the manager, the subresource ("" for the object itself), its
+// namespace and name. The engine's memories are keyed by it.
+type writeKey struct {
+	Kind, Manager, Subresource, Namespace, Name string
+}
+
+// objectKey is the key of what manager applies of an object itself.
+func objectKey(kind, manager, namespace, name string) writeKey {
+	return writeKey{Kind: kind, Manager: manager, Namespace: namespace, Name: name}
+}
+
+// statusKey is the key of what the status manager applies of an object's
+// status.
+func (e *Engine) statusKey(kind, namespace, name string) writeKey {
+	return writeKey{Kind: kind, Manager: e.statusManager, Subresource: "status", Namespace: namespace, Name: name}
+}
+
+// ownedAs is what owned remembers: the managedFields entry of ours under
+// which what we own was found equal to the intent (a digest of the
+// desired configuration).
+type ownedAs struct{ entry, intent string }
+
+// Write is what the engine remembers of its last write of an object.
+type Write struct {
+	// UID and ResourceVersion are the object's as the server returned
+	// them, empty when unknown.
+	UID             types.UID
+	ResourceVersion string
+	// Intent is a digest of what was sent.
+	Intent string
+	// At is when it was written.
+	At time.Time
+	// Created is set when the write created the object.
+	Created bool
+}
+
 // noteWrite records a write (in written), counting it as a no-op when the
 // server returned the resourceVersion of our previous write. sent is the
 // Fingerprint of what was sent.
-func (e *Engine) noteWrite(c Change, response any, sent string) {
+func (e *Engine) noteWrite(k writeKey, created bool, response any, sent string) {
 	uid, rv := identity(response)
-	w := Record{UID: uid, ResourceVersion: rv, At: time.Now(), Intent: digest(sent), Created: c.Action == Created}
-	if prev, ok := e.written.Remember(key(c), w); ok && prev.ResourceVersion == w.ResourceVersion {
+	w := Write{UID: uid, ResourceVersion: rv, At: time.Now(), Intent: digest(sent), Created: created}
+	if prev, ok := e.written.Remember(k, uid, w); ok && prev.ResourceVersion == w.ResourceVersion {
 		e.noops.Add(1)
 	}
 	if e.applies.Load()%1024 == 0 {
 		// Writes older than a minute are of no use (CreateExpectation,
 		// the no-op count): memory stays bounded by the objects written
 		// in the last minute.
-		e.written.Sweep(w.At.Add(-time.Minute))
+		before := w.At.Add(-time.Minute)
+		e.written.Sweep(func(w Write) bool { return w.At.Before(before) })
 	}
 }
 
-// LastWrite is what the engine remembers of its last write of an object
-// (the change it reported): within a minute of it, its resourceVersion
-// and UID as the server returned them.
-func (e *Engine) LastWrite(c Change) (Record, bool) {
-	return e.written.Recall(key(c), "")
+// LastStatusWrite is what the engine remembers of its last write of the
+// status of an object of kind (ApplyStatus): within a minute of it, its
+// resourceVersion and UID as the server returned them.
+func (e *Engine) LastStatusWrite(kind, namespace, name string) (Write, bool) {
+	return e.written.Recall(e.statusKey(kind, namespace, name), "")
 }
 
 // recentlyCreated reports that we created this object, as desired now,
 // within CreateExpectation.
-func (e *Engine) recentlyCreated(c Change, desired any) bool {
-	w, ok := e.written.Recall(key(c), "")
+func (e *Engine) recentlyCreated(k writeKey, desired any) bool {
+	w, ok := e.written.Recall(k, "")
 	return ok && w.Created && time.Since(w.At) < CreateExpectation && w.Intent == IntentOf(desired)
 }
 
-// Forget drops what the engine remembers about an object (it was deleted).
+// Forget drops what the engine remembers about an object (it was deleted):
+// what each of our managers wrote of it and of its status.
 func (e *Engine) Forget(kind, namespace, name string) {
-	for _, kind := range []string{kind, kind + "|" + e.AnnotationManager()} {
-		k := Key{Kind: kind, Namespace: namespace, Name: name}
-		e.written.Forget(k)
-		e.owned.Forget(k)
+	for _, m := range []string{e.fieldManager, e.statusManager, e.AnnotationManager()} {
+		for _, sub := range []string{"", "status"} {
+			k := writeKey{Kind: kind, Manager: m, Subresource: sub, Namespace: namespace, Name: name}
+			e.written.Forget(k)
+			e.owned.Forget(k)
+			e.extracted.Forget(k)
+		}
 	}
-	e.forgetExtracted(kind, namespace, name)
 }
 
-func key(c Change) Key { return Key{Kind: c.Kind, Namespace: c.Namespace, Name: c.Name} }
+// Remembered counts what the engine remembers of objects in a namespace:
+// once they are gone and forgotten (and their writes a minute old), none.
+func (e *Engine) Remembered(namespace string) int {
+	in := func(k writeKey) bool { return k.Namespace == namespace }
+	return e.written.Count(in) + e.owned.Count(in) + e.extracted.Count(in)
+}
 
 // identity reads the UID and resourceVersion the server returned into an
 // apply configuration (only on the write path, after a request).

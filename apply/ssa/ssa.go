@@ -23,18 +23,18 @@ type Engine struct {
 	// written remembers, per object, our last write: its resourceVersion,
 	// whether it created the object, what was sent. Swept: it only matters
 	// for moments (CreateExpectation, counting no-ops).
-	written Memory
+	written Memo[writeKey, Write]
 
 	observer func(Change)
 
 	// owned remembers, per object, that extraction showed what we own
 	// equal to what we want, under which managedFields entry of ours (see
 	// ownsDesired). Forgotten with the object.
-	owned Memory
+	owned Memo[writeKey, ownedAs]
 
 	// extracted remembers, per object and manager, the last extraction of
 	// what the manager owns (see Extract). Forgotten with the object.
-	extracted   Memory
+	extracted   Memo[writeKey, extraction]
 	extractions struct{ hits, misses atomic.Int64 }
 }
 
@@ -108,6 +108,11 @@ func (e *Engine) Saved(kind, namespace, name string) {
 	e.observe(Change{Kind: kind, Namespace: namespace, Name: name, Action: Unchanged})
 }
 
+// SavedStatus is Saved for the status of an object of kind.
+func (e *Engine) SavedStatus(kind, namespace, name string) {
+	e.Saved(statusChangeKind(kind), namespace, name)
+}
+
 // Stats returns the engine's counters.
 func (e *Engine) Stats() Stats {
 	return Stats{Applies: e.applies.Load(), Skipped: e.skipped.Load(), Deletes: e.deletes.Load(), NoOps: e.noops.Load(),
@@ -147,18 +152,15 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 	change = Change{Kind: kind, Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Created}
 	defer func() { e.observeOK(change, err) }()
 	manager := e.manager(opts)
-	memo := change
-	if manager != e.fieldManager {
-		// What another of our managers wrote is remembered apart.
-		memo.Kind += "|" + manager
-	}
+	// What each of our managers wrote is remembered apart.
+	memo := objectKey(kind, manager, change.Namespace, change.Name)
 	if isNil(live) && e.recentlyCreated(memo, desired) {
 		e.skipped.Add(1)
 		change.Action, change.Pending = Unchanged, true
 		return change, nil
 	}
 	if !isNil(live) {
-		same, err := e.ownsDesired(memo, live, manager, "", desired, func() (any, error) { return Extract(e, kind, live, manager, "", extract) })
+		same, err := e.ownsDesired(memo, live, desired, func() (any, error) { return Extract(e, kind, live, manager, "", extract) })
 		if err != nil {
 			return change, fmt.Errorf("extracting the fields %s owns of %s: %w", manager, kind, err)
 		}
@@ -178,8 +180,7 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 	if err := e.client.Apply(ctx, desired, applyOpts...); err != nil {
 		return change, wrapConflict(kind, change, err)
 	}
-	memo.Action = change.Action
-	e.noteWrite(memo, desired, sent)
+	e.noteWrite(memo, change.Action == Created, desired, sent)
 	return change, nil
 }
 
@@ -188,9 +189,10 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 // it. Status has a single writer, so ownership is forced.
 func ApplyStatus[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engine, kind string, desired AC, live O,
 	extractStatus func(O, string) (AC, error)) (change Change, err error) {
-	change = Change{Kind: kind + "Status", Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Configured}
+	change = Change{Kind: statusChangeKind(kind), Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Configured}
 	defer func() { e.observeOK(change, err) }()
-	same, err := e.ownsDesired(change, live, e.statusManager, "status", desired, func() (any, error) { return Extract(e, kind+"Status", live, e.statusManager, "status", extractStatus) })
+	memo := e.statusKey(kind, change.Namespace, change.Name)
+	same, err := e.ownsDesired(memo, live, desired, func() (any, error) { return Extract(e, kind, live, e.statusManager, "status", extractStatus) })
 	if err != nil {
 		return change, fmt.Errorf("extracting the status fields %s owns of %s: %w", e.statusManager, kind, err)
 	}
@@ -204,6 +206,10 @@ func ApplyStatus[O client.Object, AC ApplyConfiguration](ctx context.Context, e 
 	if err := e.client.Status().Apply(ctx, desired, client.FieldOwner(e.statusManager), client.ForceOwnership); err != nil {
 		return change, fmt.Errorf("applying %s status: %w", kind, err)
 	}
-	e.noteWrite(change, desired, sent)
+	e.noteWrite(memo, false, desired, sent)
 	return change, nil
 }
+
+// statusChangeKind is how a change to the status of an object of kind is
+// reported in a change set (SandboxStatus, for a Sandbox's).
+func statusChangeKind(kind string) string { return kind + "Status" }

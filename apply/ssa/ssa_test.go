@@ -55,9 +55,9 @@ func TestWrapConflict(t *testing.T) {
 
 func TestRecentlyCreatedExpectation(t *testing.T) {
 	e := New(nil, "m", "s")
-	c := Change{Kind: "Pod", Namespace: "ns", Name: "box", Action: Created}
+	c := objectKey("Pod", "m", "ns", "box")
 	desired := map[string]string{"image": "a"}
-	e.noteWrite(c, desired, Fingerprint(desired))
+	e.noteWrite(c, true, desired, Fingerprint(desired))
 	if !e.recentlyCreated(c, desired) {
 		t.Errorf("a create we just sent is not expected")
 	}

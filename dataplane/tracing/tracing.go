@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Environment variables naming the OTLP endpoint (OpenTelemetry's own).
@@ -83,4 +85,27 @@ func endpointURL(s string) (string, error) {
 		u.Path = "/v1/traces"
 	}
 	return u.String(), nil
+}
+
+// FlagUsage is the --otlp-endpoint flag's help, the same in every binary.
+const FlagUsage = "OTLP/HTTP endpoint traces are sent to, e.g. http://localhost:4318 (path /v1/traces added when none); empty: " +
+	EnvTracesEndpoint + " or " + EnvEndpoint + " if set, else tracing is off (no spans are made or sent)."
+
+// Provider is the tracer provider to give the router and the runtime: the
+// global one when Setup enabled tracing, else nil (off).
+func Provider(enabled bool) trace.TracerProvider {
+	if !enabled {
+		return nil
+	}
+	return otel.GetTracerProvider()
+}
+
+// Shutdown flushes and stops tracing within 5 seconds, reporting a
+// failure to log.
+func Shutdown(shutdown func(context.Context) error, log func(error)) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := shutdown(ctx); err != nil {
+		log(fmt.Errorf("flushing traces: %w", err))
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -51,6 +52,11 @@ type ClaimReconciler struct {
 	// Policy holds the policies a cold-started Sandbox is checked against.
 	Policy *policy.Holder
 	Clock  clock.PassiveClock
+	// Tracer, if set, traces each reconcile as a span that continues the
+	// claim's trace-context annotation (API calls made under it are child
+	// spans when the client's transport is tracing.Transport), and the
+	// Sandbox it cold-starts carries the span's context. Nil: off.
+	Tracer trace.TracerProvider
 
 	// memory holds, per claim, the status this process last wrote
 	// (claimStatus) and its binding (claimBinding).
@@ -176,7 +182,9 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	})
 }
 
-func (r *ClaimReconciler) reconcile(ctx context.Context, claim *extv1beta1.SandboxClaim) (reconcile.Result, error) {
+func (r *ClaimReconciler) reconcile(ctx context.Context, claim *extv1beta1.SandboxClaim) (_ reconcile.Result, err error) {
+	ctx, span := reconcileSpan(ctx, r.Tracer, "SandboxClaim.reconcile", claim)
+	defer func() { endReconcileSpan(span, err) }()
 	now := r.Clock.Now()
 	b := r.recall(claim)
 	if b == nil {
@@ -187,6 +195,7 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, claim *extv1beta1.Sandb
 	in := render.ClaimPlanInputs{
 		Claim: claim, ExpiredHere: b.expired, Seen: b.seen, ReadyAt: b.readyAt,
 		Previous: claimStatus.previous(&r.memory, claim), Now: now, FieldManager: r.Engine.FieldManager(),
+		TraceContext: traceContext(ctx),
 	}
 	if err := r.bound(ctx, claim, b, &in); err != nil {
 		return reconcile.Result{}, err

@@ -1,0 +1,76 @@
+package tracing_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agentsandbox/reconciler/dataplane/tracing"
+)
+
+func TestAnnotationRoundTrip(t *testing.T) {
+	tp := sdktrace.NewTracerProvider()
+	ctx, span := tp.Tracer("test").Start(context.Background(), "x")
+	defer span.End()
+	v := tracing.ContextJSON(ctx)
+	if !strings.Contains(v, span.SpanContext().TraceID().String()) {
+		t.Fatalf("annotation %q lacks the trace ID", v)
+	}
+	got := trace.SpanContextFromContext(tracing.FromAnnotations(context.Background(), map[string]string{tracing.Annotation: v}))
+	if got.TraceID() != span.SpanContext().TraceID() || got.SpanID() != span.SpanContext().SpanID() || !got.IsRemote() {
+		t.Fatalf("read back %v, want %v", got, span.SpanContext())
+	}
+	if v := tracing.ContextJSON(context.Background()); v != "" {
+		t.Fatalf("no span: annotation %q, want none", v)
+	}
+}
+
+// TestAnnotationHostile: values a claim's author may write are ignored.
+func TestAnnotationHostile(t *testing.T) {
+	for _, v := range []string{`{`, `[]`, `{"traceparent":"00-zz-zz-01"}`, `{"traceparent":"00-00000000000000000000000000000000-0000000000000000-01"}`,
+		`{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","x":"` + strings.Repeat("a", 2000) + `"}`} {
+		ctx := tracing.FromAnnotations(context.Background(), map[string]string{tracing.Annotation: v})
+		if trace.SpanContextFromContext(ctx).IsValid() {
+			t.Errorf("%.60q: continued", v)
+		}
+	}
+}
+
+// TestTransportSpansOnlyUnderASpan: API requests made under a recording
+// span are its children, with traceparent sent; others pass untouched.
+func TestTransportSpansOnlyUnderASpan(t *testing.T) {
+	var got []string
+	api := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("traceparent"))
+	}))
+	defer api.Close()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	c := &http.Client{Transport: tracing.Transport(http.DefaultTransport)}
+	get := func(ctx context.Context) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, api.URL+"/api/v1/namespaces/a/pods", nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	get(context.Background())
+	ctx, parent := tp.Tracer("test").Start(context.Background(), "reconcile")
+	get(ctx)
+	parent.End()
+	spans := rec.Ended()
+	if len(spans) != 2 || got[0] != "" || got[1] == "" {
+		t.Fatalf("spans %d, traceparents %q: want one API span under the reconcile and none without", len(spans), got)
+	}
+	api0 := spans[0]
+	if api0.Name() != "GET /api/v1/namespaces/a/pods" || api0.Parent().SpanID() != parent.SpanContext().SpanID() {
+		t.Fatalf("API span %q parent %v, want GET /api/v1/namespaces/a/pods under %v", api0.Name(), api0.Parent().SpanID(), parent.SpanContext().SpanID())
+	}
+}

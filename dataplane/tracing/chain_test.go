@@ -12,13 +12,21 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/agentsandbox/reconciler/dataplane/client"
 	"github.com/agentsandbox/reconciler/dataplane/router"
 	"github.com/agentsandbox/reconciler/dataplane/runtime"
 	"github.com/agentsandbox/reconciler/dataplane/tracing"
+	"github.com/agentsandbox/reconciler/tests/otlpsink"
 )
+
+// receiver is an OTLP/HTTP endpoint in the test: what a collector receives.
+func newReceiver(t *testing.T) (*otlpsink.Sink, string) {
+	sink := &otlpsink.Sink{}
+	srv := httptest.NewServer(sink)
+	t.Cleanup(srv.Close)
+	return sink, srv.URL
+}
 
 // chain runs a runtime behind a router (each tracing with tp, nil for off)
 // and returns the router's URL.
@@ -59,7 +67,7 @@ func run(t *testing.T, ctx context.Context, routerURL string) {
 // nothing sent to a collector that is listening. (It must run before
 // TestTraceSDKRouterRuntime, which installs a global provider.)
 func TestOffExportsNothing(t *testing.T) {
-	rc := newReceiver(t)
+	sink, _ := newReceiver(t)
 	t.Setenv(tracing.EnvEndpoint, "")
 	t.Setenv(tracing.EnvTracesEndpoint, "")
 	shutdown, enabled, err := tracing.Setup(context.Background(), tracing.Options{Service: "test"})
@@ -75,8 +83,8 @@ func TestOffExportsNothing(t *testing.T) {
 	if err := shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if posts, spans := rc.count(); posts != 0 || spans != 0 {
-		t.Fatalf("tracing off exported %d requests, %d spans", posts, spans)
+	if spans, posts := sink.Spans(); posts != 0 || len(spans) != 0 {
+		t.Fatalf("tracing off exported %d requests, %d spans", posts, len(spans))
 	}
 }
 
@@ -84,10 +92,10 @@ func TestOffExportsNothing(t *testing.T) {
 // router to the runtime, received by a real OTLP/HTTP endpoint: the same
 // trace ID everywhere and each span's parent the span before it.
 func TestTraceSDKRouterRuntime(t *testing.T) {
-	rc := newReceiver(t)
+	sink, url := newReceiver(t)
 	t.Setenv(tracing.EnvEndpoint, "")
 	t.Setenv(tracing.EnvTracesEndpoint, "")
-	shutdown, enabled, err := tracing.Setup(context.Background(), tracing.Options{Endpoint: rc.srv.URL, Service: "chain-test"})
+	shutdown, enabled, err := tracing.Setup(context.Background(), tracing.Options{Endpoint: url, Service: "chain-test"})
 	if err != nil || !enabled {
 		t.Fatalf("Setup: enabled=%v err=%v", enabled, err)
 	}
@@ -97,35 +105,36 @@ func TestTraceSDKRouterRuntime(t *testing.T) {
 	if err := shutdown(context.Background()); err != nil { // flushes
 		t.Fatal(err)
 	}
-	spans := rc.byName()
-	want := []string{"test.root", "sandbox.run", "router.request", "router.proxy", "runtime.execute"}
-	for _, n := range want {
-		if spans[n] == nil {
-			t.Fatalf("no %q span received; got %v", n, names(spans))
+	received, _ := sink.Spans()
+	t.Logf("received:\n%s", otlpsink.Tree(received))
+	// Walk up from the runtime's span: each parent must be the span the
+	// hop before made, all in the caller's trace.
+	byID := map[string]otlpsink.Span{}
+	var s otlpsink.Span
+	for _, x := range received {
+		byID[x.SpanID()] = x
+		if x.GetName() == "runtime.execute" {
+			s = x
 		}
 	}
-	traceID := id(spans["test.root"].GetTraceId())
-	for i, n := range want {
-		s := spans[n]
-		if got := id(s.GetTraceId()); got != traceID {
-			t.Errorf("%s: trace %s, want %s", n, got, traceID)
+	if s.Span == nil {
+		t.Fatal("no runtime.execute span received")
+	}
+	traceID := root.SpanContext().TraceID().String()
+	up := []string{"runtime.execute", "router.proxy", "router.request", "sandbox.run", "test.root"}
+	for i, n := range up {
+		if s.GetName() != n || s.TraceID() != traceID {
+			t.Fatalf("hop %d: span %q of trace %s, want %q of trace %s", i, s.GetName(), s.TraceID(), n, traceID)
 		}
-		if i == 0 {
-			continue
-		}
-		if got, parent := id(s.GetParentSpanId()), id(spans[want[i-1]].GetSpanId()); got != parent {
-			t.Errorf("%s: parent %s, want %s (%s)", n, got, parent, want[i-1])
+		if i+1 < len(up) {
+			parent, ok := byID[s.ParentID()]
+			if !ok {
+				t.Fatalf("%s: parent %s not received, want %s", n, s.ParentID(), up[i+1])
+			}
+			s = parent
 		}
 	}
-	if rc.services[0] != "chain-test" {
-		t.Errorf("service.name %q, want chain-test", rc.services[0])
+	if svc := byID[root.SpanContext().SpanID().String()].Service; svc != "chain-test" {
+		t.Errorf("service.name %q, want chain-test", svc)
 	}
-}
-
-func names(m map[string]*tracepb.Span) []string {
-	var out []string
-	for n := range m {
-		out = append(out, n)
-	}
-	return out
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -102,6 +104,7 @@ func TestClaimTraceFromSDKToSandbox(t *testing.T) {
 		t.Fatalf("claim's trace %s, want the SDK caller's %s", claimTrace, traceID)
 	}
 
+	t.Logf("trace %s:\n%s", traceID, tree(spansOf(traceID)))
 	var reconciles []sdktrace.ReadOnlySpan
 	byID := map[string]sdktrace.ReadOnlySpan{}
 	for _, s := range spansOf(traceID) {
@@ -148,4 +151,25 @@ func TestClaimTraceFromSDKToSandbox(t *testing.T) {
 	if !found {
 		t.Fatalf("the reconcile that made the Sandbox has child spans %v, want %q among them", calls, want)
 	}
+}
+
+// tree renders a trace's spans, children under their parent in start order.
+func tree(spans []sdktrace.ReadOnlySpan) string {
+	sort.Slice(spans, func(i, j int) bool { return spans[i].StartTime().Before(spans[j].StartTime()) })
+	known := map[trace.SpanID]bool{}
+	for _, s := range spans {
+		known[s.SpanContext().SpanID()] = true
+	}
+	var b strings.Builder
+	var walk func(parent trace.SpanID, root bool, depth int)
+	walk = func(parent trace.SpanID, root bool, depth int) {
+		for _, s := range spans {
+			if p := s.Parent().SpanID(); (root && !known[p]) || (!root && p == parent) {
+				fmt.Fprintf(&b, "%s%s %s\n", strings.Repeat("  ", depth), s.Name(), s.EndTime().Sub(s.StartTime()).Round(10*time.Microsecond))
+				walk(s.SpanContext().SpanID(), false, depth+1)
+			}
+		}
+	}
+	walk(trace.SpanID{}, true, 0)
+	return b.String()
 }

@@ -278,7 +278,8 @@ func mergeVolumeClaimTemplates(bp *sandboxv1beta1.SandboxBlueprint, extra []sand
 // ClaimSandbox renders the Sandbox a claim cold-starts: named after the
 // claim, owned by it, made from the template with the claim's variables,
 // volumes and Pod metadata, and annotated with the resume annotations of
-// the template and the claim (the claim's value wins).
+// the template and the claim (the claim's value wins) and, when given, the
+// reconcile's trace context.
 func ClaimSandbox(in ClaimInputs) (*sandboxac.SandboxApplyConfiguration, error) {
 	c, t := in.Claim, in.Template
 	if c == nil || c.Name == "" || c.Namespace == "" || c.UID == "" {

@@ -114,6 +114,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 // validate rejects flag values and combinations that cannot work.
 func (o *options) validate() error {
 	var errs []error
+	if err := tracing.CheckEndpoint(o.otlpEndpoint); err != nil {
+		errs = append(errs, err)
+	}
 	if len(validation.IsDNS1123Subdomain(o.clusterDomain)) > 0 {
 		errs = append(errs, fmt.Errorf("--cluster-domain=%q is not a DNS domain", o.clusterDomain))
 	}

@@ -127,6 +127,9 @@ func envSeconds(name string, def time.Duration) time.Duration {
 
 func (o *options) validate() error {
 	var errs []error
+	if err := tracing.CheckEndpoint(o.otlpEndpoint); err != nil {
+		errs = append(errs, err)
+	}
 	if o.transport != "direct" && o.transport != "port-forward" {
 		errs = append(errs, fmt.Errorf("--transport=%q: want direct or port-forward", o.transport))
 	}

@@ -136,6 +136,9 @@ func (o *options) envInt(getenv func(string) string, name string, def int64) int
 // loads the token and the allowed hosts.
 func (o *options) validate() error {
 	errs := append([]error(nil), o.envErrs...)
+	if err := tracing.CheckEndpoint(o.otlpEndpoint); err != nil {
+		errs = append(errs, err)
+	}
 	o.token = strings.TrimSpace(o.envToken)
 	if o.authTokenFile != "" {
 		data, err := os.ReadFile(o.authTokenFile)

@@ -74,3 +74,12 @@ func TestTransportSpansOnlyUnderASpan(t *testing.T) {
 		t.Fatalf("API span %q parent %v, want GET /api/v1/namespaces/a/pods under %v", api0.Name(), api0.Parent().SpanID(), parent.SpanContext().SpanID())
 	}
 }
+
+func TestCheckEndpoint(t *testing.T) {
+	for v, ok := range map[string]bool{"": true, "http://localhost:4318": true, "https://c.example:4318/v1/traces": true,
+		"localhost:4318": false, "ftp://x": false, "http://": false} {
+		if err := tracing.CheckEndpoint(v); (err == nil) != ok {
+			t.Errorf("%q: %v", v, err)
+		}
+	}
+}

@@ -109,3 +109,13 @@ func Shutdown(shutdown func(context.Context) error, log func(error)) {
 		log(fmt.Errorf("flushing traces: %w", err))
 	}
 }
+
+// CheckEndpoint reports a --otlp-endpoint value Setup would refuse; empty
+// is fine (tracing off, or the environment's endpoint).
+func CheckEndpoint(s string) error {
+	if s == "" {
+		return nil
+	}
+	_, err := endpointURL(s)
+	return err
+}

@@ -5,14 +5,16 @@
 // variables) and leaves OpenTelemetry's no-op globals in place otherwise, so
 // with no endpoint nothing is recorded, buffered or sent.
 //
-// It also reads and writes upstream's trace-context annotation
-// (opentelemetry.io/trace-context: a JSON object of W3C Trace Context
-// headers) on SandboxClaims and Sandboxes, and wraps a Kubernetes client's
-// transport so that API requests made under an active span become its
-// child spans (requests with no span, such as watches and lease renewals,
-// pass untouched).
+// Transport wraps a Kubernetes client's transport so that API requests
+// made under an active span become its child spans (requests with no span,
+// such as watches and lease renewals, pass untouched).
 //
-// It never exports anything unless an endpoint was configured, never reads
-// credentials, and treats an annotation's value as untrusted input: an
-// oversized or malformed value is ignored, never an error.
+// Upstream's trace-context annotation (opentelemetry.io/trace-context) is
+// written by the Go SDK (dataplane/client) and read by the claim
+// reconciler (apply/controllers), each with its own few lines: the SDK
+// must not link the exporter this package brings, and the controllers do
+// not import dataplane/.
+//
+// It never exports anything unless an endpoint was configured and never
+// reads credentials.
 package tracing

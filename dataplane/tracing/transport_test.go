@@ -4,43 +4,13 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentsandbox/reconciler/dataplane/tracing"
 )
-
-func TestAnnotationRoundTrip(t *testing.T) {
-	tp := sdktrace.NewTracerProvider()
-	ctx, span := tp.Tracer("test").Start(context.Background(), "x")
-	defer span.End()
-	v := tracing.ContextJSON(ctx)
-	if !strings.Contains(v, span.SpanContext().TraceID().String()) {
-		t.Fatalf("annotation %q lacks the trace ID", v)
-	}
-	got := trace.SpanContextFromContext(tracing.FromAnnotations(context.Background(), map[string]string{tracing.Annotation: v}))
-	if got.TraceID() != span.SpanContext().TraceID() || got.SpanID() != span.SpanContext().SpanID() || !got.IsRemote() {
-		t.Fatalf("read back %v, want %v", got, span.SpanContext())
-	}
-	if v := tracing.ContextJSON(context.Background()); v != "" {
-		t.Fatalf("no span: annotation %q, want none", v)
-	}
-}
-
-// TestAnnotationHostile: values a claim's author may write are ignored.
-func TestAnnotationHostile(t *testing.T) {
-	for _, v := range []string{`{`, `[]`, `{"traceparent":"00-zz-zz-01"}`, `{"traceparent":"00-00000000000000000000000000000000-0000000000000000-01"}`,
-		`{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","x":"` + strings.Repeat("a", 2000) + `"}`} {
-		ctx := tracing.FromAnnotations(context.Background(), map[string]string{tracing.Annotation: v})
-		if trace.SpanContextFromContext(ctx).IsValid() {
-			t.Errorf("%.60q: continued", v)
-		}
-	}
-}
 
 // TestTransportSpansOnlyUnderASpan: API requests made under a recording
 // span are its children, with traceparent sent; others pass untouched.

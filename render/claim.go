@@ -31,6 +31,9 @@ type ClaimInputs struct {
 	Claim *extv1beta1.SandboxClaim
 	// Template is the SandboxTemplate of the claim's warm pool.
 	Template *extv1beta1.SandboxTemplate
+	// TraceContext, when set, is the trace-context annotation value of the
+	// reconcile that makes the Sandbox (its span): the Sandbox carries it.
+	TraceContext string
 }
 
 // NeedsColdStart reports a claim no warm member can serve: one that injects
@@ -275,7 +278,8 @@ func mergeVolumeClaimTemplates(bp *sandboxv1beta1.SandboxBlueprint, extra []sand
 // ClaimSandbox renders the Sandbox a claim cold-starts: named after the
 // claim, owned by it, made from the template with the claim's variables,
 // volumes and Pod metadata, and annotated with the resume annotations of
-// the template and the claim (the claim's value wins).
+// the template and the claim (the claim's value wins) and, when given, the
+// reconcile's trace context.
 func ClaimSandbox(in ClaimInputs) (*sandboxac.SandboxApplyConfiguration, error) {
 	c, t := in.Claim, in.Template
 	if c == nil || c.Name == "" || c.Namespace == "" || c.UID == "" {
@@ -313,6 +317,9 @@ func ClaimSandbox(in ClaimInputs) (*sandboxac.SandboxApplyConfiguration, error) 
 	delete(sb.Labels, sandboxv1beta1.LabelCreatedBy)
 	if v := c.Labels[sandboxv1beta1.LabelCreatedBy]; v != "" {
 		sb.Labels[sandboxv1beta1.LabelCreatedBy] = v
+	}
+	if in.TraceContext != "" {
+		sb.WithAnnotations(map[string]string{sandboxv1beta1.AnnotationTraceContext: in.TraceContext})
 	}
 	return sb, nil
 }

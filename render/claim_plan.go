@@ -80,6 +80,9 @@ type ClaimPlanInputs struct {
 	// Now is the time of the reconcile; conditions are stamped with it,
 	// truncated to the second.
 	Now time.Time
+	// TraceContext is the reconcile's trace-context annotation value, empty
+	// with tracing off: a cold-started Sandbox carries it (ClaimInputs).
+	TraceContext string
 }
 
 // ClaimExpired reports whether a claim is expired, and when it expires
@@ -204,7 +207,7 @@ func planBinding(in ClaimPlanInputs, plan *Plan) ([]Step, *ClaimRejection, error
 	if rej := ValidateClaim(c, t); rej != nil {
 		return steps, rej, nil
 	}
-	desired, err := ClaimSandbox(ClaimInputs{Claim: c, Template: t})
+	desired, err := ClaimSandbox(ClaimInputs{Claim: c, Template: t, TraceContext: in.TraceContext})
 	var rej *ClaimRejection
 	if errors.As(err, &rej) {
 		return steps, rej, nil

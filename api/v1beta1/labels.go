@@ -62,6 +62,11 @@ const (
 	// Sandboxes made from a template (by a claim or a warm pool) are
 	// governed by the template's NetworkPolicy instead.
 	AnnotationNetworkPolicyManagement = GroupName + "/network-policy-management"
+	// AnnotationTraceContext, on a SandboxClaim or a Sandbox, carries the W3C
+	// trace context (a JSON object of propagation headers, e.g.
+	// {"traceparent":"00-...-...-01"}) of the trace that asked for it, so the
+	// controller's work on it joins that trace (upstream's name).
+	AnnotationTraceContext = "opentelemetry.io/trace-context"
 	// AnnotationPodName, on a Sandbox, is the name of the Pod it created or adopted.
 	AnnotationPodName = GroupName + "/pod-name"
 	// AnnotationPropagatedLabels, on a Pod, lists (sorted, comma-separated)

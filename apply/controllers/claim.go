@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -52,6 +53,11 @@ type ClaimReconciler struct {
 	// Policy holds the policies a cold-started Sandbox is checked against.
 	Policy *policy.Holder
 	Clock  clock.PassiveClock
+	// Tracer, if set, traces each reconcile as a span that continues the
+	// claim's trace-context annotation (API calls made under it are child
+	// spans when the client's transport is tracing.Transport), and the
+	// Sandbox it cold-starts carries the span's context. Nil: off.
+	Tracer trace.TracerProvider
 
 	// memory holds, per claim, what this process knows of it beyond the
 	// cache.
@@ -182,7 +188,9 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	})
 }
 
-func (r *ClaimReconciler) reconcile(ctx context.Context, claim *extv1beta1.SandboxClaim) (reconcile.Result, error) {
+func (r *ClaimReconciler) reconcile(ctx context.Context, claim *extv1beta1.SandboxClaim) (_ reconcile.Result, err error) {
+	ctx, span := reconcileSpan(ctx, r.Tracer, "SandboxClaim.reconcile", claim)
+	defer func() { endReconcileSpan(span, err) }()
 	now := r.Clock.Now()
 	b := r.recall(claim)
 	if b == nil {
@@ -193,6 +201,7 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, claim *extv1beta1.Sandb
 	in := render.ClaimPlanInputs{
 		Claim: claim, ExpiredHere: b.expired, Seen: b.seen, ReadyAt: b.readyAt,
 		Previous: claimStatus.previous(&r.memory.status, claim), Now: now, FieldManager: r.Engine.FieldManager(),
+		TraceContext: traceContext(ctx),
 	}
 	if err := r.bound(ctx, claim, b, &in); err != nil {
 		return reconcile.Result{}, err

@@ -56,4 +56,10 @@
 // managedFields entries of the controller's own managers (OwnManagers), the
 // only ones read: an ownership upgrade, which rewrites the whole list, is
 // made from an object read past the cache.
+//
+// With ClaimReconciler.Tracer set (the controller's --otlp-endpoint), each
+// claim reconcile is a span continuing the claim's trace-context annotation
+// (bounded, and ignored unless it parses), and the Sandbox a claim
+// cold-starts carries the span's context in that annotation; with it nil,
+// nothing is read, traced or written for tracing.
 package controllers

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,6 +20,8 @@ import (
 // SandboxClaim controllers.
 type ExtensionsOptions struct {
 	Engine *ssa.Engine
+	// Tracer, if set, traces claim reconciles (ClaimReconciler.Tracer).
+	Tracer trace.TracerProvider
 	// ControllerNamespace is where the controller and the sandbox router run.
 	ControllerNamespace string
 	// Defaults are what the Pods of Sandboxes made from a template get
@@ -85,7 +88,7 @@ func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error)
 		Claims: &ClaimReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Engine: o.Engine,
 			Recorder: mgr.GetEventRecorder("sandbox-claim-controller"), Queue: queue, Defaults: o.Defaults,
-			Policy: o.Policy,
+			Policy: o.Policy, Tracer: o.Tracer,
 		},
 	}
 	if err := x.Templates.SetupWithManager(mgr, max(o.TemplateWorkers, 1)); err != nil {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/agentsandbox/reconciler/apply/runtimeclass"
+	"github.com/agentsandbox/reconciler/dataplane/tracing"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/webhooks"
 	"github.com/agentsandbox/reconciler/webhooks/certs"
@@ -39,6 +40,7 @@ type options struct {
 	webhookCertDir          string
 	enableWebhook           bool
 	showVersion             bool
+	otlpEndpoint            string
 	fieldManager            string
 	statusCoalesceWindow    time.Duration
 	controllerNamespace     string
@@ -81,6 +83,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.webhookHosts, "webhook-hosts", "", "Extra DNS names or IPs for a self-issued serving certificate, comma-separated.")
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 	// Ours.
+	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", tracing.FlagUsage+" Traces claim reconciles and their API calls.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "127.0.0.1:8082", "Address of the pprof endpoint, with --enable-pprof.")
 	fs.StringVar(&o.fieldManager, "field-manager", "agent-sandbox-controller", "Server-side apply field manager of the objects the controller writes; status uses <field-manager>-status.")
 	fs.DurationVar(&o.statusCoalesceWindow, "status-coalesce-window", 5*time.Second,
@@ -111,6 +114,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 // validate rejects flag values and combinations that cannot work.
 func (o *options) validate() error {
 	var errs []error
+	if err := tracing.CheckEndpoint(o.otlpEndpoint); err != nil {
+		errs = append(errs, err)
+	}
 	if len(validation.IsDNS1123Subdomain(o.clusterDomain)) > 0 {
 		errs = append(errs, fmt.Errorf("--cluster-domain=%q is not a DNS domain", o.clusterDomain))
 	}

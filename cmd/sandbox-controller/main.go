@@ -31,6 +31,7 @@ import (
 	"github.com/agentsandbox/reconciler/apply/controllers"
 	"github.com/agentsandbox/reconciler/apply/metrics"
 	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/dataplane/tracing"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/webhooks"
 )
@@ -106,6 +107,14 @@ func run(o options) error {
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	cfg.UserAgent = "sandbox-controller/" + version
+	stopTracing, tracingOn, err := tracing.Setup(context.Background(), tracing.Options{Endpoint: o.otlpEndpoint, Service: "sandbox-controller"})
+	if err != nil {
+		return err
+	}
+	defer tracing.Shutdown(stopTracing, func(err error) { log.Error(err, "tracing") })
+	if tracingOn {
+		cfg.Wrap(tracing.Transport) // API calls made under a reconcile's span are its children
+	}
 
 	srv, err := listen(o, cfg, scheme, log)
 	if err != nil {
@@ -184,6 +193,7 @@ func run(o options) error {
 			Defaults:        defaults,
 			TemplateWorkers: o.templateWorkers, WarmPoolWorkers: o.warmPoolWorkers, ClaimWorkers: o.claimWorkers,
 			WarmPoolMaxBatch: o.warmPoolMaxBatch, WarmPoolGrace: o.warmPoolGrace, Policy: policies,
+			Tracer: tracing.Provider(tracingOn),
 		}); err != nil {
 			return err
 		}

@@ -31,6 +31,7 @@ import (
 	"github.com/agentsandbox/reconciler/dataplane/e2b"
 	"github.com/agentsandbox/reconciler/dataplane/resume"
 	"github.com/agentsandbox/reconciler/dataplane/router"
+	"github.com/agentsandbox/reconciler/dataplane/tracing"
 	"github.com/agentsandbox/reconciler/dataplane/webguard"
 )
 
@@ -64,6 +65,7 @@ type options struct {
 	burst                      int
 	showVersion                bool
 	allowedHosts               string
+	otlpEndpoint               string
 	e2b                        e2bOptions
 }
 
@@ -104,6 +106,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Client-side queries per second to the API server (resume and activity writes, events; reviews have their own budget, --auth-*-qps); negative: no limit.")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Client-side burst to the API server.")
 	fs.StringVar(&o.allowedHosts, "allowed-hosts", "", "Refuse (403) requests whose Host is not localhost, 127.0.0.1, [::1], an IP address or one of these comma-separated names, and requests from pages of other sites (a foreign Origin, Sec-Fetch-Site: cross-site): for a router listening on a developer's machine (the local cluster sets it), against DNS rebinding and CSRF. Empty: no such check.")
+	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", tracing.FlagUsage)
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 	o.e2b.bind(fs)
 }
@@ -124,6 +127,9 @@ func envSeconds(name string, def time.Duration) time.Duration {
 
 func (o *options) validate() error {
 	var errs []error
+	if err := tracing.CheckEndpoint(o.otlpEndpoint); err != nil {
+		errs = append(errs, err)
+	}
 	if o.transport != "direct" && o.transport != "port-forward" {
 		errs = append(errs, fmt.Errorf("--transport=%q: want direct or port-forward", o.transport))
 	}
@@ -248,6 +254,14 @@ func run(ctx context.Context, o options) error {
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	cfg.UserAgent = "sandbox-router/" + version
+	stopTracing, tracingOn, err := tracing.Setup(ctx, tracing.Options{Endpoint: o.otlpEndpoint, Service: "sandbox-router"})
+	if err != nil {
+		return err
+	}
+	defer tracing.Shutdown(stopTracing, func(err error) { log.Error(err, "tracing") })
+	if tracingOn {
+		cfg.Wrap(tracing.Transport) // API calls made for a request (reviews, resumes) join its trace
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -341,6 +355,7 @@ func run(ctx context.Context, o options) error {
 		MaxRequestBodyBytes:  o.maxBody,
 		Metrics:              metrics,
 		Log:                  log,
+		Tracer:               tracing.Provider(tracingOn),
 	})
 
 	var front http.Handler

@@ -21,6 +21,7 @@ import (
 	"github.com/agentsandbox/reconciler/dataplane/envd"
 	"github.com/agentsandbox/reconciler/dataplane/runtime"
 	"github.com/agentsandbox/reconciler/dataplane/sandboxd"
+	"github.com/agentsandbox/reconciler/dataplane/tracing"
 	"github.com/agentsandbox/reconciler/dataplane/webguard"
 )
 
@@ -47,6 +48,7 @@ type options struct {
 	showVersion       bool
 	authTokenFile     string
 	allowedHosts      string
+	otlpEndpoint      string
 	// envToken is $SANDBOX_RUNTIME_TOKEN.
 	envToken string
 	// token and hosts are what validate loaded from authTokenFile (or
@@ -93,6 +95,7 @@ func (o *options) bind(fs *flag.FlagSet, getenv func(string) string) {
 		"Refuse (403) requests whose Host is not localhost, 127.0.0.1, [::1], an IP address or one of these comma-separated names "+
 			"($SANDBOX_ALLOWED_HOSTS; legacy protocol and sandboxd REST); for a runtime listening on a developer's machine (the local cluster sets it), against DNS rebinding. "+
 			"Empty: any Host (a Pod is reached by its IP or a Service name).")
+	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", tracing.FlagUsage)
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 }
 
@@ -133,6 +136,9 @@ func (o *options) envInt(getenv func(string) string, name string, def int64) int
 // loads the token and the allowed hosts.
 func (o *options) validate() error {
 	errs := append([]error(nil), o.envErrs...)
+	if err := tracing.CheckEndpoint(o.otlpEndpoint); err != nil {
+		errs = append(errs, err)
+	}
 	o.token = strings.TrimSpace(o.envToken)
 	if o.authTokenFile != "" {
 		data, err := os.ReadFile(o.authTokenFile)
@@ -255,6 +261,11 @@ func (l listeners) close() {
 func serve(ctx context.Context, o options, l listeners, logger *slog.Logger) error {
 	baseCtx, killAll := context.WithCancel(context.Background())
 	defer killAll()
+	stopTracing, tracingOn, err := tracing.Setup(ctx, tracing.Options{Endpoint: o.otlpEndpoint, Service: "sandbox-runtime"})
+	if err != nil {
+		return err
+	}
+	defer tracing.Shutdown(stopTracing, func(err error) { logger.Warn("tracing", "err", err) })
 	newHTTP := func(h http.Handler) *http.Server {
 		return &http.Server{
 			Handler:           h,
@@ -283,7 +294,7 @@ func serve(ctx context.Context, o options, l listeners, logger *slog.Logger) err
 		srv := newHTTP(runtime.New(runtime.Options{
 			BaseDir: o.baseDir, ExecTimeout: o.execTimeout,
 			MaxOutputBytes: o.maxOutputBytes, MaxUploadBytes: o.maxUploadBytes, Logger: logger,
-			AuthToken: o.token, AllowedHosts: o.hosts,
+			AuthToken: o.token, AllowedHosts: o.hosts, Tracer: tracing.Provider(tracingOn),
 		}))
 		servers = append(servers, srv)
 		go func() { served <- srv.Serve(l.legacy) }()

@@ -105,8 +105,10 @@ func (o *options) readyContext(ctx context.Context) (context.Context, context.Ca
 // ready timeout passes first (ErrTimeout), the claim is deleted.
 //
 // Close deletes the claim, and with it the Sandbox.
-func (c *Client) Create(ctx context.Context, namespace, warmPool string, opts ...Option) (*Sandbox, error) {
+func (c *Client) Create(ctx context.Context, namespace, warmPool string, opts ...Option) (_ *Sandbox, err error) {
 	o := c.options(opts)
+	ctx, span := tracer().Start(ctx, "sandbox.create_claim")
+	defer func() { endSpan(span, nil, err) }()
 	requested := time.Now().UTC().Format(time.RFC3339Nano)
 	claim := &extv1beta1.SandboxClaim{
 		ObjectMeta: metav1.ObjectMeta{
@@ -116,10 +118,13 @@ func (c *Client) Create(ctx context.Context, namespace, warmPool string, opts ..
 		},
 		Spec: extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: warmPool}},
 	}
+	if tc := traceContextJSON(ctx); tc != "" { // the controller continues this trace
+		claim.Annotations[sandboxv1beta1.AnnotationTraceContext] = tc
+	}
 	wctx, cancel := o.readyContext(ctx)
 	defer cancel()
 	created := &extv1beta1.SandboxClaim{}
-	err := c.extensions.Post().Namespace(namespace).Resource("sandboxclaims").Body(claim).Do(wctx).Into(created)
+	err = c.extensions.Post().Namespace(namespace).Resource("sandboxclaims").Body(claim).Do(wctx).Into(created)
 	if err != nil {
 		return nil, fmt.Errorf("creating a claim on warm pool %s/%s: %w", namespace, warmPool, err)
 	}

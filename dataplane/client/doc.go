@@ -57,6 +57,13 @@
 //     ErrSuspended)
 //     and errors.As (*HTTPError, with the status code and the server's
 //     detail).
+//   - Tracing (OpenTelemetry, with the program's global tracer provider; a
+//     no-op unless the program set one up): Create is a
+//     sandbox.create_claim span and writes upstream's trace-context
+//     annotation (opentelemetry.io/trace-context) on the claim, each call
+//     to the runtime is a sandbox.<op> client span, and requests carry
+//     traceparent (see docs/tracing.md). It does not import
+//     dataplane/tracing, so programs that do not trace link no exporter.
 //
 // This package talks to the API server only through client-go with the
 // types of api/; it must never import the controller (apply/), the router

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/agentsandbox/reconciler/dataplane/sandboxd/processpb"
@@ -83,8 +89,14 @@ func retryable(status int) bool {
 // do sends r (more than once only if it is idempotent) and returns a 2xx
 // response, whose body the caller closes; any other status is an
 // *HTTPError.
-func (c *conn) do(ctx context.Context, r request) (*http.Response, error) {
+func (c *conn) do(ctx context.Context, r request) (resp *http.Response, err error) {
 	id := requestID()
+	ctx, span := tracer().Start(ctx, "sandbox."+r.op, trace.WithSpanKind(trace.SpanKindClient))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("sandbox.namespace", c.namespace), attribute.String("sandbox.name", c.name),
+			attribute.String("http.request.method", r.method), attribute.String("sandbox.request_id", id))
+	}
+	defer func() { endSpan(span, resp, err) }()
 	attempts := 1
 	if r.idempotent {
 		attempts = c.attempts
@@ -133,6 +145,7 @@ func (c *conn) send(ctx context.Context, r request, id string) (*http.Response, 
 		req.Header.Set("Content-Type", r.contentType)
 	}
 	req.Header.Set(HeaderRequestID, id)
+	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(req.Header)) // traceparent, when tracing
 	if c.router {
 		req.Header.Set(HeaderSandboxID, c.name)
 		req.Header.Set(HeaderSandboxNamespace, c.namespace)
@@ -224,4 +237,39 @@ func encodePath(p string) string {
 		b.WriteByte(hexdigits[ch&15])
 	}
 	return b.String()
+}
+
+// tracer is the SDK's tracer from the global provider: a no-op unless the
+// program set one up (tracing.Setup, or its own).
+func tracer() trace.Tracer {
+	return otel.Tracer("github.com/agentsandbox/reconciler/dataplane/client")
+}
+
+func endSpan(span trace.Span, resp *http.Response, err error) {
+	if span.IsRecording() {
+		if resp != nil {
+			span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+		}
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+	}
+	span.End()
+}
+
+// traceContextJSON is upstream's trace-context annotation value for ctx's
+// span ({"traceparent": ...}), or "" without a valid span context. (The
+// SDK does not import dataplane/tracing, which brings the OTLP exporter.)
+func traceContextJSON(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	b, err := json.Marshal(map[string]string(carrier))
+	if err != nil || carrier["traceparent"] == "" {
+		return ""
+	}
+	return string(b)
 }

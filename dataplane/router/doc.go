@@ -62,4 +62,9 @@
 // ServerOptions.Front serves such a front door on the proxy port; the
 // cache holds SandboxClaims only when CacheOptions.Claims asks. The E2B
 // front door's own writes (claims, pause) are its package's.
+//
+// Tracing: with Options.Tracer set, every proxied request is a server span
+// continuing its traceparent (router.request) and a client span
+// (router.proxy) whose context the sandbox receives as traceparent; with it
+// nil no span is made and the client's traceparent passes through as sent.
 package router

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/agentsandbox/reconciler/dataplane/resume"
@@ -70,6 +71,11 @@ type Options struct {
 	Metrics *Metrics
 	// Log receives refusals (V(1)) and upstream failures.
 	Log logr.Logger
+	// Tracer, if set, traces requests: a server span continuing the
+	// client's traceparent and a client span for the proxied request, whose
+	// context the sandbox receives. Nil (tracing off): no spans, and the
+	// client's traceparent passes through unchanged.
+	Tracer trace.TracerProvider
 }
 
 // Handler is the router's proxy port: /healthz, and every other request
@@ -121,6 +127,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(rec, http.StatusOK, map[string]string{"status": "ok"})
 		return
 	}
+	r, span := h.serverSpan(r, "router.request")
+	defer func() { endSpan(span, rec.status()) }()
 	reqID := r.Header.Get(HeaderRequestID)
 	if reqID == "" {
 		reqID = newRequestID()
@@ -150,6 +158,8 @@ func (h *Handler) ServeTarget(w http.ResponseWriter, r *http.Request, t Target) 
 			h.o.Metrics.hijackedClosed()
 		}
 	}()
+	r, span := h.serverSpan(r, "router.request")
+	defer func() { endSpan(span, rec.status()) }()
 	reqID := r.Header.Get(HeaderRequestID)
 	if reqID == "" {
 		reqID = newRequestID()
@@ -224,7 +234,9 @@ func (h *Handler) resolve(ctx context.Context, t Target, requestDeadline time.Ti
 
 func (h *Handler) proxy(w *recorder, r *http.Request, t Target, ep Endpoint, reqID string) {
 	urlHost, hostHeader := h.o.Transport.Address(ep)
-	ctx, cancel := context.WithCancelCause(r.Context())
+	tctx, span := h.clientSpan(r.Context(), t, ep, reqID)
+	defer func() { endSpan(span, w.status()) }()
+	ctx, cancel := context.WithCancelCause(tctx)
 	defer cancel(nil)
 	timer := time.AfterFunc(t.Timeout, func() { cancel(errTimeout) })
 	defer timer.Stop()
@@ -255,6 +267,7 @@ func (h *Handler) proxy(w *recorder, r *http.Request, t Target, ep Endpoint, req
 				pr.Out.Header["X-Forwarded-For"] = slices.Clone(xff)
 			}
 			pr.SetXForwarded()
+			h.inject(pr.Out.Context(), pr.Out.Header)
 		},
 		Transport:     h.transportFor(r, ep),
 		FlushInterval: -1, // stream: every write reaches the client at once

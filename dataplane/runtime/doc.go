@@ -49,4 +49,9 @@
 // with the runtime's own rights and can read and write anything those allow.
 // A sandbox is isolated by its Pod (runtime class, security context, network
 // policy), not by this server.
+//
+// With Options.Tracer set (--otlp-endpoint), each request of the legacy
+// protocol is a server span (runtime.execute, runtime.upload, ...)
+// continuing the request's traceparent; with it nil the handler is not
+// wrapped at all.
 package runtime

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentsandbox/reconciler/dataplane/webguard"
 )
 
@@ -64,6 +66,10 @@ type Options struct {
 	// DNS rebinding. Nil checks no Host (a Pod is reached by its IP, a
 	// Service name or a port-forward).
 	AllowedHosts *webguard.Hosts
+	// Tracer, if set, makes a server span per request that continues the
+	// caller's traceparent (runtime.execute, runtime.upload, ...). Nil
+	// (tracing off): no spans, and no wrapping at all.
+	Tracer trace.TracerProvider
 }
 
 func (o Options) withDefaults() Options {
@@ -106,7 +112,11 @@ func (o Options) withDefaults() Options {
 // cancelled stops every running command.
 func New(opts Options) http.Handler {
 	o := opts.withDefaults()
-	return &handler{opts: o, guard: guard{opts: o, health: isHealth}}
+	h := &handler{opts: o, guard: guard{opts: o, health: isHealth}}
+	if o.Tracer != nil {
+		return &traced{next: h, tracer: o.Tracer.Tracer(tracerName)}
+	}
+	return h
 }
 
 type handler struct {

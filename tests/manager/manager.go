@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -22,6 +23,7 @@ import (
 	"github.com/agentsandbox/reconciler/apply/controllers"
 	"github.com/agentsandbox/reconciler/apply/runtimeclass"
 	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/dataplane/tracing"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
 )
@@ -104,6 +106,9 @@ type Options struct {
 	// --default-runtime-class (auto, none or a name), resolved from the
 	// manager's cache as the controller does; it replaces Defaults.
 	DefaultRuntimeClass string
+	// Tracer, when set, traces claim reconciles as the controller does with
+	// tracing on: its API calls go through tracing.Transport.
+	Tracer trace.TracerProvider
 }
 
 // Start starts a manager with the reconcilers against cfg and waits for its
@@ -132,6 +137,9 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running,
 			return rt.RoundTrip(req)
 		})
 	})
+	if o.Tracer != nil {
+		cfg.Wrap(tracing.Transport)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
 		Cache:   controllers.CacheOptions(controllers.OwnManagers(FieldManager)),
@@ -163,7 +171,7 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running,
 		r.Extensions, err = controllers.SetupExtensions(mgr, controllers.ExtensionsOptions{
 			Engine: r.Engine, ControllerNamespace: "agent-sandbox-system",
 			TemplateWorkers: 2, WarmPoolWorkers: 2, ClaimWorkers: 16, WarmPoolMaxBatch: 300,
-			Policy: o.Policy, Defaults: r.Defaults,
+			Policy: o.Policy, Defaults: r.Defaults, Tracer: o.Tracer,
 		})
 		if err != nil {
 			return nil, err

@@ -9,9 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/agentsandbox/reconciler/dataplane/client"
+	"github.com/agentsandbox/reconciler/dataplane/tracing"
 )
 
 func main() {
@@ -26,6 +28,12 @@ func main() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// With OTEL_EXPORTER_OTLP_ENDPOINT set, the whole run is one trace.
+	stopTracing, _, err := tracing.Setup(ctx, tracing.Options{Service: "hello"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, span := otel.Tracer("hello").Start(ctx, "hello")
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
@@ -52,5 +60,7 @@ func main() {
 	}
 	fmt.Print(res.Stdout)
 	fmt.Fprint(os.Stderr, res.Stderr)
+	span.End()
+	tracing.Shutdown(stopTracing, func(err error) { log.Print(err) })
 	os.Exit(res.ExitCode)
 }

@@ -8,13 +8,14 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agentsandbox/reconciler/dataplane/tracing"
 )
 
 // tracerName names the router's spans' instrumentation scope.
 const tracerName = "github.com/agentsandbox/reconciler/dataplane/router"
 
-// propagator reads and writes traceparent/tracestate and baggage.
-var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+var propagator = tracing.Propagator
 
 // noSpan is what the span helpers return with tracing off.
 var noSpan = trace.SpanFromContext(context.Background())

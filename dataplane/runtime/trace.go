@@ -8,12 +8,14 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agentsandbox/reconciler/dataplane/tracing"
 )
 
 // tracerName names the runtime's spans' instrumentation scope.
 const tracerName = "github.com/agentsandbox/reconciler/dataplane/runtime"
 
-var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+var propagator = tracing.Propagator
 
 // traced wraps the runtime's handler with a server span per request,
 // continuing the caller's traceparent (the router's proxy span, or the

@@ -8,9 +8,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// propagator sends the span's context to the API server (traceparent),
+// Propagator reads and writes the W3C trace context (traceparent,
+// tracestate) and baggage: what the router, the runtime and API spans use,
 // whatever the global propagator is.
-var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+var Propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
 // Transport wraps a Kubernetes client's transport (rest.Config.Wrap) so
 // that every API request sent under an active, recording span becomes a
@@ -18,7 +19,7 @@ var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceCont
 // Requests without one (informers' lists and watches, leader election) go
 // out as before, without a span. Wrap with it only when tracing is enabled.
 func Transport(rt http.RoundTripper) http.RoundTripper {
-	traced := otelhttp.NewTransport(rt, otelhttp.WithPropagators(propagator), otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+	traced := otelhttp.NewTransport(rt, otelhttp.WithPropagators(Propagator), otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
 		return r.Method + " " + r.URL.Path
 	}))
 	return &spanOnly{plain: rt, traced: traced}

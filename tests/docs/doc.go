@@ -1,0 +1,20 @@
+// Package docs keeps the documentation true: every shell command shown in
+// README.md and docs/*.md runs in a test, and every relative link resolves.
+//
+// The rule for writers: each fenced block tagged sh, bash, shell or console
+// is preceded (on the line before its fence) by a marker comment, either
+//
+//	<!-- docs-test: run -->
+//	<!-- docs-test: run; timeout: 3m; expect: hi; needs: node npm -->
+//	<!-- docs-test: skip: <why it cannot run here> -->
+//
+// A run block runs with bash -eo pipefail in a directory that looks like the
+// checkout (its top-level entries, with bin/ holding freshly built binaries
+// and .work/kwok holding the local cluster), against one local cluster
+// started as `make run` starts it. Blocks run in page order (README.md first,
+// then docs/ by name), each in a fresh shell: a block must stand alone, and
+// a page leaves the cluster as it found it. Background processes a block
+// starts live until its page ends. The addresses `make run` documents
+// (127.0.0.1:8080 for the router, ...) are replaced by the ones the cluster
+// printed. A skip needs its reason; an unmarked block fails the test.
+package docs

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,8 @@ var binaries = []string{"./cmd/sandbox-controller", "./cmd/kubectl-sandbox", "./
 
 // TestDocs runs every run block of README.md and docs/*.md, page by page,
 // against one local cluster started as `make run` starts it.
+// DOCS_PAGES="README.md docs/sdks.md" runs only those pages; DOCS_KEEP=1
+// keeps the directory the blocks ran in (and the cluster's logs).
 func TestDocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a local cluster")
@@ -87,7 +90,11 @@ kubectl wait --for=jsonpath='{.status.readyReplicas}'=2 sandboxwarmpool/python-p
 	if err != nil {
 		t.Fatal(err)
 	}
+	only := strings.Fields(os.Getenv("DOCS_PAGES"))
 	for _, page := range pages {
+		if len(only) > 0 && !slices.Contains(only, page) {
+			continue
+		}
 		blocks, err := ParseFile(tests.RepoRoot(), page)
 		if err != nil {
 			t.Fatal(err)

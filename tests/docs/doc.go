@@ -16,5 +16,9 @@
 // a page leaves the cluster as it found it. Background processes a block
 // starts live until its page ends. The addresses `make run` documents
 // (127.0.0.1:8080 for the router, ...) are replaced by the ones the cluster
-// printed. A skip needs its reason; an unmarked block fails the test.
+// printed. Before the first page, the samples are Ready and what examples
+// name exists: namespaces team-a and team-b, and manifests/ (a copy of
+// config/samples, standing for a reader's own folder). A skip needs its
+// reason; an unmarked block fails the test. Test names the pages cite
+// (`TestXxx`) must exist, and relative links must resolve.
 package docs

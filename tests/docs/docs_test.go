@@ -76,11 +76,16 @@ func TestDocs(t *testing.T) {
 	)
 	env = append(env, "KUBECONFIG="+printed["export KUBECONFIG="])
 
-	// What `make run` has ready when a reader starts: the samples served.
+	// What `make run` has ready when a reader starts: the samples served;
+	// and what the examples name: namespaces team-a and team-b, a folder
+	// manifests/ of the reader's own (the samples).
 	setup := &Session{Dir: root, Env: env}
 	if _, err := setup.Run(context.Background(), Block{Page: "(setup)", Run: true, Timeout: 3 * time.Minute, Text: `
 kubectl wait --for=condition=Ready sandbox/sample-sandbox sandboxclaim/sample-claim --timeout=3m
 kubectl wait --for=jsonpath='{.status.readyReplicas}'=2 sandboxwarmpool/python-pool --timeout=3m
+kubectl create namespace team-a
+kubectl create namespace team-b
+cp -r config/samples manifests
 `}); err != nil {
 		t.Fatal(err)
 	}

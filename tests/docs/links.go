@@ -79,3 +79,20 @@ func BrokenLinks(root, page string) ([]string, error) {
 	}
 	return broken, nil
 }
+
+var testNameRE = regexp.MustCompile("`(Test[A-Z][A-Za-z0-9_]*)`|\\b(Test[A-Z][A-Za-z0-9_]*) \\(")
+
+// CitedTests returns the test names a page cites: `TestXxx` in code spans,
+// and TestXxx followed by its package in parentheses.
+func CitedTests(markdown string) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, m := range testNameRE.FindAllStringSubmatch(markdown, -1) {
+		n := m[1] + m[2]
+		if !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	return names
+}

@@ -64,3 +64,61 @@ func TestLinksResolve(t *testing.T) {
 		}
 	}
 }
+
+// TestCitedTestsExist: every test a page names (the security model's
+// attacker tests, the reasons of skipped blocks) is a test function of the
+// repository.
+func TestCitedTestsExist(t *testing.T) {
+	root := repoRoot(t)
+	defined := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "bin" || d.Name() == ".work" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if rest, ok := strings.CutPrefix(line, "func Test"); ok {
+				name, _, _ := strings.Cut(rest, "(")
+				defined["Test"+name] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := Pages(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cited := 0
+	for _, p := range pages {
+		data, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range CitedTests(string(data)) {
+			cited++
+			if !defined[name] {
+				t.Errorf("%s cites %s, which no _test.go defines", p, name)
+			}
+		}
+	}
+	t.Logf("%d test names cited", cited)
+}
+
+func TestCitedTests(t *testing.T) {
+	got := strings.Join(CitedTests("`TestA` and TestB (pkg), TestC alone, `TestA` again, `TestMain`"), ",")
+	if got != "TestA,TestB,TestMain" {
+		t.Errorf("CitedTests = %s", got)
+	}
+}

@@ -76,14 +76,16 @@ func (s *Session) Run(ctx context.Context, b Block) (Result, error) {
 	var runErr error
 	select {
 	case runErr = <-done:
+		var exit *exec.ExitError
+		if errors.As(runErr, &exit) {
+			runErr = fmt.Errorf("exit code %d", exit.ExitCode())
+		}
 	case <-timer.C:
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		runErr = fmt.Errorf("timed out after %s", timeout)
+		runErr = errors.Join(fmt.Errorf("timed out after %s", timeout), <-done)
 	case <-ctx.Done():
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		runErr = ctx.Err()
+		runErr = errors.Join(ctx.Err(), <-done)
 	}
 	res.Took = time.Since(start)
 	data, _ := os.ReadFile(outPath)
@@ -100,10 +102,6 @@ func (s *Session) Run(ctx context.Context, b Block) (Result, error) {
 		}
 	}
 	if runErr != nil {
-		var exit *exec.ExitError
-		if errors.As(runErr, &exit) {
-			runErr = fmt.Errorf("exit code %d", exit.ExitCode())
-		}
 		return res, fmt.Errorf("%s: %w\n--- script ---\n%s--- output ---\n%s", b.Where(), runErr, script, res.Output)
 	}
 	return res, nil

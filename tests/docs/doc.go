@@ -13,8 +13,9 @@
 // and .work/kwok holding the local cluster), against one local cluster
 // started as `make run` starts it. Blocks run in page order (README.md first,
 // then docs/ by name), each in a fresh shell: a block must stand alone, and
-// a page leaves the cluster as it found it. Background processes a block
-// starts live until its page ends. The addresses `make run` documents
+// must leave nothing later pages trip over (what it suspends it resumes).
+// Background processes a block starts live until its page ends; a block
+// whose needs are not on PATH is skipped, and says so in the log. The addresses `make run` documents
 // (127.0.0.1:8080 for the router, ...) are replaced by the ones the cluster
 // printed. Before the first page, the samples are Ready and what examples
 // name exists: namespaces team-a and team-b, and manifests/ (a copy of

@@ -204,7 +204,7 @@ generate: $(CONTROLLER_GEN) $(PROTO_TOOLS) ## Regenerate deepcopy, apply configu
 	cd dataplane/envd/proto && PATH="$(BIN):$$PATH" $(BUF) generate
 
 CHART := charts/agent-sandbox
-CHART_FILES := rbac webhook router router/portforward policies policy-labels monitoring
+CHART_FILES := rbac webhook router router/portforward router/e2b policies policy-labels monitoring
 # Templated in the chart itself (its settings change them).
 CHART_SKIP := config/router/router.yaml config/policy-labels/modes.yaml
 

@@ -101,6 +101,11 @@ type binding struct {
 	// expired is set once this process expired the claim: final, even
 	// while the cache does not show the expired status yet.
 	expired bool
+	// uncertain is a warm member this process sent the take of without
+	// learning the outcome (the answer was lost: the API server went away
+	// mid-request). The take may have been made, so until the member is
+	// read again the claim takes nothing else (resolveUncertain).
+	uncertain *sandboxv1beta1.Sandbox
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -261,6 +266,17 @@ func (r *ClaimReconciler) bound(ctx context.Context, claim *extv1beta1.SandboxCl
 	var list sandboxv1beta1.SandboxList
 	if err := r.Client.List(ctx, &list, client.InNamespace(claim.Namespace), controlledBy(claim, extv1beta1.ClaimKind)); err != nil {
 		return fmt.Errorf("listing sandboxes: %w", err)
+	}
+	if len(list.Items) > 0 {
+		b.uncertain = nil
+	} else if b.uncertain != nil {
+		live, err := r.resolveUncertain(ctx, claim, b, in.Now)
+		if err != nil {
+			return err
+		}
+		if live != nil {
+			list.Items = []sandboxv1beta1.Sandbox{*live}
+		}
 	}
 	fresh := b.name != "" && in.Now.Sub(b.at) < bindingHold
 	if fresh {

@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +32,9 @@ type warm struct {
 	rej           *render.ClaimRejection
 	refused       *sandboxv1beta1.Sandbox
 	refusedReason string
+	// uncertain is a member whose take may have been made: its answer
+	// was lost, and reading it again failed too (binding.uncertain).
+	uncertain *sandboxv1beta1.Sandbox
 }
 
 // adoptWarm takes a Ready member of the pool for the claim: it takes the
@@ -122,6 +127,20 @@ func (r *ClaimReconciler) adoptWarm(ctx context.Context, claim *extv1beta1.Sandb
 			r.Queue.Return(m)
 			log.FromContext(ctx).Info("adopting a warm Sandbox was refused; creating one instead", "sandbox", m.Name, "reason", apierrors.ReasonForError(err))
 			return warm{refused: m, refusedReason: string(apierrors.ReasonForError(err))}, nil
+		case outcomeUnknown(err):
+			// The take went out and its answer did not come back: it may
+			// have been made. Read the member to know; taking another
+			// meanwhile could give the claim two. The member stays out of
+			// the queue (the queue's hold for taken members) until known.
+			live, known, rerr := r.readTaken(ctx, claim, m)
+			switch {
+			case rerr != nil:
+				return warm{uncertain: m}, fmt.Errorf("adopting Sandbox %s: %w (and reading it again: %w)", m.Name, err, rerr)
+			case live != nil:
+				return warm{sb: live, plan: plan}, nil
+			case known:
+				continue
+			}
 		default:
 			r.Queue.Return(m)
 			return warm{}, fmt.Errorf("adopting Sandbox %s: %w", m.Name, err)
@@ -180,4 +199,53 @@ func adoptStep(plan render.Plan) (render.Step, bool) {
 		}
 	}
 	return render.Step{}, false
+}
+
+// outcomeUnknown reports an error after which a write may or may not have
+// been made: no answer from the API server (a connection lost, a timeout),
+// or an answer that it failed while processing the request.
+func outcomeUnknown(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsInternalError(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err)
+}
+
+// readTaken reads member m past the cache after a take whose outcome is
+// unknown: the member as read when the claim took it (live), or, when it
+// is known not taken (gone, another object, or not the claim's), nil and
+// known; an error when it cannot be read.
+func (r *ClaimReconciler) readTaken(ctx context.Context, claim *extv1beta1.SandboxClaim, m *sandboxv1beta1.Sandbox) (live *sandboxv1beta1.Sandbox, known bool, err error) {
+	got := &sandboxv1beta1.Sandbox{}
+	switch err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), got); {
+	case apierrors.IsNotFound(err):
+		return nil, true, nil
+	case err != nil:
+		return nil, false, err
+	}
+	if got.UID == m.UID && extv1beta1.IsClaimedBy(got, claim) {
+		return got, true, nil
+	}
+	return nil, true, nil
+}
+
+// resolveUncertain settles a take whose outcome this process does not know
+// (binding.uncertain) before the claim binds anything: the member, if the
+// claim took it, else nil; an error while it cannot be read.
+func (r *ClaimReconciler) resolveUncertain(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, now time.Time) (*sandboxv1beta1.Sandbox, error) {
+	m := b.uncertain
+	live, _, err := r.readTaken(ctx, claim, m)
+	if err != nil {
+		return nil, fmt.Errorf("the take of warm Sandbox %s may have been made, and reading it failed: %w", m.Name, err)
+	}
+	b.uncertain = nil
+	if live == nil {
+		log.FromContext(ctx).Info("a warm Sandbox whose take was not answered was not taken", "sandbox", m.Name)
+		return nil, nil
+	}
+	log.FromContext(ctx).Info("a warm Sandbox whose take was not answered was taken", "sandbox", m.Name)
+	r.bindTo(b, live, sandboxv1beta1.LaunchTypeWarm, now)
+	return live, nil
 }

@@ -104,6 +104,9 @@ func (r *ClaimReconciler) bind(ctx context.Context, claim *extv1beta1.SandboxCla
 	}
 	if pool != nil && render.ValidateClaimMetadata(claim) == nil && !render.NeedsColdStart(claim) {
 		w, err := r.adoptWarm(ctx, claim, in)
+		if w.uncertain != nil {
+			b.uncertain = w.uncertain
+		}
 		if err != nil || w.rej != nil {
 			return nil, w.rej, err
 		}

@@ -12,7 +12,8 @@ import (
 
 // TestChartMatchesKustomize renders the chart and the kustomize bundles
 // with the same settings and compares the objects, so neither can change
-// without the other.
+// without the other. Components are built through the overlays of
+// testdata/ (a component cannot be built on its own).
 func TestChartMatchesKustomize(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -22,6 +23,9 @@ func TestChartMatchesKustomize(t *testing.T) {
 		{name: "default", dirs: []string{"default"}},
 		{name: "extensions", values: "controller.extensions=true", dirs: []string{"extensions"}},
 		{name: "router", values: "router.enabled=true", dirs: []string{"default", "router"}},
+		{name: "router e2b", values: "router.enabled=true,router.e2b.enabled=true", dirs: []string{"default", "../tests/helm/testdata/router-e2b"}},
+		{name: "router trust-port-forward", values: "router.enabled=true,router.trustPortForward=true",
+			dirs: []string{"default", "../tests/helm/testdata/router-trust-port-forward"}},
 		{name: "admission policies", values: "admissionPolicies.enabled=true", dirs: []string{"default", "policies"}},
 		{name: "policy mode labels", values: "policyModeLabels.enabled=true", dirs: []string{"default", "policy-labels"}},
 		{name: "monitoring", values: "monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true", dirs: []string{"default", "monitoring"}},
@@ -123,6 +127,49 @@ func TestChartSettings(t *testing.T) {
 	}
 	if ns := at(wh, "webhooks", 0, "namespaceSelector", "matchExpressions", 1, "values", 1); ns != "sandboxes" {
 		t.Errorf("webhook never-blocked namespace %v, want sandboxes", ns)
+	}
+}
+
+// TestChartRouterSettings: the router's settings without a kustomize
+// counterpart reach their flags: tracing (both binaries), E2B API keys in
+// the release's Secrets (flag, Role and RoleBinding in the release's
+// namespace) and the token key's Secret.
+func TestChartRouterSettings(t *testing.T) {
+	const endpoint = "http://otel-collector.monitoring:4318"
+	objs, err := Template(context.Background(), "sandboxes", values(t,
+		"router.enabled=true,router.e2b.enabled=true,router.e2b.apiKeySecrets=true,router.e2b.tokenKeySecret=my-key,tracing.otlpEndpoint="+endpoint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey, err := Normalize(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dep, want := range map[string][]string{
+		"Deployment sandboxes/agent-sandbox-controller": {"--otlp-endpoint=" + endpoint},
+		"Deployment sandboxes/sandbox-router":           {"--otlp-endpoint=" + endpoint, "--e2b", "--e2b-api-key-namespace=sandboxes"},
+	} {
+		d := byKey[dep]
+		if d == nil {
+			t.Fatalf("no %s in %v", dep, Keys(byKey))
+		}
+		args := fmt.Sprint(at(d, "spec", "template", "spec", "containers", 0, "args"))
+		for _, w := range want {
+			if !strings.Contains(args, w+" ") && !strings.HasSuffix(args, w+"]") {
+				t.Errorf("%s args %s lack %s", dep, args, w)
+			}
+		}
+	}
+	if s := at(byKey["Deployment sandboxes/sandbox-router"], "spec", "template", "spec", "volumes", 0, "secret", "secretName"); s != "my-key" {
+		t.Errorf("token key volume's secret = %v, want my-key", s)
+	}
+	for _, k := range []string{"Role sandboxes/agent-sandbox-router-e2b-keys", "RoleBinding sandboxes/agent-sandbox-router-e2b-keys"} {
+		if byKey[k] == nil {
+			t.Errorf("no %s in %v", k, Keys(byKey))
+		}
+	}
+	if ns := at(byKey["RoleBinding sandboxes/agent-sandbox-router-e2b-keys"], "subjects", 0, "namespace"); ns != "sandboxes" {
+		t.Errorf("key reader's ServiceAccount namespace %v, want sandboxes", ns)
 	}
 }
 

@@ -25,7 +25,8 @@ func values(t *testing.T, set string) map[string]any {
 func TestLint(t *testing.T) {
 	for _, set := range []string{"",
 		"router.enabled=true,router.transport=port-forward,admissionPolicies.enabled=true,policyModeLabels.enabled=true," +
-			"monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true,controller.extensions=true,controller.replicas=2,controller.podDisruptionBudget.enabled=true",
+			"monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true,controller.extensions=true,controller.replicas=2,controller.podDisruptionBudget.enabled=true," +
+			"router.trustPortForward=true,router.e2b.enabled=true,router.e2b.apiKeySecrets=true,tracing.otlpEndpoint=http://collector:4318",
 	} {
 		if errs := Lint(values(t, set)); len(errs) > 0 {
 			t.Errorf("helm lint --strict (%s): %v", set, errs)
@@ -48,6 +49,8 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"controller.replicas=2,controller.leaderElection=false", "leaderElection"},
 		{"admissionPolicies.bundles[0]=nosuch", "bundles"},
 		{"image.pullPolicy=Sometimes", "pullPolicy"},
+		{"tracing.otlpEndpoint=collector:4318", "otlpEndpoint"},
+		{"router.e2b.tokenKeySecret=", "tokenKeySecret"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
 			_, err := Template(t.Context(), Namespace, values(t, tc.set))

@@ -28,8 +28,13 @@ agent-sandbox-system replaced by the release's, one object per YAML
 document, each with the chart's labels added. Call with (list $ path).
 */}}
 {{- define "agent-sandbox.file" -}}
+{{- include "agent-sandbox.text" (list (index . 0) ((index . 0).Files.Get (index . 1))) }}
+{{- end }}
+
+{{/* As agent-sandbox.file, of the YAML text given: (list $ text). */}}
+{{- define "agent-sandbox.text" -}}
 {{- $root := index . 0 -}}
-{{- $text := $root.Files.Get (index . 1) | replace "agent-sandbox-system" $root.Release.Namespace -}}
+{{- $text := index . 1 | replace "agent-sandbox-system" $root.Release.Namespace -}}
 {{- range $doc := regexSplit "(?m)^---\\s*$" $text -1 }}
 {{- $obj := fromYaml $doc }}
 {{- if $obj.kind }}
@@ -61,4 +66,42 @@ restricted: "off"
 {{- $parts = append $parts (printf "%s=%s" $b (index $.Values.policyBundles $b)) }}
 {{- end }}
 {{- join "," $parts }}
+{{- end }}
+
+{{/*
+The router's admission policy (files/router/admission-policy.yaml); with
+router.e2b.enabled, changed as config/router/e2b/admission-policy-patch.yaml
+changes it in the kustomize bundle: its "test" operations must hold and its
+"replace" operations of /spec/validations/N replace that validation.
+*/}}
+{{- define "agent-sandbox.routerPolicy" -}}
+{{- $text := .Files.Get "files/router/admission-policy.yaml" }}
+{{- if .Values.router.e2b.enabled }}
+{{- $docs := regexSplit "(?m)^---\\s*$" $text -1 }}
+{{- $policy := fromYaml (index $docs 0) }}
+{{- $vals := $policy.spec.validations }}
+{{- range $op := fromYamlArray (.Files.Get "files/router/e2b/admission-policy-patch.yaml") }}
+{{- if not (hasPrefix "/spec/validations/" $op.path) }}
+{{- fail (printf "the chart cannot apply the router policy patch at %s" $op.path) }}
+{{- end }}
+{{- $parts := splitList "/" (trimPrefix "/spec/validations/" $op.path) }}
+{{- $i := int (first $parts) }}
+{{- if eq $op.op "test" }}
+{{- $at := index $vals $i }}
+{{- if gt (len $parts) 1 }}{{ $at = get $at (index $parts 1) }}{{ end }}
+{{- if ne (toJson $at) (toJson $op.value) }}
+{{- fail (printf "the router's admission policy no longer has %q at %s" $op.value $op.path) }}
+{{- end }}
+{{- else if eq $op.op "replace" }}
+{{- $next := list }}
+{{- range $j, $v := $vals }}
+{{- $next = append $next (ternary $op.value $v (eq $j $i)) }}
+{{- end }}
+{{- $vals = $next }}
+{{- end }}
+{{- end }}
+{{- $_ := set $policy.spec "validations" $vals }}
+{{- $text = printf "%s\n---\n%s" (toYaml $policy) (rest $docs | join "---") }}
+{{- end }}
+{{- include "agent-sandbox.text" (list $ $text) }}
 {{- end }}

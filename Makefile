@@ -134,6 +134,10 @@ E2B_SDK_CHECK := command -v node >/dev/null && command -v npm >/dev/null || \
 test-faults: $(CLUSTER_BINS) ## Run the reliability scenarios (crash, API server restart, failover, other writers, hostile input).
 	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./tests/e2e/faults/
 
+.PHONY: test-docs
+test-docs: $(CLUSTER_BINS) ## Run every command README.md and docs/*.md show, against one local cluster (DOCS_PAGES="docs/x.md" for some pages), and check their links.
+	go test -count=1 -timeout 20m -v ./tests/docs/ 2>&1 | grep -v '^=== RUN'
+
 .PHONY: test-unit
 test-unit: ## Run the tests that need no API server (render, api, golden).
 	go test -count=1 -short $(GO_TEST_FLAGS) ./...

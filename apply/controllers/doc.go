@@ -1,65 +1,26 @@
-// Package controllers holds the reconcilers: each reads its inputs from the
-// manager's cache, renders the desired objects with package render, and
-// writes only through the ssa engine. The Sandbox, SandboxWarmPool,
-// SandboxTemplate and SandboxClaim reconcilers are observe -> plan
-// (render.PlanSandbox, render.PlanWarmPool, render.PlanTemplate,
-// render.PlanClaim) -> policy -> execute: they classify what they observe,
-// leave every decision about the cluster to the plan (a policy denial goes back into it, and it is made again),
-// check the plan's objects against the policies, and carry out its steps
-// in order (execute, one small executor over the engine). What depends on
-// carrying them out stays with them: API errors and conflicts, their
-// memory of what they last wrote and reported, the status write
-// coalescing window (longer while many Sandboxes wait, in a burst), and
-// for a pool the expectations of members created
-// and deleted moments ago, concurrent creates, putting off refills while
-// claims take members, and the claim queue guarding each delete; for a
-// claim, taking members from the queue and returning them, what it
-// remembers of its binding, a conflicting adoption tried again or the next
-// member tried, a refused one made a cold start, a member whose running
-// Pod the policies deny passed over and deleted (UID and resourceVersion
-// preconditions) for its pool to replace, and for the binding's
-// commit (render.PlanClaimBinding: annotations, then status, guarded by
-// the claim's resourceVersion) the resourceVersion the annotations' write
-// leaves carried on to the status, and on a conflict the claim read again
-// and the plan made again (which, when another controller bound the claim
-// first, deletes the Sandbox bound here).
-// Every reconciler runs in one skeleton (skeleton.go): read the object
-// from the cache, forget what it remembers of one that is gone, leave
-// alone one being deleted or in a namespace being deleted (each kind says
-// which: idle suspend looks at Sandboxes being deleted all the same), run
-// its own work, and retry expected, passing failures quietly with backoff.
-// A failure only a change can fix (a policy denial, a field conflict, an
-// invalid object or annotation, a claim's rejection) is reported in status
-// or an event and returned as reconcile.TerminalError: the skeleton does
-// not retry it and does not log it as an error. Status is written by one
-// status writer (status.go), which skips what this process wrote last and
-// remembers what it wrote. Each reconciler's memory of what it wrote and
-// reported (status, the pod-name annotation, events reported once, a
-// claim's binding) is a typed ssa.Memo per thing remembered, keyed by
-// object and UID (memo.go), all forgotten when the object goes.
-// The Sandbox reconciler keeps a default-deny NetworkPolicy for every
-// Sandbox not made from a template (render.PlanSandbox decides it) and
-// watches NetworkPolicies for that; the template reconciler watches Pods
-// that lack a template's collision-free label, whose template's policy
-// selects on the ref hash alone until none is left.
-// Reconcilers never delete a PersistentVolumeClaim (garbage collection
-// does, with its Sandbox) and never change a field another field manager owns, with one exception the user
-// asks for: idle suspend (IdleReconciler, on Sandboxes annotated
-// agents.x-k8s.io/idle-timeout) takes spec.operatingMode, and nothing else,
-// under its own field manager, guarded by UID and resourceVersion. A warm
-// pool and its claims meet in the WarmQueue: a claim takes a member from it,
-// a pool withdraws a member from it before deleting it, and the Sandbox
-// deletes of pools and claims carry UID and resourceVersion preconditions,
-// so a Sandbox a claim has taken is never deleted by its former pool.
-// The cache (CacheOptions) keeps Pods unrelated to Sandboxes as bare
-// metadata, and of Sandboxes, their Pods and Services, and claims only the
-// managedFields entries of the controller's own managers (OwnManagers), the
-// only ones read: an ownership upgrade, which rewrites the whole list, is
-// made from an object read past the cache.
+// Package controllers holds the reconcilers of Sandbox, SandboxTemplate,
+// SandboxWarmPool and SandboxClaim, and idle suspend. Each one observes
+// (reads its inputs from the manager's cache), plans (one render.Plan* call
+// decides every change), has the plan's objects judged by the policies, and
+// executes the plan's steps in order through the ssa engine; it handles only
+// what execution returns (a conflict: plan again; a denial: an input of the
+// next plan). All run in one skeleton (skeleton.go), with one status writer
+// (status.go) and typed memories per object and UID (memo.go).
 //
-// With ClaimReconciler.Tracer set (the controller's --otlp-endpoint), each
-// claim reconcile is a span continuing the claim's trace-context annotation
-// (bounded, and ignored unless it parses), and the Sandbox a claim
-// cold-starts carries the span's context in that annotation; with it nil,
-// nothing is read, traced or written for tracing.
+// Rules:
+//   - Every decision about the cluster is the plan's; a reconciler never
+//     edits a plan or writes around it.
+//   - Every delete carries UID and resourceVersion preconditions; a
+//     PersistentVolumeClaim is never deleted (garbage collection does it,
+//     with its Sandbox), and a Sandbox a claim has taken is never deleted by
+//     its former pool (pools and claims meet in the WarmQueue).
+//   - A field another manager owns is never changed, but for what the user
+//     asks: idle suspend takes spec.operatingMode under its own field
+//     manager, guarded by UID and resourceVersion.
+//   - A failure only a change can fix is reported in status or an event and
+//     returned as reconcile.TerminalError (not retried, not logged as an
+//     error); expected failures are retried quietly with backoff.
+//   - The cache keeps only what is read (CacheOptions, OwnManagers).
+//
+// The user's guide is docs/controller.md.
 package controllers

@@ -1,45 +1,26 @@
 // Package standin is the local cluster's stand-in kubelet: it makes the fake
-// sandbox Pods of a kwok cluster real enough to use. For every sandbox Pod
-// (labelled agents.x-k8s.io/sandbox-name-hash, bound to a node, not
-// terminating) it runs one sandbox-runtime process on 127.0.0.1 with free
-// ports and a work directory of its own (with --allowed-hosts, so that a web
-// page cannot drive it through DNS rebinding), and creates the Pod's kwok
-// PortForward (every port the runtime serves: 8888, the legacy protocol,
-// sandboxd's 8080 REST and 9090 gRPC, and envd's 49983 (the E2B SDK's
-// in-sandbox daemon), each to the process's matching
-// listener), Exec (local, in the work
-// directory) and Logs (the process's log, in the CRI format kwok reads)
-// objects, named like the Pod. Then the API server's pods/portforward,
-// pods/exec and pods/log reach the process: `kubectl port-forward`,
-// `kubectl exec`, `kubectl logs`, the router's port-forward transport and the
-// SDK's direct connection all work on the local cluster.
+// sandbox Pods of a kwok cluster real enough to use. For every sandbox Pod it
+// runs one sandbox-runtime process on 127.0.0.1 with a work directory of its
+// own, and creates the Pod's kwok PortForward, Exec and Logs objects, so that
+// pods/portforward, pods/exec and pods/log (kubectl, the router's
+// port-forward transport, the SDK) reach that process. Given the host
+// router's port (Options.RouterPort), it also puts a sandbox-router Pod and
+// the Service sandbox-router-svc in every namespace, where upstream's SDKs
+// look for the router in their port-forward modes.
 //
-// Given the host router's port (Options.RouterPort), it also puts the
-// router where upstream's SDKs look for it: in every namespace but
-// kube-system, kube-public and kube-node-lease, a Pod sandbox-router
-// (labelled app: sandbox-router; kwok runs it Ready) whose kwok PortForward
-// sends port 8080 to the host router, and the Service sandbox-router-svc
-// selecting it, so that its EndpointSlice has a ready endpoint whose
-// targetRef is that Pod (the Go SDK's default mode) and `kubectl
-// port-forward svc/sandbox-router-svc` reaches the router (the Python
-// SDK's tunnel).
+// Rules:
+//   - It binds nothing but 127.0.0.1, and runs only against the local
+//     cluster it was made for (its kubeconfig must reach the recorded API
+//     server on this machine).
+//   - It only reads sandbox Pods and Sandboxes; the only Pods it writes are
+//     its router Pods.
+//   - A work directory belongs to the Sandbox, not to its Pod: it is removed
+//     only once the Sandbox and the PVCs it owned are gone.
+//   - Processes are recorded in a state file, so a restarted stand-in adopts
+//     the live ones; StopAll stops them all.
+//   - Nothing that ships to a real cluster may depend on it (it lives under
+//     localcluster, not dataplane/). It isolates nothing: commands run as the
+//     user who started the cluster. It is for development only.
 //
-// A work directory belongs to the Sandbox (namespace/name, under
-// Options.Dir), not to the Pod: it is kept while the Sandbox is suspended
-// (its Pod deleted and recreated) and removed only once the Sandbox and the
-// PVCs it owned are gone. The processes run in sessions of their own and are
-// recorded in a state file next to the work directory, so a stand-in that
-// restarts adopts the processes it finds alive and starts the missing ones;
-// StopAll stops them all (SIGTERM, then SIGKILL for the runtime and whatever
-// is left in its session).
-//
-// It lives under localcluster, not dataplane/, because it is development
-// infrastructure of the kwok cluster (it acts on kwok's CRDs and on this
-// machine's processes) and nothing that ships to a real cluster may depend
-// on it; it uses client-go and the API types only. It must never bind
-// anything but 127.0.0.1, never touch a sandbox Pod or a Sandbox (it only
-// reads them; the only Pods it writes are its router Pods), and never
-// remove a work directory whose Sandbox or PVCs still exist. It isolates
-// nothing: the runtime's commands run as the user who started the cluster,
-// on this machine. It is for development only.
+// The user's guide is docs/local-cluster.md.
 package standin

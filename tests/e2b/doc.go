@@ -7,7 +7,7 @@
 // `npm ci` into .work/e2b-node/<hash of the lockfile>/ (Install) and runs a
 // script there with only the E2B environment variables it is given (Run).
 // The tests that run the SDK live in tests/e2e and tests/bench; this
-// package's own tests check that the README's example is hello.mjs, that
+// package's own tests check that docs/sdks.md's example is hello.mjs, that
 // package.json pins Version, and that the router reports the envd version
 // the runtime serves.
 package e2b

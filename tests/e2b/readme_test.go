@@ -9,11 +9,11 @@ import (
 	"github.com/agentsandbox/reconciler/tests"
 )
 
-// TestReadmeExample keeps the README's "Using the E2B SDK" example the
-// program TestMakeRun runs (hello.mjs), pinned to the version package.json
-// pins.
+// TestReadmeExample keeps the "Using the E2B SDK" example of docs/sdks.md
+// (which tests/docs runs) the program TestMakeRun runs (hello.mjs), pinned
+// to the version package.json pins.
 func TestReadmeExample(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(tests.RepoRoot(), "README.md"))
+	readme, err := os.ReadFile(filepath.Join(tests.RepoRoot(), "docs", "sdks.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,14 +23,14 @@ func TestReadmeExample(t *testing.T) {
 	}
 	_, section, ok := strings.Cut(string(readme), "\n## Using the E2B SDK\n")
 	if !ok {
-		t.Fatal(`README.md has no section "## Using the E2B SDK"`)
+		t.Fatal(`docs/sdks.md has no section "## Using the E2B SDK"`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	if !strings.Contains(section, "cat > hello.mjs <<'JS'\n"+string(hello)+"JS\n") {
-		t.Errorf("the README's E2B example is not tests/e2b/hello.mjs as it is:\n%s", hello)
+		t.Errorf("the E2B example of docs/sdks.md is not tests/e2b/hello.mjs as it is:\n%s", hello)
 	}
 	if !strings.Contains(section, "npm install e2b@"+Version+"\n") {
-		t.Errorf("the README's E2B example does not install e2b@%s", Version)
+		t.Errorf("the E2B example of docs/sdks.md does not install e2b@%s", Version)
 	}
 	pkg, err := os.ReadFile(filepath.Join(Dir(), "package.json"))
 	if err != nil {

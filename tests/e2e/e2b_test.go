@@ -142,7 +142,7 @@ func e2bAgent(ctx context.Context, t *testing.T, c client.Client, ns string) str
 	return tr.Status.Token
 }
 
-// checkE2BHello runs tests/e2b/hello.mjs, the README's example, with the
+// checkE2BHello runs tests/e2b/hello.mjs, the example of docs/sdks.md, with the
 // E2B settings `kubectl sandbox up` printed (export's arguments after
 // "E2B_API_URL=") against its sample pool: it prints hi. Without Node.js it
 // only checks that the printed settings name the router.
@@ -159,7 +159,7 @@ func checkE2BHello(t *testing.T, routerURL, export string) {
 		t.Fatalf("up printed `export E2B_API_URL=%s`; want the three E2B variables, both URLs the router's %s", export, routerURL)
 	}
 	if err := e2b.Available(); err != nil {
-		t.Logf("not running the README's e2b example: %v", err)
+		t.Logf("not running the e2b example of docs/sdks.md: %v", err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -170,6 +170,6 @@ func checkE2BHello(t *testing.T, routerURL, export string) {
 	}
 	stdout, stderr, err := e2b.Run(ctx, dir, env, "hello.mjs")
 	if err != nil || string(stdout) != "hi\n" {
-		t.Fatalf("the README's e2b example printed %q, %v; want \"hi\\n\"\nstderr:\n%s", stdout, err, stderr)
+		t.Fatalf("the e2b example of docs/sdks.md printed %q, %v; want \"hi\\n\"\nstderr:\n%s", stdout, err, stderr)
 	}
 }

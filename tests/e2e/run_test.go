@@ -132,7 +132,7 @@ func TestMakeRun(t *testing.T) {
 	// The stand-in kubelet runs the sample pool's Pods: kubectl exec, logs
 	// and port-forward reach the claimed Sandbox's runtime.
 	checkSamplePodReachable(t, c, cfg, kubeconfig, routerURL)
-	// The README's e2b SDK example, with the settings up printed.
+	// The e2b SDK example of docs/sdks.md, with the settings up printed.
 	checkE2BHello(t, routerURL, e2bExport)
 
 	// The controller's metrics move with what it does.
@@ -208,7 +208,7 @@ func checkSamplePodReachable(t *testing.T, c client.Client, cfg *rest.Config, ku
 	if err != nil || res.Stdout != "hi\n" {
 		t.Fatalf("POST /execute through a port-forward to %s: %+v, %v", pod, res, err)
 	}
-	// The local router reaches it by its Sandbox's name, as the README's
+	// The local router reaches it by its Sandbox's name, as docs/sdks.md's
 	// SDK example and kubectl sandbox exec --router do.
 	rsb, err := sdk.Dial(ctx, "default", sb.Name, sdk.WithRouter(routerURL))
 	if err != nil {

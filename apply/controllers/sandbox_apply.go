@@ -74,6 +74,7 @@ func (r *SandboxReconciler) run(ctx context.Context, in render.SandboxPlanInputs
 	// its pod-name annotation, its status.
 	return result, err
 }
+
 // admit checks what the plan would create or adopt against the policies,
 // in the policy modes of the Sandbox's namespace.
 func (r *SandboxReconciler) admit(ctx context.Context, sb *sandboxv1beta1.Sandbox, checks []render.Check) error {

@@ -21,7 +21,8 @@
 // which members to delete and why (stale under Recreate, the excess, not
 // Ready and newest first; each guarded by UID and resourceVersion; never a
 // Sandbox a claim took), which to create, the status and progress events
-// (WarmPoolReport). PlanTemplate decides a template's: the refusal event
+// (warmPoolReport; members a claim holds, Held, are left alone and looked at
+// again shortly). PlanTemplate decides a template's: the refusal event
 // for the Sandboxes it makes, its label, and its NetworkPolicy. PlanClaim
 // decides a claim's: for an unbound claim the warm-or-cold choice (a member
 // the queue offers that the pool is not deleting, adopted under its

@@ -37,7 +37,7 @@ func deletes(plan Plan) []string {
 // A lost binding deletes the Sandbox bound here only when the claim
 // controls it, it is not the one the claim names, it is not going and it
 // can be guarded.
-func TestPlanClaimBindingLostRaceGuards(t *testing.T) {
+func TestPlanClaimCommitLostRaceGuards(t *testing.T) {
 	going := controlledSandbox("mine")
 	going.DeletionTimestamp = &metav1.Time{}
 	foreign := controlledSandbox("mine")
@@ -59,8 +59,12 @@ func TestPlanClaimBindingLostRaceGuards(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := bindingClaim()
 			c.Status.Sandbox.Name = tc.bound
-			plan, boundTo := PlanClaimBinding(ClaimPlanInputs{Claim: c, SandboxName: "mine", Sandbox: tc.sb, Now: time.Unix(100, 0)})
-			if boundTo != tc.bound {
+			in := ClaimPlanInputs{Claim: c, SandboxName: "mine", Sandbox: tc.sb, Committing: true, Now: time.Unix(100, 0)}
+			plan, rej, err := PlanClaim(in)
+			if err != nil || rej != nil {
+				t.Fatalf("plan: %v %v", rej, err)
+			}
+			if boundTo := ClaimBoundTo(in); boundTo != tc.bound {
 				t.Errorf("bound to %q, want %q", boundTo, tc.bound)
 			}
 			got := deletes(plan)
@@ -82,11 +86,12 @@ func TestPlanClaimBindingLostRaceGuards(t *testing.T) {
 
 // The binding's writes are guarded by the version our last write left,
 // else the claim's, and the annotations come before the status.
-func TestPlanClaimBindingGuard(t *testing.T) {
+func TestPlanClaimCommitGuard(t *testing.T) {
 	sb := controlledSandbox("mine")
 	for version, want := range map[string]string{"": "10", "12": "12"} {
-		plan, boundTo := PlanClaimBinding(ClaimPlanInputs{Claim: bindingClaim(), SandboxName: "mine", Sandbox: sb, Version: version, Now: time.Unix(100, 0)})
-		if boundTo != "mine" || len(plan.Steps) != 2 || plan.Steps[0].Action != ActionAnnotate || plan.Steps[1].Action != ActionStatus {
+		in := ClaimPlanInputs{Claim: bindingClaim(), SandboxName: "mine", Sandbox: sb, Version: version, Committing: true, Now: time.Unix(100, 0)}
+		plan, _, err := PlanClaim(in)
+		if boundTo := ClaimBoundTo(in); err != nil || boundTo != "mine" || len(plan.Steps) != 2 || plan.Steps[0].Action != ActionAnnotate || plan.Steps[1].Action != ActionStatus {
 			t.Fatalf("version %q: bound to %q, steps %+v", version, boundTo, plan.Steps)
 		}
 		for _, s := range plan.Steps {

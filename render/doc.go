@@ -24,19 +24,21 @@
 // (warmPoolReport; members a claim holds, Held, are left alone and looked at
 // again shortly). PlanTemplate decides a template's: the refusal event
 // for the Sandboxes it makes, its label, and its NetworkPolicy. PlanClaim
-// decides a claim's: for an unbound claim the warm-or-cold choice (a member
-// the queue offers that the pool is not deleting, adopted under its
-// resourceVersion, else the claim's own Sandbox created from the template),
-// what the policies judge and each rejection (ClaimRejectionSteps: the
-// annotations, then the status); for a bound claim the removal of a second
+// is a claim's one planner, every phase in it: for an unbound claim the
+// warm-or-cold choice (a member the queue offers that the pool is not
+// deleting, adopted under its resourceVersion, else the claim's own Sandbox
+// created from the template), what the policies judge, and the binding's
+// commit after it (the annotations, then the status naming the Sandbox,
+// both guarded by the claim's resourceVersion), or the rejection (the
+// annotations, then the status); made again as the commit alone
+// (Committing) when the commit conflicted, which, when another controller
+// bound the claim first (ClaimBoundTo), is the guarded delete of the
+// Sandbox bound here; for a rejection the API server's answer made
+// (Rejected), its report; for a bound claim the removal of a second
 // Sandbox a concurrent controller bound it to (guarded by UID and
 // resourceVersion; never the bound one), its status, then its annotations;
-// for an expired one what its shutdownPolicy deletes (PlanClaimExpiry).
-// PlanClaimBinding decides a new binding's commit: the binding annotations,
-// then the status naming the Sandbox, both guarded by the claim's
-// resourceVersion, or, when another controller bound the claim first, the
-// guarded delete of the Sandbox bound here. A policy denial comes back as
-// an input and the plan is made again. The golden plan.yaml of each case
+// for an expired one what its shutdownPolicy deletes. A policy denial or a
+// refusal comes back as an input and the plan is made again. The golden plan.yaml of each case
 // shows what a change does to the cluster; the reconcilers only execute
 // plans.
 //

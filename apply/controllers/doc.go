@@ -1,28 +1,35 @@
 // Package controllers holds the reconcilers: each reads its inputs from the
 // manager's cache, renders the desired objects with package render, and
 // writes only through the ssa engine. The Sandbox, SandboxWarmPool,
-// SandboxTemplate and SandboxClaim reconcilers are observe -> plan
-// (render.PlanSandbox, render.PlanWarmPool, render.PlanTemplate,
-// render.PlanClaim) -> policy -> execute: they classify what they observe,
-// leave every decision about the cluster to the plan (a policy denial goes back into it, and it is made again),
-// check the plan's objects against the policies, and carry out its steps
-// in order (execute, one small executor over the engine). What depends on
-// carrying them out stays with them: API errors and conflicts, their
-// memory of what they last wrote and reported, the status write
-// coalescing window (longer while many Sandboxes wait, in a burst), and
-// for a pool the expectations of members created
-// and deleted moments ago, concurrent creates, putting off refills while
-// claims take members, and the claim queue guarding each delete; for a
-// claim, taking members from the queue and returning them, what it
-// remembers of its binding, a conflicting adoption tried again or the next
-// member tried, a refused one made a cold start, a member whose running
-// Pod the policies deny passed over and deleted (UID and resourceVersion
-// preconditions) for its pool to replace, and for the binding's
-// commit (render.PlanClaimBinding: annotations, then status, guarded by
-// the claim's resourceVersion) the resourceVersion the annotations' write
-// leaves carried on to the status, and on a conflict the claim read again
-// and the plan made again (which, when another controller bound the claim
-// first, deletes the Sandbox bound here).
+// SandboxTemplate and SandboxClaim reconcilers are observe -> plan (one
+// planner per kind: render.PlanSandbox, render.PlanWarmPool,
+// render.PlanTemplate, render.PlanClaim) -> policy -> execute: they
+// classify what they observe, leave every decision about the cluster to
+// the plan (a policy denial goes back into it, and it is made again),
+// check the plan's objects against the policies, and hand the plan to the
+// executor (executor.go), the one interpreter of plans: it runs the steps
+// in order, stops at the first that fails, and calls the reconciler's hooks
+// for events, status and the steps whose requests its memory may spare.
+// A plan is never edited while it runs: what execution returns (a
+// conflict, a refusal, a member a claim holds) goes back to the planner as
+// its input, and the plan is made again. What depends on carrying a plan
+// out stays with the reconciler: API errors and conflicts, its memory of
+// what it last wrote and reported, the status write coalescing window
+// (longer while many Sandboxes wait, in a burst), and for a pool the
+// expectations of members created and deleted moments ago, concurrent
+// creates, putting off refills while claims take members, and withdrawing
+// the members it deletes from the claim queue first (those a claim holds
+// are planned again as held); for a claim, taking members from the queue
+// and returning them, what it remembers of its binding, a conflicting
+// adoption planned again or the next member tried, a refused one made a
+// cold start, a member whose running Pod the policies deny passed over and
+// deleted (UID and resourceVersion preconditions) for its pool to
+// replace, and for the binding's commit (the end of an unbound claim's
+// plan: annotations, then status, guarded by the claim's resourceVersion)
+// the resourceVersion the annotations' write leaves carried on to the
+// status, and on a conflict the claim read again and the commit planned
+// again (which, when another controller bound the claim first, deletes
+// the Sandbox bound here).
 // Every reconciler runs in one skeleton (skeleton.go): read the object
 // from the cache, forget what it remembers of one that is gone, leave
 // alone one being deleted or in a namespace being deleted (each kind says

@@ -85,10 +85,7 @@ func (r *ClaimReconciler) serve(ctx context.Context, claim *extv1beta1.SandboxCl
 		case errors.As(err, &again):
 			m, upgraded = again.member, again.member.UID
 		case errors.As(err, &exists):
-			b.name, b.sandbox, b.at, b.launchType = exists.sb.Name, exists.sb, r.Clock.Now(), sandboxv1beta1.LaunchTypeCold
-			if render.IsSandboxReady(exists.sb) && b.readyAt.IsZero() {
-				b.readyAt = in.Now
-			}
+			bindTo(b, exists.sb, sandboxv1beta1.LaunchTypeCold, in.Now)
 			in.SandboxName, in.Sandbox, in.Pending, in.ReadyAt, in.Committing = exists.sb.Name, exists.sb, false, b.readyAt, true
 		case errors.As(err, &refused):
 			in.Rejected = refused.rej

@@ -155,10 +155,19 @@ func (c *claimRun) own(ctx context.Context, s render.Step) (*ssa.Change, bool, e
 	return nil, false, nil
 }
 
-// bindTo remembers the Sandbox the plan bound the claim to.
+// bindTo remembers the Sandbox the plan bound the claim to, and, when it
+// is Ready (a Ready warm member), that the commit reports the claim Ready
+// now.
 func (c *claimRun) bindTo(sb *sandboxv1beta1.Sandbox, launchType string) {
 	c.written = sb
-	c.b.name, c.b.sandbox, c.b.at, c.b.launchType = sb.Name, sb, c.r.Clock.Now(), launchType
+	bindTo(c.b, sb, launchType, c.in.Now)
+}
+
+func bindTo(b *binding, sb *sandboxv1beta1.Sandbox, launchType string, now time.Time) {
+	b.name, b.sandbox, b.at, b.launchType = sb.Name, sb, now, launchType
+	if render.IsSandboxReady(sb) && b.readyAt.IsZero() {
+		b.readyAt = now
+	}
 }
 
 // take carries out the adopt step for member m. A member our field manager

@@ -8,16 +8,18 @@
 // the plan (a policy denial goes back into it, and it is made again),
 // check the plan's objects against the policies, and hand the plan to the
 // executor (executor.go), the one interpreter of plans: it runs the steps
-// in order, stops at the first that fails, and calls the reconciler's hooks
-// for events, status and the steps whose requests its memory may spare.
+// in order (a run of create steps, independent of each other, a bounded
+// number at a time), stops at the first that fails, and calls the
+// reconciler's hooks for events, status and the steps whose requests its
+// memory may spare.
 // A plan is never edited while it runs: what execution returns (a
 // conflict, a refusal, a member a claim holds) goes back to the planner as
 // its input, and the plan is made again. What depends on carrying a plan
 // out stays with the reconciler: API errors and conflicts, its memory of
 // what it last wrote and reported, the status write coalescing window
 // (longer while many Sandboxes wait, in a burst), and for a pool the
-// expectations of members created and deleted moments ago, concurrent
-// creates, putting off refills while claims take members, and withdrawing
+// expectations of members created and deleted moments ago, a member
+// renamed when its name is taken, putting off refills while claims take members, and withdrawing
 // the members it deletes from the claim queue first (those a claim holds
 // are planned again as held); for a claim, taking members from the queue
 // and returning them, what it remembers of its binding, a conflicting

@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -14,7 +16,8 @@ import (
 // executor is the one interpreter of a render.Plan: it runs the plan's steps
 // in order and stops at the first that fails. Object steps (apply,
 // apply-force, create, adopt, guarded delete, annotate) go through execute;
-// a run of consecutive create steps goes to creates when it is set; event
+// a run of consecutive create steps goes concurrently to create when it is
+// set; event
 // and status steps go to the reconciler's hooks, which hold its memory of
 // what it last reported and wrote. It decides nothing a plan does not say:
 // a step the reconciler carries out itself (own) is one whose request its
@@ -29,9 +32,12 @@ type executor struct {
 	// own carries out the steps the reconciler keeps for itself; handled
 	// false leaves the step to execute. A nil change is no change.
 	own func(ctx context.Context, s render.Step) (c *ssa.Change, handled bool, err error)
-	// creates carries out a run of consecutive create steps (a pool's,
-	// concurrently); nil: one at a time, through execute.
-	creates func(ctx context.Context, run []render.Step) (ssa.ChangeSet, error)
+	// create carries out one step of a run of consecutive create steps
+	// (independent of each other: a pool's members), up to parallel at a
+	// time; the run fails with every error its steps met. Nil: create
+	// steps go through execute, one at a time.
+	create   func(ctx context.Context, s render.Step) (ssa.Change, error)
+	parallel int
 }
 
 // ran is what running a plan did.
@@ -73,7 +79,7 @@ func (x executor) run(ctx context.Context, plan render.Plan) (ran, error) {
 			}
 			continue
 		case render.ActionCreate:
-			if x.creates != nil {
+			if x.create != nil {
 				j := i + 1
 				for j < len(steps) && steps[j].Action == render.ActionCreate {
 					j++
@@ -111,6 +117,36 @@ func (x executor) run(ctx context.Context, plan render.Plan) (ran, error) {
 		}
 	}
 	return out, nil
+}
+
+// creates carries out a run of create steps through x.create, x.parallel
+// at a time, and returns the changes of those that succeeded and the
+// errors of the others.
+func (x executor) creates(ctx context.Context, run []render.Step) (ssa.ChangeSet, error) {
+	var (
+		mu      sync.Mutex
+		changes ssa.ChangeSet
+		errs    []error
+		wg      sync.WaitGroup
+		slots   = make(chan struct{}, max(x.parallel, 1))
+	)
+	for _, s := range run {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			c, err := x.create(ctx, s)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			changes = append(changes, c)
+		}()
+	}
+	wg.Wait()
+	return changes, errors.Join(errs...)
 }
 
 // after is when to look at the object again once a plan ran: at the plan's

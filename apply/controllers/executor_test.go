@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,7 +16,7 @@ import (
 )
 
 // recording is an executor whose hooks record the steps they are given, in
-// order, and fail the step named fail.
+// order, and fail the step named fail. Creates run one at a time.
 func recording(fail string, got *[]string) executor {
 	note := func(s render.Step) error {
 		*got = append(*got, string(s.Action)+" "+s.Name)
@@ -31,16 +33,10 @@ func recording(fail string, got *[]string) executor {
 		own: func(_ context.Context, s render.Step) (*ssa.Change, bool, error) {
 			return &ssa.Change{Kind: s.Kind, Name: s.Name, Action: ssa.Configured}, true, note(s)
 		},
-		creates: func(_ context.Context, run []render.Step) (ssa.ChangeSet, error) {
-			var cs ssa.ChangeSet
-			var err error
-			for _, s := range run {
-				cs = append(cs, ssa.Change{Kind: s.Kind, Name: s.Name, Action: ssa.Created})
-				err = errors.Join(err, note(s))
-			}
-			*got = append(*got, "end of run")
-			return cs, err
+		create: func(_ context.Context, s render.Step) (ssa.Change, error) {
+			return ssa.Change{Kind: s.Kind, Name: s.Name, Action: ssa.Created}, note(s)
 		},
+		parallel: 1, // one at a time: the order is the plan's
 	}
 }
 
@@ -60,9 +56,9 @@ func TestExecutorRunsStepsInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"delete d", "create c1", "create c2", "end of run", "event e", "status s", "annotate a", "status end"}
+	want := []string{"delete d", "create c1", "create c2", "event e", "status s", "annotate a", "status end"}
 	if !slices.Equal(got, want) {
-		t.Errorf("ran %q, want %q (a run of creates at once, a status step that ends the plan ends it)", got, want)
+		t.Errorf("ran %q, want %q (a status step that ends the plan ends it)", got, want)
 	}
 	if done.created != 2 || len(done.changes) != 4 || done.failed != nil {
 		t.Errorf("created %d, changes %v, failed %v", done.created, done.changes, done.failed)
@@ -83,12 +79,12 @@ func TestExecutorStopsAtTheFirstFailure(t *testing.T) {
 		if err == nil || done.failed == nil {
 			t.Fatalf("%s failing: the run did not fail", fail)
 		}
-		if slices.Contains(got, "event after") {
-			t.Errorf("%s failing: the run went on past it: %q", fail, got)
+		if slices.Contains(got, "event after") || (fail == "c2" && !slices.Contains(got, "create c1")) {
+			t.Errorf("%s failing: the run went on past it, or a run of creates stopped at it: %q", fail, got)
 		}
 		if want := fail; fail == "c2" {
-			if done.failed.Name != "c1" {
-				t.Errorf("a run of creates failing names %s, want its first step", done.failed.Name)
+			if done.failed.Name != "c1" || len(done.changes) != 2 {
+				t.Errorf("a run of creates failing names %s, want its first step; changes %v, want the delete's and c1's", done.failed.Name, done.changes)
 			}
 		} else if done.failed.Name != want {
 			t.Errorf("failed step %s, want %s", done.failed.Name, want)
@@ -123,5 +119,51 @@ func TestAfter(t *testing.T) {
 		if got := after(tc.plan, tc.pending, ssa.CreateExpectation, now).RequeueAfter; got != tc.want {
 			t.Errorf("%s: requeue after %v, want %v", name, got, tc.want)
 		}
+	}
+}
+
+// A run of creates goes concurrently, at most parallel at a time, and
+// every failure in it is returned.
+func TestExecutorCreatesARunConcurrently(t *testing.T) {
+	var running, most atomic.Int32
+	release := make(chan struct{})
+	x := executor{parallel: 2, create: func(_ context.Context, s render.Step) (ssa.Change, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		<-release
+		if s.Name == "bad1" || s.Name == "bad2" {
+			return ssa.Change{}, errors.New(s.Name)
+		}
+		return ssa.Change{Name: s.Name, Action: ssa.Created}, nil
+	}}
+	plan := render.Plan{Steps: []render.Step{
+		{Action: render.ActionCreate, Name: "a"}, {Action: render.ActionCreate, Name: "bad1"},
+		{Action: render.ActionCreate, Name: "b"}, {Action: render.ActionCreate, Name: "bad2"},
+	}}
+	go func() {
+		// Held until two run at once (or a second has passed: a run one
+		// at a time fails the test below).
+		for deadline := time.Now().Add(time.Second); most.Load() < 2 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		for range plan.Steps {
+			release <- struct{}{}
+		}
+	}()
+	done, err := x.run(context.Background(), plan)
+	if err == nil || len(done.changes) != 2 || done.created != 4 {
+		t.Fatalf("err %v, changes %v, created %d", err, done.changes, done.created)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "bad1") || !strings.Contains(msg, "bad2") {
+		t.Errorf("the run's error %q does not hold every failure", msg)
+	}
+	if most.Load() != 2 {
+		t.Errorf("at most %d creates at a time, want 2", most.Load())
 	}
 }

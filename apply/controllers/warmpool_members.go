@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,9 +94,14 @@ func (r *WarmPoolReconciler) run(ctx context.Context, in render.WarmPoolPlanInpu
 			}
 			return &c, true, err
 		},
-		creates: func(ctx context.Context, run []render.Step) (ssa.ChangeSet, error) {
-			return r.create(ctx, in.WarmPoolInputs, exp, run, now)
+		create: func(ctx context.Context, s render.Step) (ssa.Change, error) {
+			c, err := r.createMember(ctx, in.WarmPoolInputs, exp, s, now)
+			if apierrors.IsInvalid(err) {
+				err = &invalidMember{err}
+			}
+			return c, err
 		},
+		parallel: createParallelism,
 	}
 	done, err := x.run(ctx, plan)
 	r.restore(withdrawn)
@@ -220,53 +224,17 @@ type invalidMember struct{ err error }
 func (e *invalidMember) Error() string { return e.err.Error() }
 func (e *invalidMember) Unwrap() error { return e.err }
 
-// create carries out a run of create steps, a bounded number at a time.
+// createMember creates one member, expected from now on under its name.
 // A name the API server already holds (a Sandbox the cache does not show
 // yet) is never reused: the member is rendered again under a new random
-// name and created under that, as the API server retries a generateName
-// that collided.
-func (r *WarmPoolReconciler) create(ctx context.Context, in render.WarmPoolInputs, exp *expectations, steps []render.Step, now time.Time) (ssa.ChangeSet, error) {
-	exp.mu.Lock()
-	for _, s := range steps {
-		exp.created[s.Name] = now
-	}
-	exp.mu.Unlock()
-
-	var (
-		mu      sync.Mutex
-		changes ssa.ChangeSet
-		errs    []error
-		wg      sync.WaitGroup
-		slots   = make(chan struct{}, createParallelism)
-	)
-	for _, s := range steps {
-		wg.Add(1)
-		slots <- struct{}{}
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			c, err := r.createMember(ctx, in, exp, s, now)
-			if apierrors.IsInvalid(err) {
-				err = &invalidMember{err}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			changes = append(changes, c)
-		}()
-	}
-	wg.Wait()
-	return changes, errors.Join(errs...)
-}
-
-// createMember creates one member, under a new name each time the API
-// server answers that its name exists (at most maxNameCollisions times),
-// keeping the expectation of a created member under the name it is
-// created by. A member not created is no longer expected. Members render
+// name and created under that (at most maxNameCollisions times), as the
+// API server retries a generateName that collided, keeping the
+// expectation of a created member under the name it is created by. A member not created is no longer expected. Members render
 // alike but for their names, so the one the policies judged stands for it.
 func (r *WarmPoolReconciler) createMember(ctx context.Context, in render.WarmPoolInputs, exp *expectations, s render.Step, now time.Time) (ssa.Change, error) {
+	exp.mu.Lock()
+	exp.created[s.Name] = now
+	exp.mu.Unlock()
 	for try := 0; ; try++ {
 		_, c, exists, err := createSandbox(ctx, r.Engine, s)
 		if err == nil && !exists {

@@ -157,3 +157,46 @@ func TestPlanClaimRecordsFirstReady(t *testing.T) {
 		}
 	}
 }
+
+// A rejection the API server's answer made is reported, and nothing else
+// is done: no Sandbox is adopted or created, whatever the queue offers.
+func TestPlanClaimReportsARejectedAnswer(t *testing.T) {
+	c := bindingClaim()
+	c.Spec.WarmPoolRef.Name = "pool"
+	pool := &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pool", UID: "pool-uid"}}
+	rej := &ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: "sandbox create error: invalid"}
+	in := ClaimPlanInputs{Claim: c, Pool: pool, Rejected: rej, Now: time.Unix(100, 0)}
+	plan, got, err := PlanClaim(in)
+	if err != nil || got != rej || plan.Problem != rej.Message {
+		t.Fatalf("rejection %v, problem %q, err %v", got, plan.Problem, err)
+	}
+	last := plan.Steps[len(plan.Steps)-1]
+	for _, s := range plan.Steps {
+		if s.Action != ActionAnnotate && s.Action != ActionStatus {
+			t.Errorf("the report of a rejected answer holds a %s step", s.Action)
+		}
+	}
+	st := last.Object.(*extac.SandboxClaimApplyConfiguration)
+	if last.Action != ActionStatus || st.ResourceVersion != nil || ptr.Deref(st.Status.Conditions[0].Message, "") == "" {
+		t.Errorf("the plan ends with %s %+v, want the unguarded status reporting the rejection", last.Action, st)
+	}
+}
+
+// The commit of a Sandbox the create found there already (the claim's own)
+// reports it as observed: Ready, it records the claim first Ready now.
+func TestPlanClaimCommitsAnExistingSandbox(t *testing.T) {
+	sb := controlledSandbox("c")
+	sb.Status.Conditions = []metav1.Condition{{Type: sandboxv1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: "R"}}
+	now := time.Unix(100, 0).UTC()
+	plan, _, err := PlanClaim(ClaimPlanInputs{Claim: bindingClaim(), SandboxName: "c", Sandbox: sb, Committing: true, Now: now})
+	if err != nil || len(plan.Steps) != 2 {
+		t.Fatalf("steps %+v, err %v", plan.Steps, err)
+	}
+	a := plan.Steps[0].Object.(*extac.SandboxClaimApplyConfiguration)
+	if got := a.Annotations[extv1beta1.AnnotationClaimFirstReadyAt]; got != now.Format(time.RFC3339Nano) {
+		t.Errorf("claim-first-ready-at %q, want now", got)
+	}
+	if !reportsReady(plan.Steps[1].Object.(*extac.SandboxClaimApplyConfiguration)) {
+		t.Error("the commit does not report the claim Ready")
+	}
+}

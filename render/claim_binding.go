@@ -12,9 +12,9 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
-// PlanClaimBinding plans the commit of a new binding: in.Sandbox, named
+// claimCommit plans the commit of a new binding: in.Sandbox, named
 // in.SandboxName, was just adopted or created for in.Claim (as its write
-// returned it; nil when not known). The plan records the binding
+// returns it; nil when not known). The plan records the binding
 // annotations (the Sandbox's name, when the claim was first seen and, for a
 // Ready Sandbox, first Ready), then writes the status naming the Sandbox,
 // both guarded by the claim's resourceVersion (in.Version, else the
@@ -24,20 +24,19 @@ import (
 // resourceVersion the annotations' write returned on to the status.
 //
 // When the claim, read again after such a failure, names another Sandbox,
-// another controller bound it first: the plan writes nothing to the claim
-// and deletes in.Sandbox, which was never reported to anyone, guarded by
-// its UID and resourceVersion, and only when the claim controls it, it is
-// not the Sandbox the claim names and it is not going already. It returns
-// the Sandbox the claim is bound to: in.SandboxName, or the other.
-func PlanClaimBinding(in ClaimPlanInputs) (Plan, string) {
+// another controller bound it first (ClaimBoundTo): the plan writes nothing
+// to the claim and deletes in.Sandbox, which was never reported to anyone,
+// guarded by its UID and resourceVersion, and only when the claim controls
+// it, it is not the Sandbox the claim names and it is not going already.
+func claimCommit(in ClaimPlanInputs) []Step {
 	c := in.Claim
-	var plan Plan
-	if other := c.Status.Sandbox.Name; other != "" && other != in.SandboxName {
+	var steps []Step
+	if other := ClaimBoundTo(in); other != in.SandboxName {
 		if sb := in.Sandbox; sb != nil && sb.Name == in.SandboxName && deletableSecond(sb, c, other) {
-			plan.Steps = append(plan.Steps, sandboxDelete(sb,
+			steps = append(steps, sandboxDelete(sb,
 				fmt.Sprintf("another controller bound the claim to %s first: the Sandbox bound here was never reported to anyone", other)))
 		}
-		return plan, other
+		return steps
 	}
 	rv := in.Version
 	if rv == "" {
@@ -53,7 +52,7 @@ func PlanClaimBinding(in ClaimPlanInputs) (Plan, string) {
 			a.Object.(*extac.SandboxClaimApplyConfiguration).WithResourceVersion(rv)
 		}
 		a.Reason = "record the binding before the status that may report the claim Ready, guarded by the claim's resourceVersion"
-		plan.Steps = append(plan.Steps, *a)
+		steps = append(steps, *a)
 	}
 	st := in.statusInputs()
 	st.Pending = in.Sandbox == nil
@@ -61,16 +60,25 @@ func PlanClaimBinding(in ClaimPlanInputs) (Plan, string) {
 	if rv != "" {
 		status.WithResourceVersion(rv)
 	}
-	plan.Steps = append(plan.Steps, claimStatusStep(c, status, true,
+	return append(steps, claimStatusStep(c, status, true,
 		"commit the binding: guarded by the claim's resourceVersion, so another controller's binding fails it"))
-	return plan, in.SandboxName
 }
 
-// ClaimRejectionSteps are the steps that report why an unbound claim
+// ClaimBoundTo is the Sandbox a claim whose binding to in.SandboxName is
+// being committed is bound to: in.SandboxName, or the one another
+// controller bound it to first, as the claim's status names it.
+func ClaimBoundTo(in ClaimPlanInputs) string {
+	if other := in.Claim.Status.Sandbox.Name; other != "" {
+		return other
+	}
+	return in.SandboxName
+}
+
+// claimRejection are the steps that report why an unbound claim
 // cannot be served: the annotations recording when the claim was first
 // seen (upstream writes them at the start of its first reconcile), then
 // the status reporting rej.
-func ClaimRejectionSteps(in ClaimPlanInputs, rej *ClaimRejection) []Step {
+func claimRejection(in ClaimPlanInputs, rej *ClaimRejection) []Step {
 	var steps []Step
 	if a := ClaimAnnotations(in.Claim, "", in.seen(), in.ReadyAt); a != nil {
 		steps = append(steps, *a)

@@ -37,7 +37,7 @@ func deletes(plan Plan) []string {
 // A lost binding deletes the Sandbox bound here only when the claim
 // controls it, it is not the one the claim names, it is not going and it
 // can be guarded.
-func TestPlanClaimBindingLostRaceGuards(t *testing.T) {
+func TestPlanClaimCommitLostRaceGuards(t *testing.T) {
 	going := controlledSandbox("mine")
 	going.DeletionTimestamp = &metav1.Time{}
 	foreign := controlledSandbox("mine")
@@ -59,8 +59,12 @@ func TestPlanClaimBindingLostRaceGuards(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := bindingClaim()
 			c.Status.Sandbox.Name = tc.bound
-			plan, boundTo := PlanClaimBinding(ClaimPlanInputs{Claim: c, SandboxName: "mine", Sandbox: tc.sb, Now: time.Unix(100, 0)})
-			if boundTo != tc.bound {
+			in := ClaimPlanInputs{Claim: c, SandboxName: "mine", Sandbox: tc.sb, Committing: true, Now: time.Unix(100, 0)}
+			plan, rej, err := PlanClaim(in)
+			if err != nil || rej != nil {
+				t.Fatalf("plan: %v %v", rej, err)
+			}
+			if boundTo := ClaimBoundTo(in); boundTo != tc.bound {
 				t.Errorf("bound to %q, want %q", boundTo, tc.bound)
 			}
 			got := deletes(plan)
@@ -82,11 +86,12 @@ func TestPlanClaimBindingLostRaceGuards(t *testing.T) {
 
 // The binding's writes are guarded by the version our last write left,
 // else the claim's, and the annotations come before the status.
-func TestPlanClaimBindingGuard(t *testing.T) {
+func TestPlanClaimCommitGuard(t *testing.T) {
 	sb := controlledSandbox("mine")
 	for version, want := range map[string]string{"": "10", "12": "12"} {
-		plan, boundTo := PlanClaimBinding(ClaimPlanInputs{Claim: bindingClaim(), SandboxName: "mine", Sandbox: sb, Version: version, Now: time.Unix(100, 0)})
-		if boundTo != "mine" || len(plan.Steps) != 2 || plan.Steps[0].Action != ActionAnnotate || plan.Steps[1].Action != ActionStatus {
+		in := ClaimPlanInputs{Claim: bindingClaim(), SandboxName: "mine", Sandbox: sb, Version: version, Committing: true, Now: time.Unix(100, 0)}
+		plan, _, err := PlanClaim(in)
+		if boundTo := ClaimBoundTo(in); err != nil || boundTo != "mine" || len(plan.Steps) != 2 || plan.Steps[0].Action != ActionAnnotate || plan.Steps[1].Action != ActionStatus {
 			t.Fatalf("version %q: bound to %q, steps %+v", version, boundTo, plan.Steps)
 		}
 		for _, s := range plan.Steps {
@@ -150,5 +155,48 @@ func TestPlanClaimRecordsFirstReady(t *testing.T) {
 		if got := last.Object.(*extac.SandboxClaimApplyConfiguration).Annotations[extv1beta1.AnnotationClaimFirstReadyAt]; got != tc.want {
 			t.Errorf("%s: claim-first-ready-at %q, want %q", name, got, tc.want)
 		}
+	}
+}
+
+// A rejection the API server's answer made is reported, and nothing else
+// is done: no Sandbox is adopted or created, whatever the queue offers.
+func TestPlanClaimReportsARejectedAnswer(t *testing.T) {
+	c := bindingClaim()
+	c.Spec.WarmPoolRef.Name = "pool"
+	pool := &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pool", UID: "pool-uid"}}
+	rej := &ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: "sandbox create error: invalid"}
+	in := ClaimPlanInputs{Claim: c, Pool: pool, Rejected: rej, Now: time.Unix(100, 0)}
+	plan, got, err := PlanClaim(in)
+	if err != nil || got != rej || plan.Problem != rej.Message {
+		t.Fatalf("rejection %v, problem %q, err %v", got, plan.Problem, err)
+	}
+	last := plan.Steps[len(plan.Steps)-1]
+	for _, s := range plan.Steps {
+		if s.Action != ActionAnnotate && s.Action != ActionStatus {
+			t.Errorf("the report of a rejected answer holds a %s step", s.Action)
+		}
+	}
+	st := last.Object.(*extac.SandboxClaimApplyConfiguration)
+	if last.Action != ActionStatus || st.ResourceVersion != nil || ptr.Deref(st.Status.Conditions[0].Message, "") == "" {
+		t.Errorf("the plan ends with %s %+v, want the unguarded status reporting the rejection", last.Action, st)
+	}
+}
+
+// The commit of a Sandbox the create found there already (the claim's own)
+// reports it as observed: Ready, it records the claim first Ready now.
+func TestPlanClaimCommitsAnExistingSandbox(t *testing.T) {
+	sb := controlledSandbox("c")
+	sb.Status.Conditions = []metav1.Condition{{Type: sandboxv1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: "R"}}
+	now := time.Unix(100, 0).UTC()
+	plan, _, err := PlanClaim(ClaimPlanInputs{Claim: bindingClaim(), SandboxName: "c", Sandbox: sb, Committing: true, Now: now})
+	if err != nil || len(plan.Steps) != 2 {
+		t.Fatalf("steps %+v, err %v", plan.Steps, err)
+	}
+	a := plan.Steps[0].Object.(*extac.SandboxClaimApplyConfiguration)
+	if got := a.Annotations[extv1beta1.AnnotationClaimFirstReadyAt]; got != now.Format(time.RFC3339Nano) {
+		t.Errorf("claim-first-ready-at %q, want now", got)
+	}
+	if !reportsReady(plan.Steps[1].Object.(*extac.SandboxClaimApplyConfiguration)) {
+		t.Error("the commit does not report the claim Ready")
 	}
 }

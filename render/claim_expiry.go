@@ -13,7 +13,7 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
-// PlanClaimExpiry plans what happens to an expired claim, as its
+// claimExpiry plans what happens to an expired claim, as its
 // shutdownPolicy says: Delete and DeleteForeground report the claim
 // expired, then delete it (garbage collection takes its Sandbox), guarded
 // by its UID; Retain (the default) deletes the claim's Sandbox, guarded by
@@ -22,7 +22,7 @@ import (
 // event is recorded once, when the claim is not reported expired yet. A
 // second Sandbox a concurrent controller bound the claim to goes first, as
 // for a claim not expired (secondSandboxDeletes).
-func PlanClaimExpiry(in ClaimPlanInputs) Plan {
+func claimExpiry(in ClaimPlanInputs) Plan {
 	c := in.Claim
 	// A second Sandbox goes first, as for a claim not expired.
 	plan := Plan{Steps: secondSandboxDeletes(in)}

@@ -75,6 +75,18 @@ type ClaimPlanInputs struct {
 	// binding's writes are guarded by it.
 	Version string
 
+	// Committing says that SandboxName (Sandbox, as its write returned
+	// it) was bound to the unbound claim in this reconcile and the binding
+	// is not committed yet: the plan is the commit alone, made again when
+	// the commit conflicted, from the claim read again, or when the create
+	// found the claim's Sandbox there already.
+	Committing bool
+	// Rejected is a rejection the API server's answer made while binding
+	// (a create refused as invalid, a Sandbox of the claim's name that it
+	// does not control, an API error): the plan reports it and does
+	// nothing else.
+	Rejected *ClaimRejection
+
 	// Previous are the conditions last reported; nil: the claim's own.
 	Previous []metav1.Condition
 	// Now is the time of the reconcile; conditions are stamped with it,
@@ -122,31 +134,48 @@ func ClaimMayTake(pool *extv1beta1.SandboxWarmPool, removals []*sandboxv1beta1.S
 	}
 }
 
-// PlanClaim decides a claim's reconcile. An expired claim is expired as
-// its shutdownPolicy says (PlanClaimExpiry). A bound claim reports its
-// Sandbox. An unbound claim gets one: a warm member, when the claim can
-// take one (it injects no variables and asks for no volumes) and the pool
-// offers one it may take (ClaimMayTake), adopted by an apply guarded by
-// the member's resourceVersion (AdoptionStep); else one of its own, created
-// cold from the template, named after the claim. What the claim gets is
-// judged by the policies first. A claim that cannot be served comes back
-// as a rejection too, with a plan that holds the events before it and the
-// status reporting it; it is terminal until the claim, its pool or its
-// template changes. A new binding is committed by PlanClaimBinding's
-// plan, made from the Sandbox as its write returned it. A bound claim's
-// plan removes a second Sandbox the claim controls once its status names
-// the bound one (secondSandboxDeletes), reports its Sandbox, then records
-// the annotations.
+// PlanClaim decides a claim's reconcile, whichever phase it is in, and is
+// the only planner a claim's reconcile calls:
+//   - an expired claim is expired as its shutdownPolicy says (claimExpiry);
+//   - a rejection the API server's answer made is reported (Rejected,
+//     claimRejection: the annotations, then the status);
+//   - a binding made in this reconcile is committed (Committing,
+//     claimCommit), or released when another controller bound the claim
+//     first (ClaimBoundTo names the winner);
+//   - a bound claim reports its Sandbox: the plan removes a second Sandbox
+//     the claim controls once its status names the bound one
+//     (secondSandboxDeletes), reports its Sandbox, then records the
+//     annotations;
+//   - an unbound claim gets one: a warm member, when the claim can take one
+//     (it injects no variables and asks for no volumes) and the pool
+//     offers one it may take (ClaimMayTake), adopted by an apply guarded by
+//     the member's resourceVersion (AdoptionStep); else one of its own,
+//     created cold from the template, named after the claim. What the
+//     claim gets is judged by the policies first. The commit of the
+//     binding follows in the same plan, made from the Sandbox as its write
+//     leaves it: it runs only when that write succeeded (a plan's steps
+//     stop at the first that fails). A claim that cannot be served comes
+//     back as a rejection, with a plan that holds the events before it and
+//     the steps reporting it; it is terminal until the claim, its pool or
+//     its template changes.
 func PlanClaim(in ClaimPlanInputs) (Plan, *ClaimRejection, error) {
 	expired, at := ClaimExpired(in)
 	if expired {
-		return PlanClaimExpiry(in), nil, nil
+		return claimExpiry(in), nil, nil
 	}
 	var plan Plan
 	if !at.IsZero() {
 		plan.RecheckAt = &metav1.Time{Time: at}
 	}
-	if in.SandboxName != "" {
+	switch {
+	case in.Rejected != nil:
+		plan.Problem = in.Rejected.Message
+		plan.Steps = claimRejection(in, in.Rejected)
+		return plan, in.Rejected, nil
+	case in.Committing:
+		plan.Steps = claimCommit(in)
+		return plan, nil, nil
+	case in.SandboxName != "":
 		plan.Steps = append(plan.Steps, secondSandboxDeletes(in)...)
 		st := ClaimStatus(in.statusInputs())
 		plan.Steps = append(plan.Steps, claimStatusStep(in.Claim, st, false,
@@ -169,9 +198,37 @@ func PlanClaim(in ClaimPlanInputs) (Plan, *ClaimRejection, error) {
 	plan.Steps = append(plan.Steps, steps...)
 	if rej != nil {
 		plan.Problem = rej.Message
-		plan.Steps = append(plan.Steps, ClaimRejectionSteps(in, rej)...)
+		plan.Steps = append(plan.Steps, claimRejection(in, rej)...)
+		return plan, rej, nil
 	}
-	return plan, rej, nil
+	commit, err := committed(in, steps)
+	if err != nil {
+		return plan, nil, err
+	}
+	plan.Steps = append(plan.Steps, claimCommit(commit)...)
+	return plan, nil, nil
+}
+
+// committed are the inputs of the commit of the binding steps make: the
+// Sandbox as the adopt or create step's write leaves it (a member as
+// adopted, its status as observed: the adoption is guarded by the
+// resourceVersion it was observed at; a new Sandbox as created).
+func committed(in ClaimPlanInputs, steps []Step) (ClaimPlanInputs, error) {
+	for _, s := range steps {
+		if s.Action != ActionAdopt && s.Action != ActionCreate {
+			continue
+		}
+		sb := &sandboxv1beta1.Sandbox{}
+		if m, ok := s.Live.(*sandboxv1beta1.Sandbox); ok && s.Action == ActionAdopt {
+			sb = Adopted(in.Claim, in.Template, m)
+		} else if err := convert.JSON(s.Object, sb); err != nil {
+			return in, fmt.Errorf("reading the Sandbox %s the claim is bound to: %w", s.Name, err)
+		}
+		in.SandboxName, in.Sandbox, in.Pending, in.Committing = sb.Name, sb, false, true
+		in.Candidates, in.Refused = nil, nil
+		return in, nil
+	}
+	return in, fmt.Errorf("claim %s: the plan binds no Sandbox", in.Claim.Name)
 }
 
 // planBinding plans how an unbound claim gets its Sandbox: its checks go

@@ -62,6 +62,13 @@ type WarmPoolPlanInputs struct {
 	// status and, unless the last status said so already, in a
 	// PolicyDenied event.
 	PolicyDenied string
+	// Held are the members the plan would delete that a claim holds at
+	// this moment (the warm queue refused to give them up: the claim's
+	// adoption is in flight). They are not deleted, the report counts them
+	// as left, and the plan looks again within HeldRecheck: the claim
+	// either adopts the member (it leaves the pool) or hands it back,
+	// which brings no event the pool would see.
+	Held map[types.UID]bool
 	// Previous are the conditions last reported; nil means the pool's own.
 	Previous []metav1.Condition
 	// NotProgressingReported reports that the pool was last reported not
@@ -90,14 +97,14 @@ func (in WarmPoolPlanInputs) members() []*sandboxv1beta1.Sandbox {
 // (stale under Recreate, then the excess over replicas, not Ready first and
 // then newest), each guarded by its UID and resourceVersion; which to
 // create (under new random names, at most MaxBatch); what the policies
-// judge first; and how it ends (WarmPoolReport: status, progress events,
+// judge first; and how it ends (warmPoolReport: status, progress events,
 // when to look again). With no template it creates nothing and deletes
 // only the excess. Deletes come first, then creates, then the report,
 // which counts what is left once the deletes are done.
 //
-// The reconciler runs the deletes through the warm queue: a member a claim
-// holds at that moment (its adoption is in flight) is not deleted, and
-// the reconciler derives the report again from what it did delete.
+// The reconciler withdraws the members to delete from the warm queue
+// first (WarmPoolRemovals names them): those a claim holds at that moment
+// come back as Held, and the plan made again leaves them alone.
 func PlanWarmPool(in WarmPoolPlanInputs) (Plan, error) {
 	p := in.Pool
 	if p == nil || p.Name == "" || p.Namespace == "" || p.UID == "" {
@@ -130,7 +137,14 @@ func PlanWarmPool(in WarmPoolPlanInputs) (Plan, error) {
 				deniedMessage(in.PolicyDenied), "the policies denied the new members"))
 		}
 	}
+	deleted := map[types.UID]bool{}
+	held := false
 	for i, m := range r.remove {
+		if in.Held[m.UID] {
+			held = true
+			continue
+		}
+		deleted[m.UID] = true
 		plan.Steps = append(plan.Steps, Step{Action: ActionDelete, Kind: "Sandbox", Namespace: m.Namespace, Name: m.Name,
 			Reason:        "delete member: " + r.why[i],
 			Preconditions: &Preconditions{UID: m.UID, ResourceVersion: m.ResourceVersion}, Live: m})
@@ -139,11 +153,10 @@ func PlanWarmPool(in WarmPoolPlanInputs) (Plan, error) {
 		plan.Steps = append(plan.Steps, Step{Action: ActionCreate, Kind: "Sandbox", Namespace: p.Namespace, Name: *m.Name,
 			Reason: fmt.Sprintf("create member: fill to %d replicas", replicas(p)), Object: m})
 	}
-	deleted := map[types.UID]bool{}
-	for _, m := range r.remove {
-		deleted[m.UID] = true
+	report, recheck := warmPoolReport(in, plan.Problem, deleted)
+	if at := metav1.NewTime(in.Now.Add(HeldRecheck)); held && (recheck == nil || at.Before(recheck)) {
+		recheck = &at
 	}
-	report, recheck := WarmPoolReport(in, plan.Problem, deleted)
 	plan.Steps = append(plan.Steps, report...)
 	plan.RecheckAt = recheck
 	return plan, nil
@@ -203,16 +216,18 @@ func memberChecks(m *sandboxac.SandboxApplyConfiguration, d Defaults) ([]Check, 
 
 func deniedMessage(denial string) string { return "no members are created: " + denial }
 
-// WarmPoolReport is how a pool's plan ends: the status step, counting the
+// HeldRecheck is how soon a pool looks again at members it did not delete
+// because a claim held them.
+const HeldRecheck = time.Second
+
+// warmPoolReport is how a pool's plan ends: the status step, counting the
 // members left once those in deleted are gone (written whatever the steps
 // before it did), then the WarmPoolNotProgressing event when members stay
 // unschedulable past the grace period (the pool holds them rather than
 // replace them) or WarmPoolProgressing once none does, and when to look
 // again (the first not Ready member passing the grace period). problem is
-// the plan's. PlanWarmPool ends with the report for the deletes it plans;
-// a reconciler that deleted fewer (a claim held a member) reports for
-// those it did.
-func WarmPoolReport(in WarmPoolPlanInputs, problem string, deleted map[types.UID]bool) ([]Step, *metav1.Time) {
+// the plan's.
+func warmPoolReport(in WarmPoolPlanInputs, problem string, deleted map[types.UID]bool) ([]Step, *metav1.Time) {
 	p := in.Pool
 	var left []*sandboxv1beta1.Sandbox
 	for _, m := range in.members() {

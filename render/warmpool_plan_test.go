@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -23,7 +24,10 @@ type warmPoolObserved struct {
 	// delete them. Their names are taken.
 	Claimed []*sandboxv1beta1.Sandbox `json:"claimed,omitempty"`
 	Pending []string                  `json:"pending,omitempty"`
-	Taken   []string                  `json:"taken,omitempty"`
+	// Held are names of members a claim holds as the pool withdraws
+	// them (their adoption is in flight): the plan leaves them alone.
+	Held  []string `json:"held,omitempty"`
+	Taken []string `json:"taken,omitempty"`
 	// NoTemplate renders as if the template did not exist.
 	NoTemplate bool `json:"noTemplate,omitempty"`
 	MaxBatch   int  `json:"maxBatch,omitempty"`
@@ -66,6 +70,12 @@ func TestWarmPoolGolden(t *testing.T) {
 					m.ResourceVersion = "1" // as the API server would
 				}
 			}
+			held := map[types.UID]bool{}
+			for _, m := range obs.Members {
+				if slices.Contains(obs.Held, m.Name) {
+					held[m.UID] = true
+				}
+			}
 			now := goldenNow
 			if obs.Now != nil {
 				now = *obs.Now
@@ -75,7 +85,7 @@ func TestWarmPoolGolden(t *testing.T) {
 				Members:        observed, Pending: obs.Pending,
 				Taken: func(n string) bool { return taken[n] }, Suffix: SeededSuffixes(string(pool.UID)), MaxBatch: obs.MaxBatch,
 				Policies: true, PolicyDenied: obs.PolicyDenied, NotProgressingReported: obs.NotProgressingReported,
-				Grace: 5 * time.Minute, Now: now.Time,
+				Grace: 5 * time.Minute, Now: now.Time, Held: held,
 			}
 			before := mustYAML(t, observed)
 			plan, err := PlanWarmPool(in)
@@ -106,6 +116,11 @@ func TestWarmPoolGolden(t *testing.T) {
 					t.Errorf("the pool deletes %s, which a claim took", m.Name)
 				}
 			}
+			for _, name := range obs.Held {
+				if slices.Contains(deleted, name) {
+					t.Errorf("the pool deletes %s, which a claim holds", name)
+				}
+			}
 			// Claims refuse exactly the members the pool deletes: the
 			// removals a claim computes (it knows nothing pending, so
 			// only where nothing is pending) are the plan's deletes.
@@ -114,6 +129,9 @@ func TestWarmPoolGolden(t *testing.T) {
 				for _, m := range WarmPoolRemovals(WarmPoolPlanInputs{
 					WarmPoolInputs: WarmPoolInputs{Pool: &pool, Template: tmpl}, Members: observed,
 				}) {
+					if held[m.UID] {
+						continue // the pool would have deleted it, and withdrew it
+					}
 					refused = append(refused, m.Name)
 				}
 				if !slices.Equal(refused, deleted) {

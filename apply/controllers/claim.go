@@ -15,11 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
-	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/policy"
@@ -193,6 +191,11 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	})
 }
 
+// reconcile observes the claim (its Sandbox; for an expired claim a
+// Sandbox of its name it does not control; for an unbound one its pool,
+// template and the member the queue offers), plans with render.PlanClaim,
+// has the policies judge the plan, and runs it on the executor (claimRun).
+// What running it returns is the next plan's input (serve).
 func (r *ClaimReconciler) reconcile(ctx context.Context, claim *extv1beta1.SandboxClaim) (_ reconcile.Result, err error) {
 	ctx, span := reconcileSpan(ctx, r.Tracer, "SandboxClaim.reconcile", claim)
 	defer func() { endReconcileSpan(span, err) }()
@@ -202,7 +205,6 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, claim *extv1beta1.Sandb
 		b = &binding{seen: now}
 		r.memory.binding.Remember(client.ObjectKeyFromObject(claim), claim.UID, b)
 	}
-
 	in := render.ClaimPlanInputs{
 		Claim: claim, ExpiredHere: b.expired, Seen: b.seen, ReadyAt: b.readyAt,
 		Previous: claimStatus.previous(&r.memory.status, claim), Now: now, FieldManager: r.Engine.FieldManager(),
@@ -211,50 +213,43 @@ func (r *ClaimReconciler) reconcile(ctx context.Context, claim *extv1beta1.Sandb
 	if err := r.bound(ctx, claim, b, &in); err != nil {
 		return reconcile.Result{}, err
 	}
-	// Expiry comes first: an expired claim never binds again.
-	if expired, _ := render.ClaimExpired(in); expired {
-		return r.expire(ctx, claim, b, in)
-	}
-	if in.SandboxName == "" {
-		return r.bindClaim(ctx, claim, b, in)
-	}
-	plan, _, err := render.PlanClaim(in)
+	offers, err := r.observe(ctx, claim, b, &in)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	result := recheck(plan, now)
-	if in.Pending && (result.RequeueAfter == 0 || result.RequeueAfter > ssa.CreateExpectation) {
-		result.RequeueAfter = ssa.CreateExpectation
-	}
-	// A second Sandbox goes, the status is reported, then the annotations
-	// are recorded (the status may report the claim Ready for the first
-	// time).
-	for _, s := range plan.Steps {
-		switch s.Action {
-		case render.ActionDelete:
-			if _, err := execute(ctx, r.Engine, s); err != nil {
-				return reconcile.Result{}, err
-			}
-			log.FromContext(ctx).Info("removed a second Sandbox bound to the claim by a concurrent controller", "sandbox", s.Name, "kept", in.SandboxName)
-		case render.ActionStatus:
-			if err := r.writeStatus(ctx, claim, b, s.Object.(*extac.SandboxClaimApplyConfiguration)); err != nil {
-				return result, err
-			}
-		case render.ActionAnnotate:
-			if _, err := r.writeAnnotations(ctx, s); err != nil {
-				return result, err
-			}
-		}
-	}
-	return result, nil
+	return r.serve(ctx, claim, b, in, offers)
 }
 
-// recheck is the result that looks at a claim again when its plan says.
-func recheck(plan render.Plan, now time.Time) reconcile.Result {
-	if plan.RecheckAt == nil {
-		return reconcile.Result{}
+// observe reads what the claim's phase is planned from, beyond its
+// Sandbox: for an expired claim (expiry is final: this process remembers
+// it, even while the cache does not show the expired status yet) a Sandbox
+// of its name it does not control, named in its status in upstream's
+// words; for an unbound claim its pool, template and the members the pool
+// offers (observeUnbound; an error reading them is reported on the claim).
+func (r *ClaimReconciler) observe(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in *render.ClaimPlanInputs) (*offers, error) {
+	none := &offers{r: r, claim: claim}
+	if expired, _ := render.ClaimExpired(*in); expired {
+		b.expired = true
+		if in.Sandbox == nil || !extv1beta1.IsClaimedBy(in.Sandbox, claim) {
+			msg, err := r.notOwned(ctx, claim, in.SandboxName)
+			in.NotOwned = msg
+			return none, err
+		}
+		return none, nil
 	}
-	return reconcile.Result{RequeueAfter: plan.RecheckAt.Sub(now)}
+	if in.SandboxName != "" {
+		return none, nil
+	}
+	if m, ok := claimStatus.recall(&r.memory.status, claim); ok && m.resourceVersion != "" {
+		// Our own last status write is newer than the cache: a binding's
+		// commit is guarded by it.
+		in.Version = m.resourceVersion
+	}
+	offers, err := r.observeUnbound(ctx, claim, in)
+	if err != nil {
+		_, err = r.failed(ctx, claim, b, *in, err)
+	}
+	return offers, err
 }
 
 // bound finds the Sandbox bound to a claim: the one it controls as the cache
@@ -318,4 +313,22 @@ func (r *ClaimReconciler) bound(ctx context.Context, claim *extv1beta1.SandboxCl
 	// missing rather than binding another, which would lose the state the
 	// user expects to find.
 	return nil
+}
+
+// notOwned looks, as upstream does, for the Sandbox an expired claim would
+// clean up (the one its status names, else the claim's own name) and, when
+// one exists that the claim does not control, says that its deletion is
+// skipped, in upstream's words.
+func (r *ClaimReconciler) notOwned(ctx context.Context, claim *extv1beta1.SandboxClaim, name string) (string, error) {
+	if name == "" {
+		name = claim.Name
+	}
+	sb := &sandboxv1beta1.Sandbox{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: name}, sb); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	if extv1beta1.IsClaimedBy(sb, claim) {
+		return "", nil
+	}
+	return fmt.Sprintf("Claim expired. sandbox not owned by this claim: sandbox %q is not owned by claim %q; deletion skipped.", sb.Name, claim.Name), nil
 }

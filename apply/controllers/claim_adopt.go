@@ -7,198 +7,102 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
-	"github.com/agentsandbox/reconciler/render"
 )
 
 // EventAdoptionRefused is the Warning event on a claim whose warm adoption
 // the API server refused (Forbidden or Invalid); the claim cold-starts.
 const EventAdoptionRefused = sandboxv1beta1.EventAdoptionRefused
 
-// maxAdoptionAttempts bounds the members one claim tries before it
-// cold-starts instead.
+// maxAdoptionAttempts bounds the members one claim takes from the queue
+// before it cold-starts instead.
 const maxAdoptionAttempts = 8
 
-// warm is what adoptWarm did: the member taken and the plan that took it;
-// a rejection and the plan that made it; or nothing, and a member whose
-// adoption the API server refused.
-type warm struct {
-	sb            *sandboxv1beta1.Sandbox
-	plan          render.Plan
-	rej           *render.ClaimRejection
-	refused       *sandboxv1beta1.Sandbox
-	refusedReason string
-	// uncertain is a member whose take may have been made: its answer
-	// was lost, and reading it again failed too (binding.uncertain).
-	uncertain *sandboxv1beta1.Sandbox
+// offers are the Ready members a pool's queue offers one claim, taken one
+// at a time (render.ClaimMayTake says which it may have); none when accept
+// is nil. A member taken and not adopted is given back for other claims.
+type offers struct {
+	r      *ClaimReconciler
+	claim  *extv1beta1.SandboxClaim
+	pool   types.NamespacedName
+	accept func(*sandboxv1beta1.Sandbox) bool
+	taken  int
 }
 
-// adoptWarm takes a Ready member of the pool for the claim: it takes the
-// next member the queue offers the claim (render.ClaimMayTake), has the
-// claim's plan made with it as the candidate, and carries out its adopt
-// step. It takes none when the pool has none to give, or none this claim
-// may have (a refused adoption falls back to a cold start rather than
-// retrying forever).
-func (r *ClaimReconciler) adoptWarm(ctx context.Context, claim *extv1beta1.SandboxClaim, in render.ClaimPlanInputs) (warm, error) {
-	key := client.ObjectKeyFromObject(in.Pool)
-	if r.Queue.Len(key) == 0 {
-		return warm{}, nil
-	}
-	var list sandboxv1beta1.SandboxList
-	if err := r.Client.List(ctx, &list, client.InNamespace(in.Pool.Namespace), controlledBy(in.Pool, extv1beta1.WarmPoolKind)); err != nil {
-		return warm{}, fmt.Errorf("listing members: %w", err)
-	}
-	members := make([]*sandboxv1beta1.Sandbox, len(list.Items))
-	for i := range list.Items {
-		members[i] = &list.Items[i]
-	}
-	// The members the pool is about to delete, by the same decision the
-	// pool makes, are never taken.
-	in.Removals = render.WarmPoolRemovals(render.WarmPoolPlanInputs{
-		WarmPoolInputs: render.WarmPoolInputs{Pool: in.Pool, Template: in.Template},
-		Members:        members,
-	})
-	accept := render.ClaimMayTake(in.Pool, in.Removals)
-	for range maxAdoptionAttempts {
-		m := r.Queue.Take(key, accept)
+// next takes the next member the queue offers the claim, nil when it has
+// none (or the claim took maxAdoptionAttempts). What runs is judged too: a
+// member whose Pod the policies deny is not handed out, and its pool
+// replaces it (passOver).
+func (o *offers) next(ctx context.Context) (*sandboxv1beta1.Sandbox, error) {
+	for o.accept != nil && o.taken < maxAdoptionAttempts {
+		o.taken++
+		m := o.r.Queue.Take(o.pool, o.accept)
 		if m == nil {
-			return warm{}, nil
+			return nil, nil
 		}
-		// What runs is judged too: a member whose Pod the policies deny
-		// is not handed out, and its pool replaces it.
-		switch denial, err := r.memberPodDenied(ctx, claim, m); {
+		switch denial, err := o.r.memberPodDenied(ctx, o.claim, m); {
 		case err != nil:
-			r.Queue.Return(m)
-			return warm{}, err
+			o.r.Queue.Return(m)
+			return nil, err
 		case denial != "":
-			r.passOver(ctx, claim, m, denial)
+			o.r.passOver(ctx, o.claim, m, denial)
 			continue
 		}
-		in.Candidates = []*sandboxv1beta1.Sandbox{m}
-		plan, rej, err := r.plan(ctx, in)
-		if err != nil || rej != nil {
-			r.Queue.Return(m)
-			return warm{plan: plan, rej: rej}, err
-		}
-		step, ok := adoptStep(plan)
-		if !ok {
-			r.Queue.Return(m)
-			return warm{}, fmt.Errorf("claim %s: the plan takes no warm member", claim.Name)
-		}
-		sb, err := r.take(ctx, claim, in.Template, m, step)
-		switch {
-		case err == nil:
-			return warm{sb: sb, plan: plan}, nil
-		case apierrors.IsNotFound(err):
-			continue
-		case apierrors.IsConflict(err):
-			// The member changed since the cache saw it: another claim
-			// may have taken it, its pool may be deleting it, or only its
-			// status moved on. Look again.
-			live := &sandboxv1beta1.Sandbox{}
-			if gerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), live); gerr != nil {
-				if !apierrors.IsNotFound(gerr) {
-					r.Queue.Return(m)
-				}
-				continue
-			}
-			if !claimable(live) || !accept(live) {
-				r.Queue.Return(live)
-				continue
-			}
-			// The same member, judged already: the step is made again
-			// from it as read now, guarded by its new resourceVersion.
-			if again, err := render.AdoptionStep(claim, in.Template, live, r.Engine.FieldManager()); err == nil {
-				if sb, err := r.take(ctx, claim, in.Template, live, again); err == nil {
-					return warm{sb: sb, plan: plan}, nil
-				}
-			}
-			r.Queue.Return(live)
-			continue
-		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
-			// Refused by admission (a webhook or a ValidatingAdmission
-			// Policy on Sandbox updates) or by validation: retrying the
-			// same patch cannot succeed. The member stays warm for others
-			// and the claim gets a Sandbox of its own.
-			r.Queue.Return(m)
-			log.FromContext(ctx).Info("adopting a warm Sandbox was refused; creating one instead", "sandbox", m.Name, "reason", apierrors.ReasonForError(err))
-			return warm{refused: m, refusedReason: string(apierrors.ReasonForError(err))}, nil
-		case outcomeUnknown(err):
-			// The take went out and its answer did not come back: it may
-			// have been made. Read the member to know; taking another
-			// meanwhile could give the claim two. The member stays out of
-			// the queue (the queue's hold for taken members) until known.
-			live, known, rerr := r.readTaken(ctx, claim, m)
-			switch {
-			case rerr != nil:
-				return warm{uncertain: m}, fmt.Errorf("adopting Sandbox %s: %w (and reading it again: %w)", m.Name, err, rerr)
-			case live != nil:
-				return warm{sb: live, plan: plan}, nil
-			case known:
-				continue
-			}
-		default:
-			r.Queue.Return(m)
-			return warm{}, fmt.Errorf("adopting Sandbox %s: %w", m.Name, err)
-		}
+		return m, nil
 	}
-	return warm{}, nil
+	return nil, nil
 }
 
-// take carries out the adopt step for member m. A member our field manager
-// still owns through an Update entry (created by an older controller, or
-// its upgrade after the create was lost) is upgraded first, guarded by its
-// resourceVersion, and the step made again from it as upgraded: only then
-// does the apply remove the pool's labels and reference.
-func (r *ClaimReconciler) take(ctx context.Context, claim *extv1beta1.SandboxClaim, t *extv1beta1.SandboxTemplate,
-	m *sandboxv1beta1.Sandbox, step render.Step) (*sandboxv1beta1.Sandbox, error) {
-	if len(m.ManagedFields) == 0 {
-		// What our field manager owns cannot be told: an apply built
-		// without it could give up fields of the member.
-		return nil, fmt.Errorf("adopting Sandbox %s: read without managedFields", m.Name)
+// giveBack returns a member taken but not adopted to the queue.
+func (o *offers) giveBack(m *sandboxv1beta1.Sandbox) {
+	if m != nil {
+		o.r.Queue.Return(m)
 	}
-	if r.Engine.NeedsUpgrade(m) {
-		// The upgrade rewrites the member's whole managedFields list, so
-		// it is made from the member as the API server holds it: the
-		// cache keeps only our managers' entries (CacheOptions).
-		up := &sandboxv1beta1.Sandbox{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), up); err != nil {
-			return nil, err
-		}
-		switch {
-		case up.UID != m.UID:
-			return nil, apierrors.NewNotFound(sandboxesResource, m.Name)
-		case up.ResourceVersion != m.ResourceVersion:
-			// Changed since it was judged: the caller looks again.
-			return nil, apierrors.NewConflict(sandboxesResource, m.Name, fmt.Errorf("changed since it was judged"))
-		}
-		if _, err := r.Engine.UpgradeOwnership(ctx, "Sandbox", up); err != nil {
-			return nil, err
-		}
-		again, err := render.AdoptionStep(claim, t, up, r.Engine.FieldManager())
-		if err != nil {
-			return nil, err
-		}
-		step = again
-	}
-	sb, _, err := adoptSandbox(ctx, r.Engine, step)
-	return sb, err
 }
 
-var sandboxesResource = sandboxv1beta1.GroupVersion.WithResource("sandboxes").GroupResource()
-
-// adoptStep is the adopt step of a plan.
-func adoptStep(plan render.Plan) (render.Step, bool) {
-	for _, s := range plan.Steps {
-		if s.Action == render.ActionAdopt {
-			return s, true
+// failed deals with the adoption of member m that the API server answered
+// with err, and returns the member to plan with next: the next one offered
+// when m is gone, or changed and no longer one the claim may take; m as
+// read now (again: once) when it changed since it was judged (another claim
+// may have taken it, its pool may be deleting it, or only its status moved
+// on); none, with the reason, when the API server refused the adoption
+// (Forbidden or Invalid: retrying the same patch cannot succeed; the
+// member stays warm for others and the claim gets a Sandbox of its own).
+func (o *offers) failed(ctx context.Context, m *sandboxv1beta1.Sandbox, retried bool, err error) (next *sandboxv1beta1.Sandbox, again bool, refused string, _ error) {
+	switch {
+	case retried:
+		o.giveBack(m)
+	case apierrors.IsNotFound(err):
+	case apierrors.IsConflict(err):
+		live := &sandboxv1beta1.Sandbox{}
+		if gerr := o.r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), live); gerr != nil {
+			if !apierrors.IsNotFound(gerr) {
+				o.giveBack(m)
+			}
+			break
 		}
+		if !claimable(live) || !o.accept(live) {
+			o.giveBack(live)
+			break
+		}
+		// The same member, judged already: planned again as read now,
+		// guarded by its new resourceVersion.
+		return live, true, "", nil
+	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+		o.giveBack(m)
+		log.FromContext(ctx).Info("adopting a warm Sandbox was refused; creating one instead", "sandbox", m.Name, "reason", apierrors.ReasonForError(err))
+		return nil, false, string(apierrors.ReasonForError(err)), nil
+	default:
+		o.giveBack(m)
+		return nil, false, "", fmt.Errorf("adopting Sandbox %s: %w", m.Name, err)
 	}
-	return render.Step{}, false
+	next, err = o.next(ctx)
+	return next, false, "", err
 }
 
 // outcomeUnknown reports an error after which a write may or may not have
@@ -246,6 +150,6 @@ func (r *ClaimReconciler) resolveUncertain(ctx context.Context, claim *extv1beta
 		return nil, nil
 	}
 	log.FromContext(ctx).Info("a warm Sandbox whose take was not answered was taken", "sandbox", m.Name)
-	r.bindTo(b, live, sandboxv1beta1.LaunchTypeWarm, now)
+	bindTo(b, live, sandboxv1beta1.LaunchTypeWarm, now)
 	return live, nil
 }

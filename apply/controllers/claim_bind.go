@@ -7,133 +7,171 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
-	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/metrics"
+	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/render"
 )
 
-// bindClaim gives an unbound claim its Sandbox and commits the binding, or
-// reports why it cannot (render.ClaimRejectionSteps).
-func (r *ClaimReconciler) bindClaim(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimPlanInputs) (reconcile.Result, error) {
-	now := in.Now
-	result := recheck(render.Plan{RecheckAt: expiryAt(in)}, now)
-	sb, rej, err := r.bind(ctx, claim, b, in)
+// maxCommits bounds the times one reconcile makes a binding's commit again
+// after it conflicted.
+const maxCommits = 3
+
+// serve runs the claim's plans until one ends the reconcile. It plans
+// (render.PlanClaim), has the policies judge the plan, and runs it on the
+// executor (claimRun). An expired claim's plan and a bound claim's end it.
+// An unbound claim's plan adopts or creates its Sandbox and commits the
+// binding, or reports why it cannot; what its run returns is the next
+// plan's input: a member gone or taken is replaced by the next one the
+// queue offers, a member changed since it was judged is planned again as
+// read now (once), an adoption the API server refuses makes the claim
+// cold-start, a create that finds the claim's own Sandbox commits that
+// one, an answer that refuses the claim is reported, and a commit that
+// conflicted is made again from the claim read again (which, when another
+// controller bound the claim first, deletes the Sandbox bound here).
+func (r *ClaimReconciler) serve(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimPlanInputs, offers *offers) (reconcile.Result, error) {
+	expired, _ := render.ClaimExpired(in)
+	bound := !expired && in.SandboxName != ""
+	m, err := offers.next(ctx)
 	if err != nil {
-		failed := &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: err.Error()}
-		if serr := r.report(ctx, claim, b, render.ClaimRejectionSteps(in, failed)); serr != nil {
-			log.FromContext(ctx).V(1).Info("status not updated", "error", serr)
+		return r.failed(ctx, claim, b, in, err)
+	}
+	retried, commits := false, 0
+	var upgraded types.UID
+	for {
+		in.Candidates = nil
+		if m != nil {
+			in.Candidates = []*sandboxv1beta1.Sandbox{m}
 		}
-		return reconcile.Result{}, err
-	}
-	if rej != nil {
-		// Terminal until the claim, its pool or its template changes
-		// (all watched): report, do not retry.
-		return result, terminal(rej, r.report(ctx, claim, b, render.ClaimRejectionSteps(in, rej)))
-	}
-	if sb != nil && render.IsSandboxReady(sb) && b.readyAt.IsZero() {
-		// The commit reports the claim Ready (a Ready warm member); its
-		// plan records it first Ready now.
-		b.readyAt = now
-	}
-	in.SandboxName, in.Sandbox, in.Pending, in.ReadyAt = b.name, sb, sb == nil, b.readyAt
-	won, err := r.commit(ctx, claim, b, in)
-	if err != nil || !won {
-		if !won {
-			// Another controller bound the claim: look again at once.
-			return reconcile.Result{RequeueAfter: time.Millisecond}, err
+		plan, rej, err := r.plan(ctx, in)
+		if err != nil || rej != nil {
+			offers.giveBack(m)
 		}
-		return reconcile.Result{}, err
-	}
-	return result, nil
-}
-
-// report carries out the steps that report a claim's rejection: its
-// annotations (a failure is only logged), then its status.
-func (r *ClaimReconciler) report(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, steps []render.Step) error {
-	for _, s := range steps {
-		switch s.Action {
-		case render.ActionAnnotate:
-			if _, err := r.writeAnnotations(ctx, s); err != nil {
-				log.FromContext(ctx).V(1).Info("annotations not updated", "error", err)
-			}
-		case render.ActionStatus:
-			return r.writeStatus(ctx, claim, b, s.Object.(*extac.SandboxClaimApplyConfiguration))
-		}
-	}
-	return nil
-}
-
-// expiryAt is when the claim expires, nil when it does not.
-func expiryAt(in render.ClaimPlanInputs) *metav1.Time {
-	if _, at := render.ClaimExpired(in); !at.IsZero() {
-		return &metav1.Time{Time: at}
-	}
-	return nil
-}
-
-// bind gives an unbound claim a Sandbox, as render.PlanClaim decides: a
-// warm member when the claim can take one and the pool's queue offers one
-// (adoptWarm), else a new one from the template.
-func (r *ClaimReconciler) bind(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimPlanInputs) (*sandboxv1beta1.Sandbox, *render.ClaimRejection, error) {
-	pool := &extv1beta1.SandboxWarmPool{}
-	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: claim.Spec.WarmPoolRef.Name}, pool); {
-	case apierrors.IsNotFound(err):
-		pool = nil
-	case err != nil:
-		return nil, nil, fmt.Errorf("failed to get sandbox warm pool %q: %w", claim.Spec.WarmPoolRef.Name, err)
-	}
-	in.Pool = pool
-	if pool != nil {
-		tmpl := &extv1beta1.SandboxTemplate{}
-		switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: pool.Spec.TemplateRef.Name}, tmpl); {
-		case apierrors.IsNotFound(err):
-			tmpl = nil
+		switch {
+		case err != nil && (expired || bound):
+			return reconcile.Result{}, err
 		case err != nil:
-			return nil, nil, fmt.Errorf("reading template: %w", err)
+			return r.failed(ctx, claim, b, in, err)
 		}
-		in.Template = tmpl
-		in.Policies, in.Defaults = r.Policy.Get() != nil, render.CurrentDefaults(r.Defaults)
-	}
-	if pool != nil && render.ValidateClaimMetadata(claim) == nil && !render.NeedsColdStart(claim) {
-		w, err := r.adoptWarm(ctx, claim, in)
-		if w.uncertain != nil {
-			b.uncertain = w.uncertain
+		last := len(plan.Steps) - 1
+		run := &claimRun{r: r, claim: claim, b: b, in: in, bound: bound, upgraded: upgraded,
+			forget: expired && in.Sandbox != nil && extv1beta1.IsClaimedBy(in.Sandbox, claim) &&
+				last >= 0 && plan.Steps[last].Action == render.ActionStatus}
+		result := after(plan, bound && in.Pending, ssa.CreateExpectation, in.Now)
+		done, err := run.run(ctx, plan)
+		switch {
+		case expired:
+			return reconcile.Result{}, err
+		case bound && err != nil && done.failed.Action == render.ActionDelete:
+			return reconcile.Result{}, err
+		case bound:
+			return result, err
+		case rej != nil:
+			// Terminal until the claim, its pool or its template changes
+			// (all watched): report, do not retry.
+			return result, terminal(rej, err)
+		case err == nil:
+			return result, nil
 		}
-		if err != nil || w.rej != nil {
-			return nil, w.rej, err
+		var again *adoptAgain
+		var exists *boundAlready
+		var refused *refusal
+		switch step := done.failed; {
+		case errors.As(err, &again):
+			m, upgraded = again.member, again.member.UID
+		case errors.As(err, &exists):
+			bindTo(b, exists.sb, sandboxv1beta1.LaunchTypeCold, in.Now)
+			in.SandboxName, in.Sandbox, in.Pending, in.ReadyAt, in.Committing = exists.sb.Name, exists.sb, false, b.readyAt, true
+		case errors.As(err, &refused):
+			in.Rejected = refused.rej
+		case step.Action == render.ActionAdopt && outcomeUnknown(err):
+			// The take went out and its answer did not come back: it may
+			// have been made. The member is read to know; taking another
+			// meanwhile could give the claim two. Until it is known, the
+			// member stays out of the queue (its hold as taken).
+			live, _, rerr := r.readTaken(ctx, claim, m)
+			switch {
+			case rerr != nil:
+				b.uncertain = m
+				return r.failed(ctx, claim, b, in, fmt.Errorf("adopting Sandbox %s: %w (and reading it again: %w)", m.Name, err, rerr))
+			case live != nil:
+				bindTo(b, live, sandboxv1beta1.LaunchTypeWarm, in.Now)
+				metrics.ObserveClaimCreation(sandboxv1beta1.LaunchTypeWarm, in.Pool.Spec.TemplateRef.Name)
+				in.SandboxName, in.Sandbox, in.Pending, in.ReadyAt, in.Committing = live.Name, live, false, b.readyAt, true
+				m = nil
+			default:
+				next, err := offers.next(ctx)
+				if err != nil {
+					return r.failed(ctx, claim, b, in, err)
+				}
+				m, retried = next, false
+			}
+		case step.Action == render.ActionAdopt:
+			next, again, reason, err := offers.failed(ctx, m, retried, err)
+			if err != nil {
+				return r.failed(ctx, claim, b, in, err)
+			}
+			if reason != "" {
+				// The claim gets a Sandbox of its own.
+				in.Refused, in.RefusedReason = m, reason
+			}
+			m, retried = next, again
+		case step.Action == render.ActionCreate:
+			return r.failed(ctx, claim, b, in, err)
+		case step.Action == render.ActionStatus && apierrors.IsConflict(err):
+			live := &extv1beta1.SandboxClaim{}
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(claim), live); err != nil {
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
+			if commits++; commits >= maxCommits {
+				return reconcile.Result{}, fmt.Errorf("binding status of claim %s kept conflicting", claim.Name)
+			}
+			in.Claim, in.Version, in.Committing = live, "", true
+			in.SandboxName, in.Sandbox, in.Pending, in.ReadyAt = b.name, b.sandbox, b.sandbox == nil, b.readyAt
+			if boundTo := render.ClaimBoundTo(in); boundTo != in.SandboxName {
+				return r.release(ctx, claim, b, in, boundTo)
+			}
+		default:
+			// The Sandbox is bound (it names the claim as controller); the
+			// next pass finds it and writes the status.
+			return reconcile.Result{}, err
 		}
-		if w.sb != nil {
-			r.bindTo(b, w.sb, sandboxv1beta1.LaunchTypeWarm, in.Now)
-			metrics.ObserveClaimCreation(sandboxv1beta1.LaunchTypeWarm, pool.Spec.TemplateRef.Name)
-			r.events(claim, w.plan, w.sb)
-			return w.sb, nil, nil
-		}
-		// Cold: no member to take, or the API server refused one.
-		in.Refused, in.RefusedReason = w.refused, w.refusedReason
 	}
-	in.Candidates = nil
-	plan, rej, err := r.plan(ctx, in)
-	if err != nil {
-		return nil, nil, err
+}
+
+// release carries out the plan of a binding another controller made first:
+// the Sandbox bound here goes, and the claim is looked at again at once.
+func (r *ClaimReconciler) release(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimPlanInputs, boundTo string) (reconcile.Result, error) {
+	log.FromContext(ctx).Info("another controller bound the claim first; releasing ours", "sandbox", in.SandboxName, "kept", boundTo)
+	plan, _, err := render.PlanClaim(in)
+	if err == nil {
+		_, err = (&claimRun{r: r, claim: claim, b: b, in: in}).run(ctx, plan)
 	}
-	r.events(claim, plan, nil)
-	if rej != nil {
-		return nil, rej, nil
+	if err == nil {
+		b.name, b.sandbox, b.at = boundTo, nil, r.Clock.Now()
 	}
-	sb, rej, err := r.coldStart(ctx, claim, in.Template.Name, plan)
-	if err != nil || rej != nil {
-		return nil, rej, err
+	return reconcile.Result{RequeueAfter: time.Millisecond}, err
+}
+
+// failed reports an API error met while binding (a ReconcilerError, by the
+// plan made with it as the claim's rejection) and returns it to be retried.
+func (r *ClaimReconciler) failed(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, in render.ClaimPlanInputs, err error) (reconcile.Result, error) {
+	in.Rejected = &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError, Message: err.Error()}
+	in.Candidates, in.Committing = nil, false
+	plan, _, perr := render.PlanClaim(in)
+	if perr == nil {
+		_, perr = (&claimRun{r: r, claim: claim, b: b, in: in}).run(ctx, plan)
 	}
-	r.bindTo(b, sb, sandboxv1beta1.LaunchTypeCold, in.Now)
-	return sb, nil, nil
+	if perr != nil {
+		log.FromContext(ctx).V(1).Info("status not updated", "error", perr)
+	}
+	return reconcile.Result{}, err
 }
 
 // plan makes the claim's plan and has the policies judge its checks; a
@@ -156,62 +194,49 @@ func (r *ClaimReconciler) plan(ctx context.Context, in render.ClaimPlanInputs) (
 	return plan, nil, nil
 }
 
-// events records the event steps of a claim's plan up to its first
-// object step (those before a rejection, a refused adoption's), or, with
-// done, those after it: the object the step wrote is their related
-// object.
-func (r *ClaimReconciler) events(claim *extv1beta1.SandboxClaim, plan render.Plan, done *sandboxv1beta1.Sandbox) {
-	after := false
-	for _, s := range plan.Steps {
-		switch {
-		case s.Action == render.ActionAdopt || s.Action == render.ActionCreate:
-			after = true
-		case s.Action == render.ActionEvent && after == (done != nil):
-			related := s.Event.RelatedObject
-			if done != nil {
-				related = done
-			}
-			r.Recorder.Eventf(claim, related, s.Event.Type, s.Event.Reason, s.Event.Action, "%s", s.Event.Message)
-		}
-	}
-}
-
-func (r *ClaimReconciler) bindTo(b *binding, sb *sandboxv1beta1.Sandbox, launchType string, now time.Time) {
-	b.name, b.sandbox, b.at, b.launchType = sb.Name, sb, now, launchType
-}
-
-// coldStart carries out the create step of the claim's plan: the claim's
-// own Sandbox, named after the claim, so a retry can never make a second
-// one. One of its name that the claim controls is the claim's.
-func (r *ClaimReconciler) coldStart(ctx context.Context, claim *extv1beta1.SandboxClaim, template string, plan render.Plan) (*sandboxv1beta1.Sandbox, *render.ClaimRejection, error) {
-	var step *render.Step
-	for i := range plan.Steps {
-		if plan.Steps[i].Action == render.ActionCreate {
-			step = &plan.Steps[i]
-		}
-	}
-	if step == nil {
-		return nil, nil, fmt.Errorf("claim %s: the plan creates no Sandbox", claim.Name)
-	}
-	sb, _, exists, err := createSandbox(ctx, r.Engine, *step)
-	switch {
-	case apierrors.IsInvalid(err):
-		return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError,
-			Message: fmt.Sprintf("sandbox create error: %v", err)}, nil
+// observeUnbound reads what an unbound claim is planned from: its pool and
+// the pool's template and, when the claim can take a warm member and the
+// pool's queue offers one, the members the pool is about to delete. It
+// returns the pool's offers, empty when there are none to take.
+func (r *ClaimReconciler) observeUnbound(ctx context.Context, claim *extv1beta1.SandboxClaim, in *render.ClaimPlanInputs) (*offers, error) {
+	none := &offers{r: r, claim: claim}
+	pool := &extv1beta1.SandboxWarmPool{}
+	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: claim.Spec.WarmPoolRef.Name}, pool); {
+	case apierrors.IsNotFound(err):
+		return none, nil
 	case err != nil:
-		return nil, nil, err
-	case exists:
-		live := &sandboxv1beta1.Sandbox{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(sb), live); err != nil {
-			return nil, nil, fmt.Errorf("reading Sandbox %s: %w", sb.Name, err)
-		}
-		if !extv1beta1.IsClaimedBy(live, claim) {
-			return nil, &render.ClaimRejection{Reason: extv1beta1.ReasonReconcilerError,
-				Message: fmt.Sprintf("sandbox %q is not controlled by claim %q. Please use a different claim name or delete the sandbox manually", sb.Name, claim.Name)}, nil
-		}
-		return live, nil, nil
+		return none, fmt.Errorf("failed to get sandbox warm pool %q: %w", claim.Spec.WarmPoolRef.Name, err)
 	}
-	metrics.ObserveClaimCreation(sandboxv1beta1.LaunchTypeCold, template)
-	r.events(claim, plan, sb)
-	return sb, nil, nil
+	in.Pool = pool
+	tmpl := &extv1beta1.SandboxTemplate{}
+	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: claim.Namespace, Name: pool.Spec.TemplateRef.Name}, tmpl); {
+	case apierrors.IsNotFound(err):
+		tmpl = nil
+	case err != nil:
+		return none, fmt.Errorf("reading template: %w", err)
+	}
+	in.Template = tmpl
+	in.Policies, in.Defaults = r.Policy.Get() != nil, render.CurrentDefaults(r.Defaults)
+	if render.ValidateClaimMetadata(claim) != nil || render.NeedsColdStart(claim) {
+		return none, nil
+	}
+	key := client.ObjectKeyFromObject(pool)
+	if r.Queue.Len(key) == 0 {
+		return none, nil
+	}
+	var list sandboxv1beta1.SandboxList
+	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), controlledBy(pool, extv1beta1.WarmPoolKind)); err != nil {
+		return none, fmt.Errorf("listing members: %w", err)
+	}
+	members := make([]*sandboxv1beta1.Sandbox, len(list.Items))
+	for i := range list.Items {
+		members[i] = &list.Items[i]
+	}
+	// The members the pool is about to delete, by the same decision the
+	// pool makes, are never taken.
+	in.Removals = render.WarmPoolRemovals(render.WarmPoolPlanInputs{
+		WarmPoolInputs: render.WarmPoolInputs{Pool: pool, Template: tmpl},
+		Members:        members,
+	})
+	return &offers{r: r, claim: claim, pool: key, accept: render.ClaimMayTake(pool, in.Removals)}, nil
 }

@@ -2,9 +2,12 @@
 // SandboxWarmPool and SandboxClaim, and idle suspend. Each one observes
 // (reads its inputs from the manager's cache), plans (one render.Plan* call
 // decides every change), has the plan's objects judged by the policies, and
-// executes the plan's steps in order through the ssa engine; it handles only
-// what execution returns (a conflict: plan again; a denial: an input of the
-// next plan). All run in one skeleton (skeleton.go), with one status writer
+// hands the plan to the executor (executor.go), the one interpreter of
+// plans, which runs its steps in order through the ssa engine; it handles
+// only what execution returns (a conflict: plan again; a denial, a refused
+// adoption, a member a claim holds: an input of the next plan). A write
+// whose answer was lost (outcomeUnknown) is read back before anything is
+// decided on it. All run in one skeleton (skeleton.go), with one status writer
 // (status.go) and typed memories per object and UID (memo.go).
 //
 // Rules:

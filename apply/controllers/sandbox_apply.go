@@ -20,58 +20,59 @@ import (
 	"github.com/agentsandbox/reconciler/render"
 )
 
-// run carries out a Sandbox's plan: the policy checks, then the steps in
-// order until one fails. What depends on carrying it out stays here: API
-// errors and conflicts, a policy denial, the memory of what this process
-// last wrote (the pod-name patch, the drift reported, status), and the
-// status write coalescing window.
+// run carries out a Sandbox's plan through the executor, after the policy
+// checks. What depends on carrying it out stays here: API errors and
+// conflicts, a policy denial, the memory of what this process last wrote
+// (the pod-name patch, the drift reported, status), and the status write
+// coalescing window.
 func (r *SandboxReconciler) run(ctx context.Context, in render.SandboxPlanInputs, plan render.Plan, now time.Time) (reconcile.Result, error) {
 	sb := in.Sandbox
 	if err := r.admit(ctx, sb, plan.Checks); err != nil {
 		return r.failed(ctx, in, err)
 	}
-	var changes ssa.ChangeSet
+	var result reconcile.Result
 	once := false // a drift event is in the plan
-	for _, s := range plan.Steps {
-		switch {
-		case s.Action == render.ActionEvent:
+	x := executor{
+		engine: r.Engine,
+		event: func(s render.Step) {
 			if s.Event.Once {
 				once = true
 				if !r.driftReported(sb, s.Event.Message) {
-					continue
+					return
 				}
 			}
 			r.Recorder.Eventf(sb, s.Event.RelatedObject, s.Event.Type, s.Event.Reason, s.Event.Action, "%s", s.Event.Message)
-		case s.Action == render.ActionStatus:
+		},
+		status: func(ctx context.Context, s render.Step, changes ssa.ChangeSet) (bool, error) {
 			desired, ok := s.Object.(*sandboxac.SandboxApplyConfiguration)
 			if !ok {
-				return reconcile.Result{}, fmt.Errorf("plan status step holds %T", s.Object)
+				return true, fmt.Errorf("plan status step holds %T", s.Object)
 			}
 			if s.Immediate {
-				return reconcile.Result{}, r.writeStatus(ctx, sb, desired)
+				return true, r.writeStatus(ctx, sb, desired)
 			}
 			if !once {
 				r.driftReported(sb, "")
 			}
-			return r.settle(ctx, sb, plan, desired, changes, now)
-		case s.Kind == "Sandbox" && s.Action == render.ActionAnnotate:
-			if err := r.trackPodName(ctx, sb, s); err != nil {
-				return reconcile.Result{}, err
+			var err error
+			result, err = r.settle(ctx, sb, plan, desired, changes, now)
+			return true, err
+		},
+		own: func(ctx context.Context, s render.Step) (*ssa.Change, bool, error) {
+			if s.Kind == "Sandbox" && s.Action == render.ActionAnnotate {
+				return nil, true, r.trackPodName(ctx, sb, s)
 			}
-		case s.Kind == "Sandbox":
-			// The Sandbox's own deletion: its status is moot.
-			if _, err := execute(ctx, r.Engine, s); err != nil {
-				return reconcile.Result{}, err
-			}
-		default:
-			c, err := execute(ctx, r.Engine, s)
-			changes = append(changes, c)
-			if err != nil {
-				return r.failed(ctx, in, err)
-			}
-		}
+			return nil, false, nil
+		},
 	}
-	return reconcile.Result{}, nil
+	done, err := x.run(ctx, plan)
+	if err != nil && done.failed.Kind != "Sandbox" && done.failed.Action != render.ActionStatus {
+		// A child not applied: reported on the Sandbox.
+		return r.failed(ctx, in, err)
+	}
+	// The Sandbox's own steps: its deletion (its status is then moot),
+	// its pod-name annotation, its status.
+	return result, err
 }
 
 // admit checks what the plan would create or adopt against the policies,
@@ -135,15 +136,7 @@ func (r *SandboxReconciler) failed(ctx context.Context, in render.SandboxPlanInp
 // they changed nothing, and a transitional one may wait (deferStatus).
 func (r *SandboxReconciler) settle(ctx context.Context, sb *sandboxv1beta1.Sandbox, plan render.Plan,
 	desired *sandboxac.SandboxApplyConfiguration, changes ssa.ChangeSet, now time.Time) (reconcile.Result, error) {
-	var result reconcile.Result
-	if plan.RecheckAt != nil {
-		result.RequeueAfter = plan.RecheckAt.Sub(now)
-	}
-	if changes.Pending() && (result.RequeueAfter == 0 || result.RequeueAfter > ssa.CreateExpectation) {
-		// Something we created is not in the cache yet: if it never shows
-		// up (deleted at once), look again when the expectation expires.
-		result.RequeueAfter = ssa.CreateExpectation
-	}
+	result := after(plan, changes.Pending(), ssa.CreateExpectation, now)
 	if changes.Changed() {
 		// Every object we just changed is watched; its event brings us back
 		// with fresh observations, and status is written then. This saves a

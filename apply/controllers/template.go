@@ -256,25 +256,21 @@ func (r *TemplateReconciler) judge(ctx context.Context, t *extv1beta1.SandboxTem
 // the first that fails; a problem the plan met (the template cannot be
 // rendered, another owner's NetworkPolicy holds the name) is logged.
 func (r *TemplateReconciler) run(ctx context.Context, t *extv1beta1.SandboxTemplate, plan render.Plan) error {
-	var changes ssa.ChangeSet
-	for _, s := range plan.Steps {
-		if s.Action == render.ActionEvent {
-			if r.Recorder != nil {
-				r.Recorder.Eventf(t, nil, s.Event.Type, s.Event.Reason, s.Event.Action, "%s", s.Event.Message)
-			}
-			continue
+	x := executor{engine: r.Engine}
+	if r.Recorder != nil {
+		x.event = func(s render.Step) {
+			r.Recorder.Eventf(t, nil, s.Event.Type, s.Event.Reason, s.Event.Action, "%s", s.Event.Message)
 		}
-		c, err := execute(ctx, r.Engine, s)
-		changes = append(changes, c)
-		if err != nil {
-			return err
-		}
+	}
+	done, err := x.run(ctx, plan)
+	if err != nil {
+		return err
 	}
 	if plan.Problem != "" {
 		log.FromContext(ctx).Info(plan.Problem, "networkPolicy", render.NetworkPolicyName(t.Name))
 	}
-	if changes.Changed() {
-		log.FromContext(ctx).V(1).Info("applied", "changes", changes.String())
+	if done.changes.Changed() {
+		log.FromContext(ctx).V(1).Info("applied", "changes", done.changes.String())
 	}
 	return nil
 }

@@ -259,7 +259,17 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, pool *extv1beta1.San
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
-	return r.run(ctx, in, plan, exp, len(pending) > 0, now)
+	withdrawn, held := r.withdraw(ctx, plan)
+	if len(held) > 0 {
+		// A claim holds a member the plan gives up: plan again leaving it
+		// alone (the report counts it, and the pool looks again shortly).
+		in.Held = held
+		if plan, err = render.PlanWarmPool(in); err != nil {
+			r.restore(withdrawn)
+			return reconcile.Result{}, err
+		}
+	}
+	return r.run(ctx, in, plan, exp, withdrawn, len(pending) > 0, now)
 }
 
 // admit checks a new member, and what it makes, against the policies in

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,74 +20,52 @@ import (
 	"github.com/agentsandbox/reconciler/render"
 )
 
-// heldRecheck is how soon a pool looks again at members it could not
-// delete because a claim held them.
-const heldRecheck = time.Second
+// withdraw takes the members plan deletes out of the claim queue before it
+// runs, so no claim takes one meanwhile. It returns the members withdrawn
+// and those a claim holds (its adoption is in flight): the plan is made
+// again with them Held, leaving them alone.
+func (r *WarmPoolReconciler) withdraw(ctx context.Context, plan render.Plan) (withdrawn map[types.UID]*sandboxv1beta1.Sandbox, held map[types.UID]bool) {
+	withdrawn = map[types.UID]*sandboxv1beta1.Sandbox{}
+	for _, s := range plan.Steps {
+		m, ok := s.Live.(*sandboxv1beta1.Sandbox)
+		if s.Action != render.ActionDelete || !ok {
+			continue
+		}
+		if r.Queue != nil && !r.Queue.Withdraw(m) {
+			log.FromContext(ctx).V(1).Info("not deleting a member a claim is taking", "sandbox", m.Name)
+			if held == nil {
+				held = map[types.UID]bool{}
+			}
+			held[m.UID] = true
+			continue
+		}
+		withdrawn[m.UID] = m
+	}
+	return withdrawn, held
+}
 
-// run carries out a pool's plan, step by step in order, stopping at the
-// first that fails. What depends on carrying it out stays here: the claim
-// queue guarding each delete, the expectations of what was created and
-// deleted moments ago, creating a run of members concurrently, API errors,
-// and the memory of the status and progress events last reported.
+// restore puts back in the claim queue the members withdrawn whose delete
+// did not happen.
+func (r *WarmPoolReconciler) restore(withdrawn map[types.UID]*sandboxv1beta1.Sandbox) {
+	if r.Queue == nil {
+		return
+	}
+	for _, m := range withdrawn {
+		r.Queue.Restore(m)
+	}
+}
+
+// run carries out a pool's plan through the executor, its members to
+// delete withdrawn from the claim queue already. What depends on carrying
+// it out stays here: the expectations of what was created and deleted
+// moments ago, creating a run of members concurrently, API errors, and the
+// memory of the status and progress events last reported.
 func (r *WarmPoolReconciler) run(ctx context.Context, in render.WarmPoolPlanInputs, plan render.Plan, exp *expectations,
-	pending bool, now time.Time) (reconcile.Result, error) {
+	withdrawn map[types.UID]*sandboxv1beta1.Sandbox, pending bool, now time.Time) (reconcile.Result, error) {
 	pool := in.Pool
-	var changes ssa.ChangeSet
-	deleted := map[types.UID]bool{}
-	planned, created := 0, 0
-	steps, recheck := plan.Steps, plan.RecheckAt
-	for i := 0; i < len(steps); i++ {
-		s := steps[i]
-		switch s.Action {
-		case render.ActionDelete:
-			planned++
-			c, done, err := r.deleteMember(ctx, exp, s, now)
-			if c != nil {
-				changes = append(changes, *c)
-			}
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-			if done {
-				deleted[s.Preconditions.UID] = true
-			}
-		case render.ActionCreate:
-			j := i + 1
-			for j < len(steps) && steps[j].Action == render.ActionCreate {
-				j++
-			}
-			c, err := r.create(ctx, in.WarmPoolInputs, exp, steps[i:j], now)
-			changes = append(changes, c...)
-			created += j - i
-			i = j - 1
-			var invalid *invalidMember
-			if errors.As(err, &invalid) {
-				// The template renders members the API server refuses: only
-				// a template change helps. Report it; do not retry.
-				return reconcile.Result{}, terminal(err, r.writeStatus(ctx, pool, render.WarmPoolStatusOnFailure(in, err.Error())))
-			} else if err != nil {
-				return reconcile.Result{}, err
-			}
-		case render.ActionStatus:
-			if len(deleted) < planned {
-				// A claim held a member the plan gives up: the report
-				// counts the members that are left.
-				var tail []render.Step
-				tail, recheck = render.WarmPoolReport(in, plan.Problem, deleted)
-				steps = append(steps[:i:i], tail...)
-				s = steps[i]
-			}
-			if changes.Changed() {
-				log.FromContext(ctx).V(1).Info("applied", "changes", changes.String())
-			}
-			desired, ok := s.Object.(*extac.SandboxWarmPoolApplyConfiguration)
-			if !ok {
-				return reconcile.Result{}, fmt.Errorf("plan status step holds %T", s.Object)
-			}
-			if err := r.writeStatus(ctx, pool, desired); err != nil {
-				return reconcile.Result{}, err
-			}
-		case render.ActionEvent:
+	x := executor{
+		engine: r.Engine,
+		event: func(s render.Step) {
 			r.Recorder.Eventf(pool, nil, s.Event.Type, s.Event.Reason, s.Event.Action, "%s", s.Event.Message)
 			switch s.Event.Reason {
 			case sandboxv1beta1.EventWarmPoolNotProgressing:
@@ -96,46 +73,71 @@ func (r *WarmPoolReconciler) run(ctx context.Context, in render.WarmPoolPlanInpu
 			case sandboxv1beta1.EventWarmPoolProgressing:
 				r.memory.notProgressing.Forget(client.ObjectKeyFromObject(pool))
 			}
-		default:
-			return reconcile.Result{}, fmt.Errorf("plan step %s %s %s: not a pool's", s.Action, s.Kind, s.Name)
-		}
+		},
+		status: func(ctx context.Context, s render.Step, changes ssa.ChangeSet) (bool, error) {
+			if changes.Changed() {
+				log.FromContext(ctx).V(1).Info("applied", "changes", changes.String())
+			}
+			desired, ok := s.Object.(*extac.SandboxWarmPoolApplyConfiguration)
+			if !ok {
+				return true, fmt.Errorf("plan status step holds %T", s.Object)
+			}
+			return false, r.writeStatus(ctx, pool, desired)
+		},
+		own: func(ctx context.Context, s render.Step) (*ssa.Change, bool, error) {
+			if s.Action != render.ActionDelete {
+				return nil, true, fmt.Errorf("plan step %s %s %s: not a pool's", s.Action, s.Kind, s.Name)
+			}
+			c, err := r.deleteMember(ctx, exp, s, now)
+			if m, ok := s.Live.(*sandboxv1beta1.Sandbox); ok {
+				delete(withdrawn, m.UID)
+			}
+			return &c, true, err
+		},
+		create: func(ctx context.Context, s render.Step) (ssa.Change, error) {
+			c, err := r.createMember(ctx, in.WarmPoolInputs, exp, s, now)
+			if apierrors.IsInvalid(err) {
+				err = &invalidMember{err}
+			}
+			return c, err
+		},
+		parallel: createParallelism,
 	}
-
+	done, err := x.run(ctx, plan)
+	r.restore(withdrawn)
+	var invalid *invalidMember
+	switch {
+	case errors.As(err, &invalid):
+		// The template renders members the API server refuses: only a
+		// template change helps. Report it; do not retry.
+		return reconcile.Result{}, terminal(err, r.writeStatus(ctx, pool, render.WarmPoolStatusOnFailure(in, err.Error())))
+	case err != nil:
+		return reconcile.Result{}, err
+	}
 	var result reconcile.Result
-	if pending || created > 0 {
+	if pending || done.created > 0 {
 		// If a created member never shows up, look again once the
 		// expectation runs out.
 		result.RequeueAfter = expectationTTL
 	}
-	if recheck != nil {
+	if recheck := plan.RecheckAt; recheck != nil {
 		if wait := recheck.Sub(now); wait > 0 && (result.RequeueAfter == 0 || wait < result.RequeueAfter) {
 			result.RequeueAfter = wait
 		}
 	}
-	if len(deleted) < planned && (result.RequeueAfter == 0 || result.RequeueAfter > heldRecheck) {
-		// A claim held a member the plan gives up: it either adopts it
-		// (the member leaves the pool) or hands it back, which sends no
-		// event the pool would see. Decide again shortly.
-		result.RequeueAfter = heldRecheck
-	}
 	return result, nil
 }
 
-// deleteMember carries out a delete step, only after taking the member out
-// of the claim queue (a member a claim holds is skipped: the claim's
-// adoption is in flight and the member is about to leave the pool) and
-// only if it is still exactly the member the plan saw (the step's UID and
-// resourceVersion preconditions: a member adopted meanwhile, by this or any
-// other controller, is never deleted). It reports whether it deleted it
-// and, unless it skipped it, the change.
-func (r *WarmPoolReconciler) deleteMember(ctx context.Context, exp *expectations, s render.Step, now time.Time) (*ssa.Change, bool, error) {
+// deleteMember carries out a delete step of a member withdrawn from the
+// claim queue, only if it is still exactly the member the plan saw (the
+// step's UID and resourceVersion preconditions: a member adopted meanwhile,
+// by this or any other controller, is never deleted). A member not deleted
+// goes back in the queue.
+func (r *WarmPoolReconciler) deleteMember(ctx context.Context, exp *expectations, s render.Step, now time.Time) (ssa.Change, error) {
 	m, ok := s.Live.(*sandboxv1beta1.Sandbox)
 	if !ok || s.Preconditions == nil {
-		return nil, false, fmt.Errorf("plan step %s %s %s: no member to delete", s.Action, s.Kind, s.Name)
-	}
-	if r.Queue != nil && !r.Queue.Withdraw(m) {
-		log.FromContext(ctx).V(1).Info("not deleting a member a claim is taking", "sandbox", m.Name)
-		return nil, false, nil
+		return ssa.Change{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name},
+			fmt.Errorf("plan step %s %s %s: no member to delete", s.Action, s.Kind, s.Name)
 	}
 	exp.mu.Lock()
 	exp.deleted[m.UID] = now
@@ -158,9 +160,9 @@ func (r *WarmPoolReconciler) deleteMember(ctx context.Context, exp *expectations
 		// A Conflict means the member changed since the cache saw it
 		// (taken by a claim, or its status moved on): plan again from
 		// a fresh view.
-		return &c, false, err
+		return c, err
 	}
-	return &c, true, nil
+	return c, nil
 }
 
 // settle reconciles the pool's expectations with what the cache shows: it
@@ -222,53 +224,17 @@ type invalidMember struct{ err error }
 func (e *invalidMember) Error() string { return e.err.Error() }
 func (e *invalidMember) Unwrap() error { return e.err }
 
-// create carries out a run of create steps, a bounded number at a time.
+// createMember creates one member, expected from now on under its name.
 // A name the API server already holds (a Sandbox the cache does not show
 // yet) is never reused: the member is rendered again under a new random
-// name and created under that, as the API server retries a generateName
-// that collided.
-func (r *WarmPoolReconciler) create(ctx context.Context, in render.WarmPoolInputs, exp *expectations, steps []render.Step, now time.Time) (ssa.ChangeSet, error) {
-	exp.mu.Lock()
-	for _, s := range steps {
-		exp.created[s.Name] = now
-	}
-	exp.mu.Unlock()
-
-	var (
-		mu      sync.Mutex
-		changes ssa.ChangeSet
-		errs    []error
-		wg      sync.WaitGroup
-		slots   = make(chan struct{}, createParallelism)
-	)
-	for _, s := range steps {
-		wg.Add(1)
-		slots <- struct{}{}
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			c, err := r.createMember(ctx, in, exp, s, now)
-			if apierrors.IsInvalid(err) {
-				err = &invalidMember{err}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			changes = append(changes, c)
-		}()
-	}
-	wg.Wait()
-	return changes, errors.Join(errs...)
-}
-
-// createMember creates one member, under a new name each time the API
-// server answers that its name exists (at most maxNameCollisions times),
-// keeping the expectation of a created member under the name it is
-// created by. A member not created is no longer expected. Members render
+// name and created under that (at most maxNameCollisions times), as the
+// API server retries a generateName that collided, keeping the
+// expectation of a created member under the name it is created by. A member not created is no longer expected. Members render
 // alike but for their names, so the one the policies judged stands for it.
 func (r *WarmPoolReconciler) createMember(ctx context.Context, in render.WarmPoolInputs, exp *expectations, s render.Step, now time.Time) (ssa.Change, error) {
+	exp.mu.Lock()
+	exp.created[s.Name] = now
+	exp.mu.Unlock()
 	for try := 0; ; try++ {
 		_, c, exists, err := createSandbox(ctx, r.Engine, s)
 		if err == nil && !exists {

@@ -14,6 +14,7 @@ import (
 	extv1alpha1 "github.com/agentsandbox/reconciler/api/extensions/v1alpha1"
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
 )
 
 // ClaimPlanInputs are what one reconcile of a claim is decided from.
@@ -93,7 +94,8 @@ type ClaimPlanInputs struct {
 	// truncated to the second.
 	Now time.Time
 	// TraceContext is the reconcile's trace-context annotation value, empty
-	// with tracing off: a cold-started Sandbox carries it (ClaimInputs).
+	// with tracing off: a cold-started Sandbox carries it (ClaimInputs), and
+	// so does a warm member from its adoption.
 	TraceContext string
 }
 
@@ -300,6 +302,11 @@ func planAdoption(in ClaimPlanInputs, m *sandboxv1beta1.Sandbox, plan *Plan) ([]
 	adopt, err := AdoptionStep(c, in.Template, m, in.FieldManager)
 	if err != nil {
 		return nil, nil, fmt.Errorf("adopting Sandbox %s: %w", m.Name, err)
+	}
+	if ac, ok := adopt.Object.(*sandboxac.SandboxApplyConfiguration); ok && in.TraceContext != "" {
+		// The member carries the reconcile's trace context from its
+		// adoption, as a cold-started Sandbox does from its create.
+		ac.WithAnnotations(map[string]string{sandboxv1beta1.AnnotationTraceContext: in.TraceContext})
 	}
 	return []Step{
 		adopt,

@@ -11,10 +11,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -26,28 +23,6 @@ func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// pool creates a template and a warm pool of one in ns.
-func pool(t *testing.T, ns, name string) {
-	t.Helper()
-	tmpl := &extv1beta1.SandboxTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-template"},
-		Spec: extv1beta1.SandboxTemplateSpec{PodTemplate: sandboxv1beta1.PodTemplate{
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "runtime", Image: "runtime:1"}}},
-		}},
-	}
-	p := &extv1beta1.SandboxWarmPool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: extv1beta1.SandboxWarmPoolSpec{
-			Replicas: ptr.To(int32(1)), TemplateRef: extv1beta1.SandboxTemplateRef{Name: tmpl.Name},
-		},
-	}
-	for _, o := range []crclient.Object{tmpl, p} {
-		if err := env.Client.Create(ctxFor(t), o); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // runtime is the smallest legacy runtime: health and /execute of echo.
@@ -109,7 +84,7 @@ func claims(t *testing.T, ns string) []extv1beta1.SandboxClaim {
 func TestCreateRunClose(t *testing.T) {
 	ns := env.Namespace(t)
 	env.StartKubelet(t, ns)
-	pool(t, ns, "python-pool")
+	env.CreatePool(t, ns, "python-pool", 1)
 	cfg, watches := counting()
 	c, err := sdk.New(cfg, sdk.WithBaseURL(runtime(t).URL))
 	if err != nil {
@@ -186,7 +161,7 @@ func TestCreateRunClose(t *testing.T) {
 func TestCreateThatCannotOpenDeletesTheClaim(t *testing.T) {
 	ns := env.Namespace(t)
 	env.StartKubelet(t, ns)
-	pool(t, ns, "pool")
+	env.CreatePool(t, ns, "pool", 1)
 	ctx := ctxFor(t)
 
 	// Port-forward (the default) to a Pod envtest has no kubelet for: the

@@ -27,7 +27,7 @@ import (
 func TestOpenClaimRefusesASandboxTheClaimDoesNotControl(t *testing.T) {
 	ns := env.Namespace(t)
 	env.StartKubelet(t, ns)
-	pool(t, ns, "pool")
+	env.CreatePool(t, ns, "pool", 1)
 	ctx := ctxFor(t)
 	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "job"},
 		Spec: extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: "pool"}}}

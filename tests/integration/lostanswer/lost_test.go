@@ -7,11 +7,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -31,19 +29,10 @@ func TestLostTakeAnswerIsReadBack(t *testing.T) {
 	env.StartKubelet(t, ns)
 	ctx := t.Context()
 	c := env.Client
-	tpl := &extv1beta1.SandboxTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tpl"},
-		Spec: extv1beta1.SandboxTemplateSpec{PodTemplate: sandboxv1beta1.PodTemplate{Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "agent", Image: "agent:1"}}}}}}
-	pool := &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool"},
-		Spec: extv1beta1.SandboxWarmPoolSpec{Replicas: ptr.To[int32](3), TemplateRef: extv1beta1.SandboxTemplateRef{Name: "tpl"}}}
-	for _, o := range []client.Object{tpl, pool} {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	env.CreatePool(t, ns, "pool", 3)
 	envtest.Eventually(t, time.Minute, "3 Ready members", func() error {
 		var p extv1beta1.SandboxWarmPool
-		if err := c.Get(ctx, client.ObjectKeyFromObject(pool), &p); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pool"}, &p); err != nil {
 			return err
 		}
 		if p.Status.ReadyReplicas != 3 {

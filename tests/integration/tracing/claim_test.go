@@ -14,9 +14,6 @@ import (
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -28,27 +25,6 @@ func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// coldPool creates a template and a warm pool of none in ns: every claim
-// cold-starts its Sandbox.
-func coldPool(t *testing.T, ns, name string) {
-	t.Helper()
-	tmpl := &extv1beta1.SandboxTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-template"},
-		Spec: extv1beta1.SandboxTemplateSpec{PodTemplate: sandboxv1beta1.PodTemplate{
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "runtime", Image: "runtime:1"}}},
-		}},
-	}
-	p := &extv1beta1.SandboxWarmPool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       extv1beta1.SandboxWarmPoolSpec{Replicas: ptr.To(int32(0)), TemplateRef: extv1beta1.SandboxTemplateRef{Name: tmpl.Name}},
-	}
-	for _, o := range []crclient.Object{tmpl, p} {
-		if err := env.Client.Create(ctxFor(t), o); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // traceparent parses a trace-context annotation value.
@@ -79,7 +55,7 @@ func spansOf(traceID string) []sdktrace.ReadOnlySpan {
 func TestClaimTraceFromSDKToSandbox(t *testing.T) {
 	ns := env.Namespace(t)
 	env.StartKubelet(t, ns)
-	coldPool(t, ns, "cold")
+	env.CreatePool(t, ns, "cold", 0)
 	rt := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	t.Cleanup(rt.Close)
 	c, err := sdk.New(env.Config, sdk.WithBaseURL(rt.URL))

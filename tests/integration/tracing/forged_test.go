@@ -21,7 +21,7 @@ import (
 func TestForgedTraceContext(t *testing.T) {
 	ns := env.Namespace(t)
 	env.StartKubelet(t, ns)
-	coldPool(t, ns, "cold")
+	env.CreatePool(t, ns, "cold", 0)
 	forged := map[string]string{
 		"not-json":   `{"traceparent": `,
 		"bad-parent": `{"traceparent":"00-zzzz-0000000000000000-01"}`,

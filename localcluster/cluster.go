@@ -150,9 +150,19 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if c.exists() {
 		_ = c.kwok(ctx, "delete", "cluster", "--name", opts.Name)
 	}
-	if err := c.kwok(ctx, args...); err != nil {
-		_ = c.Stop(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("creating local cluster %q: %w", opts.Name, err)
+	for attempt := 1; ; attempt++ {
+		err := c.kwok(ctx, args...)
+		if err == nil {
+			break
+		}
+		if attempt == createAttempts || ctx.Err() != nil {
+			_ = c.Stop(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("creating local cluster %q: %w", opts.Name, err)
+		}
+		// kwokctl gives up on its CRDs when the API server it started
+		// serves late (a loaded machine): delete what it made, start over.
+		fmt.Fprintf(c.log, "creating local cluster %q failed, deleting it and trying again: %v\n", opts.Name, err)
+		_ = c.kwok(context.WithoutCancel(ctx), "delete", "cluster", "--name", opts.Name)
 	}
 	if err := c.setup(ctx, opts); err != nil {
 		_ = c.Stop(context.WithoutCancel(ctx))
@@ -160,6 +170,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	return c, nil
 }
+
+// createAttempts is how many times Start has kwokctl create the cluster.
+const createAttempts = 2
 
 // Open returns the kwok cluster of that name in workdir, which must exist.
 func Open(workdir, name, binDir string) (*Cluster, error) {

@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,8 @@ import (
 // parse, an oversized value. The claim is served as any other; its
 // reconcile starts a trace of its own, and the Sandbox carries that one,
 // never the forged value.
+var errNoSpan = errors.New("no span recorded yet")
+
 func TestForgedTraceContext(t *testing.T) {
 	ns := env.Namespace(t)
 	env.StartKubelet(t, ns)
@@ -45,8 +48,13 @@ func TestForgedTraceContext(t *testing.T) {
 		if traceID == "4bf92f3577b34da6a3ce929d0e0e4736" || traceID == "00000000000000000000000000000000" {
 			t.Errorf("claim %s: Sandbox continues the forged trace %s", name, traceID)
 		}
-		if len(spansOf(traceID)) == 0 {
-			t.Errorf("claim %s: no span of the Sandbox's trace %s", name, traceID)
-		}
+		// The Sandbox is made inside the reconcile's span, which ends
+		// (and is recorded) only when the reconcile returns.
+		envtest.Eventually(t, 10*time.Second, "claim "+name+": a recorded span of the Sandbox's trace "+traceID, func() error {
+			if len(spansOf(traceID)) == 0 {
+				return errNoSpan
+			}
+			return nil
+		})
 	}
 }

@@ -161,7 +161,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 		// kwokctl gives up on its CRDs when the API server it started
 		// serves late (a loaded machine): delete what it made, start over.
-		fmt.Fprintf(c.log, "creating local cluster %q failed, deleting it and trying again: %v\n", opts.Name, err)
+		_, _ = fmt.Fprintf(c.log, "creating local cluster %q failed, deleting it and trying again: %v\n", opts.Name, err)
 		_ = c.kwok(context.WithoutCancel(ctx), "delete", "cluster", "--name", opts.Name)
 	}
 	if err := c.setup(ctx, opts); err != nil {

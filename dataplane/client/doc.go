@@ -6,6 +6,9 @@
 //	defer sb.Close(ctx)                                    // deletes the claim
 //	res, err := sb.Run(ctx, "echo hi")                     // res.Stdout == "hi\n"
 //
+// With sandboxd, Interactive runs a program with its input, output and a
+// terminal relayed as they come (kubectl sandbox exec -it).
+//
 // Rules:
 //   - Upstream's Go SDK is the contract on the wire: the claim it makes, the
 //     legacy runtime protocol, sandboxd (WithSandboxd) and the router's

@@ -27,4 +27,7 @@
 // another manager holds unless the caller asks (adoption; the webhook
 // certificates' Secret and CA bundle fields), and it has no
 // knowledge of any particular kind beyond the extract function it is given.
+//
+// DryRunApply and DiffObjects preview a write without making it (kubectl
+// sandbox diff): a server-side dry-run apply and the diff it would make.
 package ssa

@@ -2,20 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
-	"github.com/pmezard/go-difflib/difflib"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/agentsandbox/reconciler/api/convert"
+	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/policy"
 )
 
@@ -71,13 +67,13 @@ func runDiff(o *options, stdin io.Reader, stdout io.Writer) (int, error) {
 	for _, r := range renderAll(o, docs) {
 		obj := r.doc.Obj
 		name := fmt.Sprintf("%s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
-		live, after, err := dryRun(ctx, c, obj, userFieldManager)
+		live, after, err := ssa.DryRunApply(ctx, c, obj, userFieldManager)
 		if err != nil {
 			_, _ = fmt.Fprintf(stdout, "# %s: %s: the API server refuses it: %v\n", r.doc.where(), name, err)
 			changed = true
 			continue
 		}
-		if d := diffObjects(name, live, after); d != "" {
+		if d := ssa.DiffObjects(name, live, after); d != "" {
 			_, _ = fmt.Fprint(stdout, d)
 			changed = true
 		}
@@ -112,13 +108,13 @@ func runDiff(o *options, stdin io.Reader, stdout io.Writer) (int, error) {
 					u.Object["spec"] = cur.Object["spec"]
 				}
 			}
-			live, after, err := dryRun(ctx, c, u, controllerFieldManager)
+			live, after, err := ssa.DryRunApply(ctx, c, u, controllerFieldManager)
 			if err != nil {
 				_, _ = fmt.Fprintf(stdout, "# %s: the API server refuses it: %v\n", cname, err)
 				changed = true
 				continue
 			}
-			if d := diffObjects(cname, live, after); d != "" {
+			if d := ssa.DiffObjects(cname, live, after); d != "" {
 				_, _ = fmt.Fprint(stdout, d)
 				changed = true
 			}
@@ -141,66 +137,6 @@ func clusterLookup(c client.Client) func(kind, namespace, name string, into any)
 		}
 		return decode(u, into) == nil
 	}
-}
-
-// dryRun returns the live object (nil if absent) and what a server-side
-// apply of obj would make of it.
-func dryRun(ctx context.Context, c client.Client, obj *unstructured.Unstructured, manager string) (*unstructured.Unstructured, *unstructured.Unstructured, error) {
-	gvk := obj.GroupVersionKind()
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(gvk)
-	switch err := c.Get(ctx, client.ObjectKeyFromObject(obj), live); {
-	case apierrors.IsNotFound(err):
-		live = nil
-	case err != nil:
-		return nil, nil, err
-	}
-	after := obj.DeepCopy()
-	after.SetResourceVersion("")
-	after.SetManagedFields(nil)
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(after), client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll); err != nil {
-		return nil, nil, err
-	}
-	return live, after, nil
-}
-
-// diffObjects is a unified diff of two objects' YAML without the fields
-// every write changes.
-func diffObjects(name string, before, after *unstructured.Unstructured) string {
-	a, b := "", comparable(after)
-	if before != nil {
-		a = comparable(before)
-	}
-	if a == b {
-		return ""
-	}
-	from, to := "live "+name, "applied "+name
-	if before == nil {
-		from = "(absent) " + name
-	}
-	out, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(a), B: difflib.SplitLines(b), FromFile: from, ToFile: to, Context: 3,
-	})
-	return out
-}
-
-func comparable(u *unstructured.Unstructured) string {
-	c := u.DeepCopy()
-	for _, f := range [][]string{
-		{"metadata", "managedFields"}, {"metadata", "resourceVersion"}, {"metadata", "generation"},
-		{"metadata", "creationTimestamp"}, {"metadata", "uid"}, {"status"},
-	} {
-		unstructured.RemoveNestedField(c.Object, f...)
-	}
-	b, err := json.Marshal(c.Object)
-	if err != nil {
-		return err.Error()
-	}
-	y, err := yaml.JSONToYAML(b)
-	if err != nil {
-		return err.Error()
-	}
-	return strings.TrimSpace(string(y)) + "\n"
 }
 
 // clusterNamespaceLabels reads a namespace's labels from the cluster, so

@@ -111,29 +111,12 @@ const resolvePoll = 50 * time.Millisecond
 const deadlineGrace = 5 * time.Second
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	h.active.Add(1)
-	defer h.active.Add(-1)
-	h.o.Metrics.inflightAdd(1)
-	defer h.o.Metrics.inflightAdd(-1)
-	rec := &recorder{ResponseWriter: w}
-	defer func() {
-		h.o.Metrics.request(rec.status(), time.Since(start).Seconds())
-		if rec.hijacked {
-			h.o.Metrics.hijackedClosed()
-		}
-	}()
 	if r.URL.Path == "/healthz" {
-		writeJSON(rec, http.StatusOK, map[string]string{"status": "ok"})
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		return
 	}
-	r, span := h.serverSpan(r, "router.request")
-	defer func() { endSpan(span, rec.status()) }()
-	reqID := r.Header.Get(HeaderRequestID)
-	if reqID == "" {
-		reqID = newRequestID()
-		r.Header.Set(HeaderRequestID, reqID)
-	}
+	rec, r, reqID, start, end := h.begin(w, r)
+	defer end()
 	t, e := ParseTarget(r.Header, h.o.Limits)
 	if e == nil && h.o.Authorizer != nil {
 		e = h.o.Authorizer.Authorize(r.Context(), r, t.Namespace, t.ID)
@@ -146,29 +129,38 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (the E2B API) that names the Sandbox and authorizes callers its own way.
 // t.Timeout zero means Limits.DefaultTimeout.
 func (h *Handler) ServeTarget(w http.ResponseWriter, r *http.Request, t Target) {
-	start := time.Now()
-	h.active.Add(1)
-	defer h.active.Add(-1)
-	h.o.Metrics.inflightAdd(1)
-	defer h.o.Metrics.inflightAdd(-1)
-	rec := &recorder{ResponseWriter: w}
-	defer func() {
-		h.o.Metrics.request(rec.status(), time.Since(start).Seconds())
-		if rec.hijacked {
-			h.o.Metrics.hijackedClosed()
-		}
-	}()
-	r, span := h.serverSpan(r, "router.request")
-	defer func() { endSpan(span, rec.status()) }()
-	reqID := r.Header.Get(HeaderRequestID)
-	if reqID == "" {
-		reqID = newRequestID()
-		r.Header.Set(HeaderRequestID, reqID)
-	}
+	rec, r, reqID, start, end := h.begin(w, r)
+	defer end()
 	if t.Timeout <= 0 {
 		t.Timeout = h.o.Limits.DefaultTimeout
 	}
 	h.serveTarget(rec, r, start, reqID, t, nil)
+}
+
+// begin does the bookkeeping of a proxied request: it counts the request
+// as active and in flight, records its answer, starts its server span and
+// gives it a request ID (the caller's, else a new one). end, deferred by
+// the caller, records the request's metrics and ends the span.
+func (h *Handler) begin(w http.ResponseWriter, r *http.Request) (rec *recorder, _ *http.Request, reqID string, start time.Time, end func()) {
+	start = time.Now()
+	h.active.Add(1)
+	h.o.Metrics.inflightAdd(1)
+	rec = &recorder{ResponseWriter: w}
+	r, span := h.serverSpan(r, "router.request")
+	reqID = r.Header.Get(HeaderRequestID)
+	if reqID == "" {
+		reqID = newRequestID()
+		r.Header.Set(HeaderRequestID, reqID)
+	}
+	return rec, r, reqID, start, func() {
+		endSpan(span, rec.status())
+		h.o.Metrics.request(rec.status(), time.Since(start).Seconds())
+		if rec.hijacked {
+			h.o.Metrics.hijackedClosed()
+		}
+		h.o.Metrics.inflightAdd(-1)
+		h.active.Add(-1)
+	}
 }
 
 // serveTarget resolves t and proxies r to it, or answers e (a refusal

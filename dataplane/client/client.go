@@ -174,13 +174,18 @@ func (c *Client) Open(ctx context.Context, namespace, name string, opts ...Optio
 }
 
 func (c *Client) openClaim(ctx context.Context, o *options, claim *extv1beta1.SandboxClaim) (*Sandbox, error) {
-	bound, err := c.waitForClaim(ctx, claim)
+	wctx, span := tracer().Start(ctx, "sandbox.wait_bound")
+	bound, err := c.waitForClaim(wctx, claim)
+	endSpan(span, nil, err)
 	if err != nil {
 		return nil, err
 	}
 	sb := &sandboxv1beta1.Sandbox{}
 	name := bound.Status.Sandbox.Name
-	if err := c.sandboxes.Get().Namespace(claim.Namespace).Resource("sandboxes").Name(name).Do(ctx).Into(sb); err != nil {
+	gctx, span := tracer().Start(ctx, "sandbox.get_sandbox")
+	err = c.sandboxes.Get().Namespace(claim.Namespace).Resource("sandboxes").Name(name).Do(gctx).Into(sb)
+	endSpan(span, nil, err)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			err = ErrNotFound
 		}
@@ -213,7 +218,9 @@ func (c *Client) openSandbox(ctx context.Context, o *options, sb *sandboxv1beta1
 		resumed.starting = true
 		o = &resumed
 	}
-	ready, err := c.waitForSandbox(ctx, sb)
+	wctx, span := tracer().Start(ctx, "sandbox.wait_ready")
+	ready, err := c.waitForSandbox(wctx, sb)
+	endSpan(span, nil, err)
 	if err != nil {
 		return nil, err
 	}

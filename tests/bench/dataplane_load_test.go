@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,6 +99,9 @@ func floorRuntimes(t *testing.T, runtimeBin string, n int) []*sdk.Sandbox {
 			"--base-dir", filepath.Join(dir, "work"))
 		startProcess(t, cmd, filepath.Join(dir, "runtime.log"))
 		floorPIDs = append(floorPIDs, cmd.Process.Pid)
+		// A loaded machine may take seconds to start a process: its
+		// address is waited for before the SDK's own (short) retries.
+		waitListening(t, addr, time.Minute)
 		sb, err := sdk.Dial(context.Background(), "floor", fmt.Sprintf("floor-%d", i), sdk.WithBaseURL("http://"+addr))
 		if err != nil {
 			t.Fatal(err)
@@ -105,6 +109,23 @@ func floorRuntimes(t *testing.T, runtimeBin string, n int) []*sdk.Sandbox {
 		out[i] = sb
 	}
 	return out
+}
+
+// waitListening waits until something accepts connections on addr.
+func waitListening(t *testing.T, addr string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s after %s: %v", addr, within, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // floorPIDs are the floor's runtime processes, for the CPU profile.

@@ -39,6 +39,11 @@ type Dataplane struct {
 	// bin/sandbox-router --transport=port-forward. Ratios are to
 	// ClaimReady of the same pacing.
 	FirstCommand map[string]Latency `json:"claim_to_first_command"`
+	// FirstCommandFloor is what claim -> first command cannot go below:
+	// ClaimReady of the same pacing plus one "echo hi" on a runtime with
+	// no Kubernetes (Commands["floor"], one at a time), p50 to p50 and p99
+	// to p99. FirstCommand's *_ratio_to_first_command_floor are to it.
+	FirstCommandFloor map[string]Latency `json:"first_command_floor"`
 	// Commands is "echo hi" on already claimed sandboxes: "floor" (the same
 	// SDK calls against sandbox-runtime processes on 127.0.0.1, no
 	// Kubernetes), "direct" and "router". Ratios are to "floor".
@@ -57,6 +62,12 @@ type Latency struct {
 	// Ratios of P50Ms and P99Ms to the floor's.
 	RatioP50 float64 `json:"p50_ratio_to_floor,omitempty"`
 	RatioP99 float64 `json:"p99_ratio_to_floor,omitempty"`
+	// Ratios to FirstCommandFloor (claim -> first command only).
+	RatioP50ToFirstCommandFloor float64 `json:"p50_ratio_to_first_command_floor,omitempty"`
+	RatioP99ToFirstCommandFloor float64 `json:"p99_ratio_to_first_command_floor,omitempty"`
+	// SDKSteps is where claim -> first command's time went, by the Go
+	// SDK's spans (claim -> first command only).
+	SDKSteps map[string]Step `json:"sdk_steps,omitempty"`
 }
 
 // Commands is one way of running commands: one at a time (latency), then
@@ -100,7 +111,9 @@ func TestBenchDataplane(t *testing.T) {
 	seconds := envInt(t, "BENCH_DP_SECONDS", 10)
 	// Room for the pool, a burst of claimed members and their refill.
 	res := Dataplane{Pool: pool, Nodes: 3*pool/100 + 2,
-		ClaimReady: map[string]Latency{}, FirstCommand: map[string]Latency{}, Commands: map[string]Commands{}}
+		ClaimReady: map[string]Latency{}, FirstCommand: map[string]Latency{}, FirstCommandFloor: map[string]Latency{},
+		Commands: map[string]Commands{}}
+	steps := recordSDKSteps(t)
 
 	ctx := context.Background()
 	dc := startDataplaneCluster(t, "bench-dp", res.Nodes)
@@ -154,7 +167,9 @@ func TestBenchDataplane(t *testing.T) {
 			l = claimReadyPhase(t, c, claims, ns, key, n, every)
 			res.ClaimReady[key] = l
 		} else {
+			steps.since()
 			l = firstCommandPhase(t, sc, ns, n, every)
+			l.SDKSteps = steps.since()
 			pacing, _, _ := strings.Cut(key, "_")
 			f := res.ClaimReady[pacing]
 			l.RatioP50, l.RatioP99 = round2(l.P50Ms/f.P50Ms), round2(l.P99Ms/f.P99Ms)
@@ -197,6 +212,17 @@ func TestBenchDataplane(t *testing.T) {
 		cmd.RatioPerSecond = round2(floor.PerSecond / cmd.PerSecond)
 		res.Commands[key] = cmd
 		logJSON(t, "commands_"+key, cmd)
+	}
+	// The first command's floor: claim Ready plus one command on a runtime
+	// alone, both measured in this run.
+	rtt := res.Commands["floor"]
+	for key, l := range res.FirstCommand {
+		pacing, _, _ := strings.Cut(key, "_")
+		f := res.ClaimReady[pacing]
+		floor := Latency{Claims: f.Claims, P50Ms: round2(f.P50Ms + rtt.SequentialP50Ms), P99Ms: round2(f.P99Ms + rtt.SequentialP99Ms)}
+		res.FirstCommandFloor[pacing] = floor
+		l.RatioP50ToFirstCommandFloor, l.RatioP99ToFirstCommandFloor = round2(l.P50Ms/floor.P50Ms), round2(l.P99Ms/floor.P99Ms)
+		res.FirstCommand[key] = l
 	}
 	for _, sb := range append(routed, owned...) {
 		if err := sb.Close(ctx); err != nil {

@@ -50,9 +50,14 @@ type Result struct {
 	// gone), then resumed (until Ready again); both report ratio_to_cold.
 	Suspend Phase `json:"suspend_all"`
 	Resume  Phase `json:"resume_all"`
-	Delete  Phase `json:"delete_all"`
+	// Idle is BENCH_IDLE_SECONDS (10) with nothing changing, every
+	// Sandbox Running: the controller should send nothing.
+	Idle Phase `json:"idle"`
+	// Restart is the controller restarted with nothing changed.
+	Restart Restart `json:"restart"`
+	Delete  Phase   `json:"delete_all"`
 	// ControllerRequestsByVerb is every request the controller sent during
-	// the run, from its rest_client_requests_total.
+	// the run (both processes, see Restart), from rest_client_requests_total.
 	ControllerRequestsByVerb map[string]int64 `json:"controller_requests_by_verb"`
 	// ControllerPeakRSSMB is the controller process's peak resident memory
 	// over the whole run (VmHWM), in MiB.
@@ -179,7 +184,7 @@ func TestBench(t *testing.T) {
 	t.Logf("claims floor done: p99 %.0f ms, paced p99 %.0f ms", claimsFloor.P99Ms, claimsFloor.PacedP99Ms)
 
 	ctrl := startController(t, local.Kubeconfig)
-	defer ctrl.stop(t)
+	defer func() { ctrl.stop(t) }() // the controller running then (see restart)
 	settle()
 	if _, res.ControllerStartHeapMB, err = saveHeap(ctrl.pprof, "start"); err != nil {
 		t.Fatal(err)
@@ -237,6 +242,12 @@ func TestBench(t *testing.T) {
 		return countReady(t, watched, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) == n
 	})
 
+	idle := idleSeconds(t)
+	measure("idle", &res.Idle, func() { time.Sleep(idle) }, func() bool { return true })
+	ctrl, res.Restart = benchRestart(t, ctrl, local.Kubeconfig, n)
+	t.Logf("restart done: ready in %.2fs, %d Sandboxes reconciled in %.2fs, %d writes",
+		res.Restart.ReadySeconds, n, res.Restart.ReconciledSeconds, res.Restart.Writes)
+
 	measure("delete_all", &res.Delete, func() {
 		// One request per Sandbox, as users delete them: a single
 		// deletecollection of thousands of Sandboxes outlasts the API
@@ -256,9 +267,14 @@ func TestBench(t *testing.T) {
 	res.WarmClaims.P99RatioToFloor = res.WarmClaims.P99Ms / claimsFloor.P99Ms
 	res.WarmClaims.PacedP99RatioToFloor = res.WarmClaims.PacedP99Ms / claimsFloor.PacedP99Ms
 
+	// Both controllers' requests, and the higher of their peaks.
 	res.ControllerRequestsByVerb = ctrl.requestsByVerb(t)
+	for verb, v := range res.Restart.BeforeByVerb {
+		res.ControllerRequestsByVerb[verb] += v
+	}
 	res.Applies = ctrl.series(t, "agent_sandbox_apply_total")
 	_, res.ControllerPeakRSSMB = ctrl.rssMB()
+	res.ControllerPeakRSSMB = max(res.ControllerPeakRSSMB, res.Restart.BeforePeakRSSMB)
 	report(t, res, "BENCH_OUT")
 }
 

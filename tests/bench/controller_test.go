@@ -26,6 +26,9 @@ type controller struct {
 	// pprof is the address of its pprof server (--enable-pprof).
 	pprof  string
 	exited chan error
+	// started is when the process was started, ready when /readyz first
+	// answered.
+	started, ready time.Time
 }
 
 // startController builds and starts the controller against the cluster with
@@ -49,6 +52,7 @@ func startController(t *testing.T, kubeconfig string) *controller {
 		"--metrics-bind-address", metrics, "--health-probe-bind-address", probe,
 		"--enable-pprof", "--pprof-bind-address", pprof)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
+	c.started = time.Now()
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -57,6 +61,7 @@ func startController(t *testing.T, kubeconfig string) *controller {
 	if err := tests.WaitReady(probe, c.exited, time.Minute); err != nil {
 		t.Fatalf("controller: %v (log %s)", err, logFile.Name())
 	}
+	c.ready = time.Now()
 	return c
 }
 

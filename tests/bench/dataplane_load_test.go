@@ -93,15 +93,16 @@ func floorRuntimes(t *testing.T, runtimeBin string, n int) []*sdk.Sandbox {
 	for i := range out {
 		dir := t.TempDir()
 		addr := freeAddr(t)
-		// The legacy protocol only: sandboxd's default :8080 and :9090
-		// would collide between the floor's processes.
+		// The legacy protocol only: sandboxd's default :8080 and :9090, and
+		// envd's :49983, would collide between the floor's processes.
 		cmd := exec.Command(runtimeBin, "--listen-address", addr, "--sandboxd-rest-address=", "--sandboxd-grpc-address=",
-			"--base-dir", filepath.Join(dir, "work"))
-		startProcess(t, cmd, filepath.Join(dir, "runtime.log"))
+			"--envd-address=", "--base-dir", filepath.Join(dir, "work"))
+		logPath := filepath.Join(dir, "runtime.log")
+		exited, _ := startProcess(t, cmd, logPath)
 		floorPIDs = append(floorPIDs, cmd.Process.Pid)
 		// A loaded machine may take seconds to start a process: its
 		// address is waited for before the SDK's own (short) retries.
-		waitListening(t, addr, time.Minute)
+		waitListening(t, addr, exited, logPath, time.Minute)
 		sb, err := sdk.Dial(context.Background(), "floor", fmt.Sprintf("floor-%d", i), sdk.WithBaseURL("http://"+addr))
 		if err != nil {
 			t.Fatal(err)
@@ -111,8 +112,9 @@ func floorRuntimes(t *testing.T, runtimeBin string, n int) []*sdk.Sandbox {
 	return out
 }
 
-// waitListening waits until something accepts connections on addr.
-func waitListening(t *testing.T, addr string, within time.Duration) {
+// waitListening waits until the process that logs to logPath accepts
+// connections on addr, and fails the test (with the log) if it exits first.
+func waitListening(t *testing.T, addr string, exited <-chan error, logPath string, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -120,6 +122,12 @@ func waitListening(t *testing.T, addr string, within time.Duration) {
 		if err == nil {
 			_ = c.Close()
 			return
+		}
+		select {
+		case werr := <-exited:
+			out, _ := os.ReadFile(logPath)
+			t.Fatalf("the process for %s exited (%v) before it listened:\n%s", addr, werr, out)
+		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("nothing listens on %s after %s: %v", addr, within, err)

@@ -52,12 +52,10 @@ type Result struct {
 	Resume  Phase `json:"resume_all"`
 	// Idle is BENCH_IDLE_SECONDS (10) with nothing changing, every
 	// Sandbox Running: the controller should send nothing.
-	Idle Phase `json:"idle"`
-	// Restart is the controller restarted with nothing changed.
-	Restart Restart `json:"restart"`
-	Delete  Phase   `json:"delete_all"`
+	Idle   Phase `json:"idle"`
+	Delete Phase `json:"delete_all"`
 	// ControllerRequestsByVerb is every request the controller sent during
-	// the run (both processes, see Restart), from rest_client_requests_total.
+	// the run, from its rest_client_requests_total.
 	ControllerRequestsByVerb map[string]int64 `json:"controller_requests_by_verb"`
 	// ControllerPeakRSSMB is the controller process's peak resident memory
 	// over the whole run (VmHWM), in MiB.
@@ -147,26 +145,7 @@ func TestBench(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	workdir, err := os.MkdirTemp("", "agent-sandbox-bench-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = os.RemoveAll(workdir) }()
-	local, err := cluster.Start(ctx, cluster.Options{
-		Name: "bench", Workdir: workdir, Nodes: nodes, InstallCRDs: true, RuntimeClasses: []string{"gvisor"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := local.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
-	c, err := client.New(local.Config, client.Options{Scheme: envtest.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	local, c := startBenchCluster(t, "bench", nodes)
 	// Progress is counted from informers, not by listing: polling large
 	// lists would load the API server and skew both measurements.
 	watched := newWatch(t, local.Config, "", &corev1.Pod{}, &sandboxv1beta1.Sandbox{}, &extv1beta1.SandboxClaim{}, &extv1beta1.SandboxWarmPool{})
@@ -184,8 +163,9 @@ func TestBench(t *testing.T) {
 	t.Logf("claims floor done: p99 %.0f ms, paced p99 %.0f ms", claimsFloor.P99Ms, claimsFloor.PacedP99Ms)
 
 	ctrl := startController(t, local.Kubeconfig)
-	defer func() { ctrl.stop(t) }() // the controller running then (see restart)
+	defer ctrl.stop(t)
 	settle()
+	var err error
 	if _, res.ControllerStartHeapMB, err = saveHeap(ctrl.pprof, "start"); err != nil {
 		t.Fatal(err)
 	}
@@ -244,9 +224,6 @@ func TestBench(t *testing.T) {
 
 	idle := idleSeconds(t)
 	measure("idle", &res.Idle, func() { time.Sleep(idle) }, func() bool { return true })
-	ctrl, res.Restart = benchRestart(t, ctrl, local.Kubeconfig, n)
-	t.Logf("restart done: ready in %.2fs, %d Sandboxes reconciled in %.2fs, %d writes",
-		res.Restart.ReadySeconds, n, res.Restart.ReconciledSeconds, res.Restart.Writes)
 
 	measure("delete_all", &res.Delete, func() {
 		// One request per Sandbox, as users delete them: a single
@@ -267,19 +244,41 @@ func TestBench(t *testing.T) {
 	res.WarmClaims.P99RatioToFloor = res.WarmClaims.P99Ms / claimsFloor.P99Ms
 	res.WarmClaims.PacedP99RatioToFloor = res.WarmClaims.PacedP99Ms / claimsFloor.PacedP99Ms
 
-	// Both controllers' requests, and the higher of their peaks.
 	res.ControllerRequestsByVerb = ctrl.requestsByVerb(t)
-	for verb, v := range res.Restart.BeforeByVerb {
-		res.ControllerRequestsByVerb[verb] += v
-	}
 	res.Applies = ctrl.series(t, "agent_sandbox_apply_total")
 	_, res.ControllerPeakRSSMB = ctrl.rssMB()
-	res.ControllerPeakRSSMB = max(res.ControllerPeakRSSMB, res.Restart.BeforePeakRSSMB)
 	report(t, res, "BENCH_OUT")
 }
 
 // report prints a bench's JSON document and writes it to the file the
 // environment variable outEnv names, if set.
+// startBenchCluster starts a local cluster of nodes nodes with the CRDs
+// installed (stopped when the test ends) and returns it with a client.
+func startBenchCluster(t *testing.T, name string, nodes int) (*cluster.Cluster, client.Client) {
+	t.Helper()
+	workdir, err := os.MkdirTemp("", "agent-sandbox-bench-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(workdir) })
+	local, err := cluster.Start(context.Background(), cluster.Options{
+		Name: name, Workdir: workdir, Nodes: nodes, InstallCRDs: true, RuntimeClasses: []string{"gvisor"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := local.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	c, err := client.New(local.Config, client.Options{Scheme: envtest.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return local, c
+}
+
 func report(t *testing.T, res any, outEnv string) {
 	out, _ := json.MarshalIndent(res, "", "  ")
 	fmt.Println(string(out))

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ type controller struct {
 	// started is when the process was started, ready when /readyz first
 	// answered.
 	started, ready time.Time
+	stopOnce       sync.Once
 }
 
 // startController builds and starts the controller against the cluster with
@@ -134,18 +136,21 @@ func (c *controller) rssMB() (now, peak float64) {
 	return now, peak
 }
 
+// stop stops the controller (once: later calls do nothing).
 func (c *controller) stop(t *testing.T) {
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-c.exited:
-		var exit *exec.ExitError
-		if err != nil && !errors.As(err, &exit) {
-			t.Errorf("controller: %v", err)
+	c.stopOnce.Do(func() {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-c.exited:
+			var exit *exec.ExitError
+			if err != nil && !errors.As(err, &exit) {
+				t.Errorf("controller: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			_ = c.cmd.Process.Kill()
+			t.Error("controller did not stop within 30s of SIGTERM")
 		}
-	case <-time.After(30 * time.Second):
-		_ = c.cmd.Process.Kill()
-		t.Error("controller did not stop within 30s of SIGTERM")
-	}
+	})
 }
 
 func freeAddr(t *testing.T) string {

@@ -1,11 +1,17 @@
 package bench
 
 import (
+	"context"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
 // Restart is the controller stopped and started again with nothing
@@ -27,24 +33,69 @@ type Restart struct {
 	// memory at the end of it.
 	CPUSeconds float64 `json:"controller_cpu_seconds"`
 	RSSMB      float64 `json:"controller_rss_mb"`
-	// BeforeRSSMB and BeforePeakRSSMB are the stopped controller's
-	// resident memory just before it was stopped and its peak, and
-	// BeforeByVerb every request it had sent: the run's later figures
-	// (delete_all, warm_claims, the end of the run) are the restarted
-	// controller's.
-	BeforeRSSMB     float64          `json:"stopped_controller_rss_mb"`
-	BeforePeakRSSMB float64          `json:"stopped_controller_peak_rss_mb"`
-	BeforeByVerb    map[string]int64 `json:"stopped_controller_requests_by_verb"`
+	// StoppedRSSMB is the first controller's resident memory just before
+	// it was stopped, with the same Sandboxes.
+	StoppedRSSMB float64 `json:"stopped_controller_rss_mb"`
+}
+
+// RestartResult is the JSON document TestBenchRestart prints.
+type RestartResult struct {
+	N     int `json:"n"`
+	Nodes int `json:"nodes"`
+	// Cold is the N Sandboxes created, until all Ready (their requests
+	// per Sandbox are the same as TestBench's cold_create).
+	Cold Phase `json:"cold_create"`
+	// Idle is BENCH_IDLE_SECONDS with nothing changing.
+	Idle    Phase   `json:"idle"`
+	Restart Restart `json:"restart"`
+}
+
+// TestBenchRestart measures a controller restart with nothing changed: N
+// Running Sandboxes (BENCH_N, 500) made by the controller, an idle spell,
+// then the controller stopped and started again (Restart). It runs only
+// with AGENT_SANDBOX_BENCH=1 (make bench); BENCH_RESTART_OUT is a file for
+// the JSON. It has its own cluster so that TestBench's figures, memory
+// after the run among them, are one process's throughout.
+func TestBenchRestart(t *testing.T) {
+	if os.Getenv("AGENT_SANDBOX_BENCH") != "1" {
+		t.Skip("benchmarks run with `make bench` (AGENT_SANDBOX_BENCH=1)")
+	}
+	n := envInt(t, "BENCH_N", 500)
+	res := RestartResult{N: n, Nodes: max(10, n/100+1)}
+	local, c := startBenchCluster(t, "bench-restart", res.Nodes)
+	watched := newWatch(t, local.Config, "", &sandboxv1beta1.Sandbox{})
+	startWatch(t, watched)
+	clusterDirOf = filepath.Join(local.Workdir, "clusters", local.Name)
+	ctrl := startController(t, local.Kubeconfig)
+	defer func() { ctrl.stop(t) }() // the one running then
+	ns := mkNamespace(t, c, "restart")
+
+	pr := ctrl.begin(t, "restart_cold")
+	start := time.Now()
+	parallel(n, func(i int) error { return c.Create(context.Background(), benchSandbox(ns, i)) }, t)
+	for countReady(t, watched, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) != n {
+		time.Sleep(50 * time.Millisecond)
+	}
+	res.Cold.Seconds = round2(time.Since(start).Seconds())
+	settle()
+	pr.end(t, &res.Cold, n)
+
+	pr = ctrl.begin(t, "restart_idle")
+	time.Sleep(idleSeconds(t))
+	res.Idle.Seconds = idleSeconds(t).Seconds()
+	pr.end(t, &res.Idle, n)
+
+	ctrl, res.Restart = benchRestart(t, ctrl, local.Kubeconfig, n)
+	report(t, res, "BENCH_RESTART_OUT")
 }
 
 // benchRestart stops ctrl, starts the controller again and measures it
 // (Restart) until it has reconciled n Sandboxes. It returns the new
-// controller.
+// controller, which the caller stops.
 func benchRestart(t *testing.T, ctrl *controller, kubeconfig string, n int) (*controller, Restart) {
 	t.Helper()
 	var r Restart
-	r.BeforeRSSMB, r.BeforePeakRSSMB = ctrl.rssMB()
-	r.BeforeByVerb = ctrl.requestsByVerb(t)
+	r.StoppedRSSMB, _ = ctrl.rssMB()
 	ctrl.stop(t)
 	next := startController(t, kubeconfig)
 	r.ReadySeconds = round2(next.ready.Sub(next.started).Seconds())

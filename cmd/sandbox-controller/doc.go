@@ -4,5 +4,6 @@
 // policy/. Flag names and defaults match the public agent-sandbox controller,
 // so existing deployments keep working; flags of its own are added, never
 // changed. Without GOMEMLIMIT it sets the Go runtime's soft memory limit
-// from its container's memory limit (memlimit.go).
+// from its container's memory limit, and without GOGC the collector's
+// target to --gc-percent (memlimit.go).
 package main

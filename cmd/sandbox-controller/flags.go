@@ -53,6 +53,7 @@ type options struct {
 	policyDir               string
 	policyReload            time.Duration
 	memoryLimitRatio        float64
+	gcPercent               int
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -107,6 +108,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.policyReload, "policy-reload-interval", 10*time.Second, "How often --policy-dir is checked for changes.")
 	fs.Float64Var(&o.memoryLimitRatio, "memory-limit-ratio", 0.9,
 		"Without GOMEMLIMIT, the Go runtime's soft memory limit as this share of the container's memory limit (cgroup), so the collector works harder before the container is killed; 0 leaves it unset.")
+	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent,
+		"Without GOGC, the Go collector's target: how far the heap may grow past what was live after the last collection, in percent (Go's default is 100); 0 leaves it unset.")
 	fs.DurationVar(&o.warmPoolGrace, "warm-pool-grace-period", 5*time.Minute,
 		"How long a warm pool member may take to become Ready before its pool reports it (Progressing=False and a WarmPoolNotProgressing event).")
 }
@@ -146,6 +149,9 @@ func (o *options) validate() error {
 	}
 	if _, err := o.policyConfig(); err != nil {
 		errs = append(errs, err)
+	}
+	if o.gcPercent < 0 {
+		errs = append(errs, fmt.Errorf("--gc-percent=%d: must not be negative", o.gcPercent))
 	}
 	if o.memoryLimitRatio < 0 || o.memoryLimitRatio > 1 {
 		errs = append(errs, fmt.Errorf("--memory-limit-ratio=%g: must be between 0 and 1", o.memoryLimitRatio))

@@ -95,6 +95,11 @@ func run(o options) error {
 	} else {
 		log.V(1).Info("Go soft memory limit left alone", "because", why)
 	}
+	if p, why := applyGCPercent(o.gcPercent); p > 0 {
+		log.Info("Go collector target set", "percent", p, "from", why)
+	} else {
+		log.V(1).Info("Go collector target left alone", "because", why)
+	}
 	scheme := clientgoscheme.Scheme
 	for _, add := range []func(*k8sruntime.Scheme) error{sandboxv1beta1.AddToScheme, extv1beta1.AddToScheme, apiextensionsv1.AddToScheme} {
 		if err := add(scheme); err != nil {

@@ -66,3 +66,36 @@ func applyMemoryLimit(ratio float64) (int64, string) {
 	}
 	return soft, why
 }
+
+// defaultGCPercent is the collector's target (GOGC) unless GOGC is set:
+// the heap may grow to 1.5 times what was live after the last collection
+// instead of Go's default twice. The informer caches are most of the live
+// heap and live as long as the process, so the headroom is mostly garbage
+// of bursts. Measured on the same build against envtest (tests/memprobe,
+// 500 Sandboxes created, suspended and resumed): peak resident memory 97
+// instead of 111 MiB, settled 94 instead of 101 MiB, for collections twice
+// as often (the collector was ~13 % of the controller's CPU in cold create
+// at 100). See docs/operations.md "Capacity".
+const defaultGCPercent = 50
+
+// gcPercent returns the collector target to set and why, for the log: 0 and
+// no change when GOGC is set (the user's choice wins) or percent is 0.
+func gcPercent(percent int, env func(string) string) (int, string) {
+	switch {
+	case env("GOGC") != "":
+		return 0, "GOGC is set"
+	case percent == 0:
+		return 0, "--gc-percent is 0"
+	default:
+		return percent, "--gc-percent"
+	}
+}
+
+// applyGCPercent sets the collector's target (see gcPercent).
+func applyGCPercent(percent int) (int, string) {
+	p, why := gcPercent(percent, os.Getenv)
+	if p > 0 {
+		debug.SetGCPercent(p)
+	}
+	return p, why
+}

@@ -48,3 +48,32 @@ func TestMemoryLimit(t *testing.T) {
 		})
 	}
 }
+
+func TestGCPercent(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "GOGC" {
+				return v
+			}
+			return ""
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		percent int
+		gogc    string
+		want    int
+	}{
+		{name: "default", percent: defaultGCPercent, want: defaultGCPercent},
+		{name: "GOGC wins", percent: defaultGCPercent, gogc: "200", want: 0},
+		{name: "GOGC=off wins", percent: 30, gogc: "off", want: 0},
+		{name: "flag 0 leaves it", percent: 0, want: 0},
+		{name: "flag", percent: 80, want: 80},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, why := gcPercent(tc.percent, env(tc.gogc)); got != tc.want || why == "" {
+				t.Errorf("gcPercent(%d, GOGC=%q) = %d, %q; want %d", tc.percent, tc.gogc, got, why, tc.want)
+			}
+		})
+	}
+}

@@ -66,6 +66,18 @@ type Result struct {
 	ControllerStartRSSMB   float64            `json:"controller_start_rss_mb"`
 	ControllerStartHeapMB  float64            `json:"controller_start_heap_inuse_mb"`
 	ControllerStartGoMemMB map[string]float64 `json:"controller_start_go_memstats_mb"`
+	// ControllerStartRSSSplitMB is that resident memory by kind (see
+	// rssSplitMB): anon (the heap, stacks, runtime) and file (the binary's
+	// pages it touched).
+	ControllerStartRSSSplitMB map[string]float64 `json:"controller_start_rss_split_mb"`
+	// ControllerEndRSSMB, ControllerEndRSSSplitMB, ControllerEndHeapMB and
+	// ControllerEndGoMemMB are the same once the run is over (every
+	// Sandbox deleted, the claims and their warm pool left) and settled:
+	// what a replica keeps after a busy hour.
+	ControllerEndRSSMB      float64            `json:"controller_end_rss_mb"`
+	ControllerEndRSSSplitMB map[string]float64 `json:"controller_end_rss_split_mb"`
+	ControllerEndHeapMB     float64            `json:"controller_end_heap_inuse_mb"`
+	ControllerEndGoMemMB    map[string]float64 `json:"controller_end_go_memstats_mb"`
 	// Applies are the controller's agent_sandbox_apply_total by kind/action.
 	Applies map[string]int64 `json:"controller_apply_total"`
 	// WarmClaims is the warm pool and claims scenario.
@@ -170,6 +182,7 @@ func TestBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.ControllerStartRSSMB, _ = ctrl.rssMB()
+	res.ControllerStartRSSSplitMB = ctrl.rssSplitMB()
 	res.ControllerStartGoMemMB = ctrl.goMemMB(t)
 
 	ns := mkNamespace(t, c, "sandboxes")
@@ -247,6 +260,13 @@ func TestBench(t *testing.T) {
 	res.ControllerRequestsByVerb = ctrl.requestsByVerb(t)
 	res.Applies = ctrl.series(t, "agent_sandbox_apply_total")
 	_, res.ControllerPeakRSSMB = ctrl.rssMB()
+	settle()
+	if _, res.ControllerEndHeapMB, err = saveHeap(ctrl.pprof, "end"); err != nil {
+		t.Fatal(err)
+	}
+	res.ControllerEndRSSMB, _ = ctrl.rssMB()
+	res.ControllerEndRSSSplitMB = ctrl.rssSplitMB()
+	res.ControllerEndGoMemMB = ctrl.goMemMB(t)
 	report(t, res, "BENCH_OUT")
 }
 

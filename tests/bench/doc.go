@@ -4,7 +4,9 @@
 // bound (Pods and Services created directly), cold create, a metadata-only
 // touch, suspend, resume and delete of N Sandboxes, each as a ratio to the
 // floor with the controller's API requests by verb, CPU-seconds, RSS and a
-// CPU and heap profile (.work/bench-profiles/); suspend and resume also as
+// CPU and heap profile (.work/bench-profiles/), the controller's resident
+// memory at start and once the run is over split into anon and file pages
+// (controller_start_rss_split_mb, controller_end_rss_mb); suspend and resume also as
 // ratios to their own floors (the floor's Sandboxes suspended and resumed
 // by the same client), and warm claims, at once and paced, as ratios to a
 // claims floor (a client adopting a member and writing the claim's status). TestBenchDataplane measures the

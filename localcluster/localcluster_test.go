@@ -137,9 +137,25 @@ func TestLoopbackArgs(t *testing.T) {
 		Options    struct {
 			BindAddress string `json:"bindAddress"`
 		} `json:"options"`
+		ComponentsPatches []struct {
+			Name      string `json:"name"`
+			ExtraArgs []struct {
+				Key   string `json:"key"`
+				Value string `json:"value"`
+			} `json:"extraArgs"`
+		} `json:"componentsPatches"`
 	}
 	if err := yaml.UnmarshalStrict(data, &conf); err != nil {
 		t.Fatal(err)
+	}
+	single := map[string]bool{}
+	for _, p := range conf.ComponentsPatches {
+		for _, a := range p.ExtraArgs {
+			single[p.Name] = single[p.Name] || (a.Key == "leader-elect" && a.Value == "false")
+		}
+	}
+	if !single["kube-scheduler"] || !single["kube-controller-manager"] {
+		t.Errorf("kwokctl configuration %+v: the scheduler and controller manager must run without leader election", conf.ComponentsPatches)
 	}
 	if conf.APIVersion != "config.kwok.x-k8s.io/v1alpha1" || conf.Kind != "KwokctlConfiguration" || conf.Options.BindAddress != "127.0.0.1" {
 		t.Errorf("kwokctl configuration %+v: want a KwokctlConfiguration binding 127.0.0.1", conf)

@@ -20,12 +20,24 @@ const LoopbackAddress = "127.0.0.1"
 // (0.0.0.0 unless set) is what kwokctl's binary runtime gives every
 // component: etcd's client and peer URLs, the API server's --bind-address
 // (and so its advertise address), the controller manager's and the
-// scheduler's --bind-address, and kwok's --server-address.
+// scheduler's --bind-address, and kwok's --server-address. The scheduler
+// and the controller manager run alone: without leader election, a
+// machine too loaded to renew a lease in time (thousands of Pods on two
+// cores) does not stop them for good, leaving every new Pod Pending.
 const kwokConfig = `# Written by kubectl-sandbox up: every component listens on loopback only.
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokctlConfiguration
 options:
   bindAddress: ` + LoopbackAddress + `
+componentsPatches:
+- name: kube-scheduler
+  extraArgs:
+  - key: leader-elect
+    value: "false"
+- name: kube-controller-manager
+  extraArgs:
+  - key: leader-elect
+    value: "false"
 `
 
 // writeKwokConfig writes kwokctl's configuration as workdir/kwok.yaml, the

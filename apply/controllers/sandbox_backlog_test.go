@@ -5,33 +5,111 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/apply/ssa"
+	"github.com/agentsandbox/reconciler/render"
 )
 
-func TestStatusBacklogWindow(t *testing.T) {
+func backlogKey(i int) types.NamespacedName {
+	return types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("sb-%d", i)}
+}
+
+func TestStatusBacklogCounts(t *testing.T) {
 	var b statusBacklog
-	base := 5 * time.Second
-	key := func(i int) types.NamespacedName {
-		return types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("sb-%d", i)}
-	}
+	base, now := 5*time.Second, time.Unix(1000, 0)
 	for i := range busyBacklog {
-		b.wait(key(i))
-		b.wait(key(i)) // deferred again: counted once
+		b.wait(backlogKey(i), now)
+		b.wait(backlogKey(i), now) // deferred again: counted once
 	}
-	if got := b.window(base); got != base {
-		t.Fatalf("with %d waiting the window is %s, want %s", busyBacklog, got, base)
+	if b.busy(base, now) {
+		t.Fatalf("busy with %d waiting", busyBacklog)
 	}
-	b.wait(key(busyBacklog))
-	if got := b.window(base); got != busyFactor*base {
-		t.Fatalf("with %d waiting the window is %s, want %s", busyBacklog+1, got, busyFactor*base)
+	b.wait(backlogKey(busyBacklog), now)
+	if !b.busy(base, now) {
+		t.Fatalf("not busy with %d waiting", busyBacklog+1)
 	}
-	b.done(key(0))
-	b.done(key(0)) // written, then forgotten: counted once
-	b.done(key(9999))
-	if got := b.window(base); got != base {
-		t.Fatalf("after one was written the window is %s, want %s", got, base)
-	}
+	b.done(backlogKey(0))
+	b.done(backlogKey(0)) // written, then forgotten: counted once
+	b.done(backlogKey(9999))
 	if n := b.n.Load(); n != busyBacklog {
 		t.Errorf("count %d, want %d", n, busyBacklog)
+	}
+	// The burst's tail: still busy for busyFactor windows after the
+	// backlog fell, then not.
+	if !b.busy(base, now.Add(busyFactor*base-time.Millisecond)) {
+		t.Errorf("not busy right after the burst")
+	}
+	if b.busy(base, now.Add(busyFactor*base)) {
+		t.Errorf("still busy %s after the burst", busyFactor*base)
+	}
+}
+
+func TestStatusBacklogHold(t *testing.T) {
+	base, last := 5*time.Second, time.Unix(1000, 0)
+	var quiet statusBacklog
+	for _, c := range []struct {
+		after, want time.Duration
+	}{{0, base}, {2 * time.Second, 3 * time.Second}, {base, 0}, {time.Hour, 0}} {
+		if got := quiet.hold(base, last, last.Add(c.after)); got != c.want {
+			t.Errorf("quiet, %s after the last write: hold %s, want %s", c.after, got, c.want)
+		}
+	}
+
+	var burst statusBacklog
+	for i := range busyBacklog + 1 {
+		burst.wait(backlogKey(i), last)
+	}
+	for _, c := range []struct {
+		after, want time.Duration
+	}{
+		{0, busyFactor * base},                     // looked at again later
+		{base, busyFactor * base},                  // held past the quiet window
+		{busyHold*base - time.Second, time.Second}, // up to the bound
+		{busyHold * base, 0},                       // then written, burst or not
+	} {
+		if got := burst.hold(base, last, last.Add(c.after)); got != c.want {
+			t.Errorf("burst, %s after the last write: hold %s, want %s", c.after, got, c.want)
+		}
+	}
+}
+
+func TestDeferStatus(t *testing.T) {
+	base, now := 5*time.Second, time.Unix(1000, 0)
+	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sb", UID: "u1", Generation: 2}}
+	sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeSuspended
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sb"}}
+	terminating := render.SandboxStatus(render.SandboxStatusInputs{Sandbox: sb, Pod: pod, Pods: 1, Now: metav1.NewTime(now)})
+	suspended := render.SandboxStatus(render.SandboxStatusInputs{Sandbox: sb, Now: metav1.NewTime(now)})
+
+	r := &SandboxReconciler{StatusCoalesceWindow: base}
+	r.changedChildren(sb, now) // the Pod deleted
+	if got := r.deferStatus(sb, suspended, now); got != 0 {
+		t.Errorf("a resting status is held %s", got)
+	}
+	if got := r.deferStatus(sb, terminating, now.Add(time.Second)); got != base-time.Second {
+		t.Errorf("a transitional status is held %s, want %s", got, base-time.Second)
+	}
+	for i := range busyBacklog + 1 {
+		r.backlog.wait(backlogKey(i), now)
+	}
+	if got := r.deferStatus(sb, terminating, now.Add(base)); got != busyFactor*base {
+		t.Errorf("in a burst a transitional status is held %s, want %s", got, busyFactor*base)
+	}
+	// What we wrote last is not held (nothing is sent), and does not
+	// count as waiting.
+	r.memory.status.Remember(client.ObjectKeyFromObject(sb), sb.UID, statusRecord[*sandboxv1beta1.SandboxStatus]{
+		intent: ssa.IntentOf(terminating), at: now,
+	})
+	r.backlog.done(client.ObjectKeyFromObject(sb))
+	if got := r.deferStatus(sb, terminating, now.Add(base)); got != 0 {
+		t.Errorf("the status written last is held %s", got)
+	}
+	if n := r.backlog.n.Load(); n != busyBacklog+1 {
+		t.Errorf("backlog %d, want %d", n, busyBacklog+1)
 	}
 }

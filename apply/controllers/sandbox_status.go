@@ -13,23 +13,32 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/metrics"
+	"github.com/agentsandbox/reconciler/apply/ssa"
 )
 
 // deferStatus says how long to wait before writing desired, or zero to write
 // now. A status that reaches a resting state (Ready, suspended, finished,
-// expired, failed) is written at once. A transitional one (a Pod pending,
-// being scheduled or being deleted) is held until StatusCoalesceWindow after
-// our last write for the Sandbox, and the deferred reconcile writes whatever
-// is true by then. A Pod that becomes Ready within the window thus costs one
+// expired, failed) is written at once, and so is one that is what we wrote
+// last (nothing is sent). A transitional one (a Pod pending, being
+// scheduled or being deleted) is held until StatusCoalesceWindow after our
+// last write for the Sandbox, and the deferred reconcile writes whatever is
+// true by then. A Pod that becomes Ready within the window thus costs one
 // status write instead of three, and so does a suspend. While many
-// Sandboxes wait so (a burst), the window is longer (statusBacklog).
+// Sandboxes wait so (a burst), it is held until the burst is over, within a
+// bound (statusBacklog.hold).
 func (r *SandboxReconciler) deferStatus(sb *sandboxv1beta1.Sandbox, desired *sandboxac.SandboxApplyConfiguration, now time.Time) time.Duration {
 	if r.StatusCoalesceWindow < 0 || !transitional(desired) {
 		return 0
 	}
-	if wait := r.lastWrite(sb).Add(r.backlog.window(r.StatusCoalesceWindow)).Sub(now); wait > 0 {
+	last, ok := sandboxStatus.recall(&r.memory.status, sb)
+	if ok && last.intent == ssa.IntentOf(desired) {
+		// Written already (a Pod that stays Pending): nothing to hold, and
+		// it must not count as a burst.
+		return 0
+	}
+	if wait := r.backlog.hold(r.StatusCoalesceWindow, r.lastWrite(sb), now); wait > 0 {
 		// No longer waiting once writeStatus writes it (or forget).
-		r.backlog.wait(client.ObjectKeyFromObject(sb))
+		r.backlog.wait(client.ObjectKeyFromObject(sb), now)
 		return wait
 	}
 	return 0

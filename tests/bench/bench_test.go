@@ -101,6 +101,13 @@ type Phase struct {
 	Requests           int64            `json:"controller_requests"`
 	RequestsPerSandbox float64          `json:"controller_requests_per_sandbox"`
 	ByVerb             map[string]int64 `json:"controller_requests_by_verb,omitempty"`
+	// Applies is the controller's agent_sandbox_apply_total over the same
+	// span, by kind (SandboxStatus: status writes) and action: which
+	// objects the requests were for.
+	Applies map[string]int64 `json:"controller_apply_total,omitempty"`
+	// Responses is its rest_client_requests_total over the same span by
+	// every label (code, host, method): conflicts (409) show here.
+	Responses map[string]int64 `json:"controller_requests_by_code,omitempty"`
 	// ControllerCPUSeconds is the controller process's CPU time (user +
 	// system, /proc/<pid>/stat) over the same span as Requests.
 	ControllerCPUSeconds float64 `json:"controller_cpu_seconds"`

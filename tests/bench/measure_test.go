@@ -25,6 +25,8 @@ type probe struct {
 	ctrl     *controller
 	name     string
 	requests map[string]int64
+	applies  map[string]int64
+	codes    map[string]int64
 	cpu      float64
 	prof     *profiler
 }
@@ -33,8 +35,9 @@ type probe struct {
 func (c *controller) begin(t *testing.T, name string) *probe {
 	t.Helper()
 	return &probe{
-		ctrl: c, name: name, requests: c.requestsByVerb(t),
-		cpu: procCPU(c.cmd.Process.Pid), prof: startProfile(c.pprof),
+		ctrl: c, name: name, requests: c.requestsByVerb(t), applies: c.series(t, "agent_sandbox_apply_total"),
+		codes: c.series(t, "rest_client_requests_total"),
+		cpu:   procCPU(c.cmd.Process.Pid), prof: startProfile(c.pprof),
 	}
 }
 
@@ -44,6 +47,8 @@ func (pr *probe) end(t *testing.T, p *Phase, n int) {
 	t.Helper()
 	p.ControllerCPUSeconds = round2(procCPU(pr.ctrl.cmd.Process.Pid) - pr.cpu)
 	p.ByVerb = diff(pr.ctrl.requestsByVerb(t), pr.requests)
+	p.Applies = diff(pr.ctrl.series(t, "agent_sandbox_apply_total"), pr.applies)
+	p.Responses = diff(pr.ctrl.series(t, "rest_client_requests_total"), pr.codes)
 	p.Requests = 0
 	for _, v := range p.ByVerb {
 		p.Requests += v

@@ -73,6 +73,13 @@ func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error)
 	if _, err := informer.AddEventHandler(queue.Handler()); err != nil {
 		return nil, fmt.Errorf("watching warm members: %w", err)
 	}
+	claims, err := mgr.GetCache().GetInformer(ctx, &extv1beta1.SandboxClaim{})
+	if err != nil {
+		return nil, fmt.Errorf("getting the claim informer: %w", err)
+	}
+	if _, err := claims.AddEventHandler(queue.ClaimHandler()); err != nil {
+		return nil, fmt.Errorf("watching waiting claims: %w", err)
+	}
 
 	x := &Extensions{
 		Queue: queue,

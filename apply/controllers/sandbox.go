@@ -147,6 +147,9 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req reconcile.Request
 }
 
 func (r *SandboxReconciler) reconcile(ctx context.Context, sb *sandboxv1beta1.Sandbox) (reconcile.Result, error) {
+	if wait := r.awaitClaimCommit(ctx, sb, r.Clock.Now()); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
 	obs, err := r.observe(ctx, sb)
 	if err != nil {
 		return reconcile.Result{}, err

@@ -38,6 +38,10 @@ type Claims struct {
 	// controller sustains while all of them wait.
 	AllReadySeconds float64 `json:"all_claims_ready_seconds"`
 	ClaimsPerSecond float64 `json:"claims_per_second"`
+	// BurstCPUSeconds is what each process used until every claim was
+	// Ready (the floor's CPUSeconds' counterpart; ClaimPhase's runs on
+	// until the pool is full again).
+	BurstCPUSeconds map[string]float64 `json:"burst_cpu_seconds,omitempty"`
 	// Timeline and PacedTimeline are where each claim's time went, in
 	// the burst and paced.
 	Timeline      ClaimTimeline `json:"timeline"`
@@ -121,6 +125,7 @@ func benchClaims(t *testing.T, c client.Client, watched cache.Cache, ctrl *contr
 	clock.burst(t, c, "claim", m)
 	res.AllReadySeconds = time.Since(start).Seconds()
 	res.ClaimsPerSecond = float64(m) / res.AllReadySeconds
+	res.BurstCPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
 	for !poolReady() {
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -36,6 +36,9 @@ type ExtensionsOptions struct {
 	// WarmPoolGrace is how long a member may take to become Ready before
 	// its pool reports it.
 	WarmPoolGrace time.Duration
+	// Sandboxes, if set, is the Sandbox reconciler: it is told which
+	// claims wait for warm members (SandboxReconciler.Claims).
+	Sandboxes *SandboxReconciler
 }
 
 // Extensions are the running extension controllers.
@@ -81,6 +84,9 @@ func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error)
 		return nil, fmt.Errorf("watching waiting claims: %w", err)
 	}
 
+	if o.Sandboxes != nil {
+		o.Sandboxes.Claims = queue
+	}
 	x := &Extensions{
 		Queue: queue,
 		Templates: &TemplateReconciler{

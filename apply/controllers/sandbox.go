@@ -82,6 +82,10 @@ type SandboxReconciler struct {
 	// installed): a Sandbox made from a template that is gone then gets a
 	// NetworkPolicy of its own, and templates are watched for that.
 	Templates bool
+	// Claims, when set (SetupExtensions sets it), says which claims wait
+	// for warm members: a Sandbox a claim took waits for them too
+	// (awaitClaimCommit).
+	Claims *WarmQueue
 
 	// memory holds, per Sandbox, what this process last wrote and
 	// reported (sandbox_memo.go).

@@ -63,6 +63,20 @@ func TestAwaitClaimCommit(t *testing.T) {
 	reported := claim.DeepCopy()
 	reported.Status.Conditions = []metav1.Condition{{Type: extv1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: "ReconcilerError"}}
 	check("the claim is reported on", reported, warm, 0)
+	// Bound already, while other claims wait for members the pool has (a
+	// burst): it waits for them too.
+	bound.Spec.WarmPoolRef.Name = "p"
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(bound).Build()
+	q := NewWarmQueue()
+	r := &SandboxReconciler{Client: cl, Engine: ssa.New(cl, "ctrl", "ctrl-status"), Templates: true, Claims: q}
+	q.ClaimHandler().OnAdd(waitingClaim("other", "p"), false)
+	if got := r.awaitClaimCommit(context.Background(), warm, now); got != 0 {
+		t.Errorf("a burst with no members left to take: waits %v", got)
+	}
+	q.Handler().OnAdd(member("m", "p", true), false)
+	if got := r.awaitClaimCommit(context.Background(), warm, now); got != claimCommitPoll {
+		t.Errorf("a burst: waits %v, want %v", got, claimCommitPoll)
+	}
 	off := &SandboxReconciler{Templates: false}
 	if got := off.awaitClaimCommit(context.Background(), warm, now); got != 0 {
 		t.Errorf("without the extension controllers: waits %v", got)

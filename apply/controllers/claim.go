@@ -116,8 +116,11 @@ func (r *ClaimReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error 
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxclaim").
-		For(&extv1beta1.SandboxClaim{}).
-		Owns(&sandboxv1beta1.Sandbox{}).
+		// A claim waiting for a Sandbox goes ahead of the others
+		// (claimEvents); a Sandbox it controls brings it back.
+		Watches(&extv1beta1.SandboxClaim{}, claimEvents()).
+		Watches(&sandboxv1beta1.Sandbox{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
+			&extv1beta1.SandboxClaim{}, handler.OnlyControllerOwner())).
 		// A claim waiting for its pool or template, or refused by the
 		// template's policies, looks again when they change, and when the
 		// default runtime class does.

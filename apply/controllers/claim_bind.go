@@ -224,8 +224,10 @@ func (r *ClaimReconciler) observeUnbound(ctx context.Context, claim *extv1beta1.
 	if r.Queue.Len(key) == 0 {
 		return none, nil
 	}
+	// The members are only read (and dropped with the plan): the cache's
+	// own objects, not copies of every member for every claim.
 	var list sandboxv1beta1.SandboxList
-	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), controlledBy(pool, extv1beta1.WarmPoolKind)); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), controlledBy(pool, extv1beta1.WarmPoolKind), client.UnsafeDisableDeepCopy); err != nil {
 		return none, fmt.Errorf("listing members: %w", err)
 	}
 	members := make([]*sandboxv1beta1.Sandbox, len(list.Items))

@@ -36,6 +36,9 @@ type ExtensionsOptions struct {
 	// WarmPoolGrace is how long a member may take to become Ready before
 	// its pool reports it.
 	WarmPoolGrace time.Duration
+	// Sandboxes, if set, is the Sandbox reconciler: it is told which
+	// claims wait for warm members (SandboxReconciler.Claims).
+	Sandboxes *SandboxReconciler
 }
 
 // Extensions are the running extension controllers.
@@ -73,7 +76,17 @@ func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error)
 	if _, err := informer.AddEventHandler(queue.Handler()); err != nil {
 		return nil, fmt.Errorf("watching warm members: %w", err)
 	}
+	claims, err := mgr.GetCache().GetInformer(ctx, &extv1beta1.SandboxClaim{})
+	if err != nil {
+		return nil, fmt.Errorf("getting the claim informer: %w", err)
+	}
+	if _, err := claims.AddEventHandler(queue.ClaimHandler()); err != nil {
+		return nil, fmt.Errorf("watching waiting claims: %w", err)
+	}
 
+	if o.Sandboxes != nil {
+		o.Sandboxes.Claims = queue
+	}
 	x := &Extensions{
 		Queue: queue,
 		Templates: &TemplateReconciler{

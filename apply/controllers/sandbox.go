@@ -82,6 +82,10 @@ type SandboxReconciler struct {
 	// installed): a Sandbox made from a template that is gone then gets a
 	// NetworkPolicy of its own, and templates are watched for that.
 	Templates bool
+	// Claims, when set (SetupExtensions sets it), says which claims wait
+	// for warm members: a Sandbox a claim took waits for them too
+	// (awaitClaimCommit).
+	Claims *WarmQueue
 
 	// memory holds, per Sandbox, what this process last wrote and
 	// reported (sandbox_memo.go).
@@ -147,6 +151,9 @@ func (r *SandboxReconciler) Reconcile(ctx context.Context, req reconcile.Request
 }
 
 func (r *SandboxReconciler) reconcile(ctx context.Context, sb *sandboxv1beta1.Sandbox) (reconcile.Result, error) {
+	if wait := r.awaitClaimCommit(ctx, sb, r.Clock.Now()); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
 	obs, err := r.observe(ctx, sb)
 	if err != nil {
 		return reconcile.Result{}, err

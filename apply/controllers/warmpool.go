@@ -54,10 +54,11 @@ type WarmPoolReconciler struct {
 	// reports it as not progressing. Zero means 5 minutes.
 	Grace time.Duration
 	Clock clock.PassiveClock
-	// Queue, when set, tells when claims last took members: while claims
-	// are taking members, refilling waits (RefillQuiet after the last take,
-	// for at most RefillMaxDelay), so a burst of claims is served before the
-	// API server is busy with replacements.
+	// Queue, when set, tells when claims last took members and which
+	// wait for one: while claims wait for members the queue still has, or
+	// took one less than RefillQuiet ago, refilling waits (for at most
+	// RefillMaxDelay), so claims are served before the API server is busy
+	// with replacements.
 	Queue                       *WarmQueue
 	RefillQuiet, RefillMaxDelay time.Duration
 	// Policy holds the policies members are checked against before any is
@@ -125,23 +126,32 @@ func (r *WarmPoolReconciler) SetDefaults() {
 		r.Grace = 5 * time.Minute
 	}
 	if r.RefillQuiet == 0 {
-		r.RefillQuiet = 300 * time.Millisecond
+		r.RefillQuiet = 50 * time.Millisecond
 	}
 	if r.RefillMaxDelay == 0 {
-		r.RefillMaxDelay = 2 * time.Second
+		r.RefillMaxDelay = 5 * time.Second
 	}
 }
 
 // refillWait says how long to put off creating members because claims are
-// taking them right now; zero means go ahead.
+// taking them right now: while claims wait for a member the queue still
+// has (a refill made now would compete with them for the API server, and
+// they need none of it), and for RefillQuiet after the last take (the
+// taking claim's commit is still being written); zero means go ahead. It
+// never puts a refill off for more than RefillMaxDelay in a row.
 func (r *WarmPoolReconciler) refillWait(pool *extv1beta1.SandboxWarmPool, now time.Time) time.Duration {
 	if r.Queue == nil {
 		return 0
 	}
 	key := client.ObjectKeyFromObject(pool)
-	last := r.Queue.LastTake(key)
-	quiet := last.Add(r.RefillQuiet).Sub(now)
-	if last.IsZero() || quiet <= 0 {
+	var quiet time.Duration
+	if last := r.Queue.LastTake(key); !last.IsZero() {
+		quiet = last.Add(r.RefillQuiet).Sub(now)
+	}
+	if r.Queue.Waiting(key) > 0 && r.Queue.Len(key) > 0 {
+		quiet = max(quiet, r.RefillQuiet)
+	}
+	if quiet <= 0 {
 		r.memory.deferredSince.Forget(key)
 		return 0
 	}
@@ -238,6 +248,14 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, pool *extv1beta1.San
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if count(plan, render.ActionCreate) > 0 && count(plan, render.ActionDelete) == 0 {
+		if wait := r.refillWait(pool, now); wait > 0 {
+			// Claims are taking members: serve them first. Nothing is
+			// judged or written now, not even status; the pool looks
+			// again shortly.
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+	}
 	if len(plan.Checks) > 0 {
 		var denied *policyError
 		switch err := r.admit(ctx, pool, plan.Checks); {
@@ -250,13 +268,6 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, pool *extv1beta1.San
 			}
 		case err != nil:
 			return reconcile.Result{}, err
-		}
-	}
-	if count(plan, render.ActionCreate) > 0 && count(plan, render.ActionDelete) == 0 {
-		if wait := r.refillWait(pool, now); wait > 0 {
-			// Claims are taking members: serve them first. Nothing is
-			// written now, not even status; the pool looks again shortly.
-			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
 	withdrawn, held := r.withdraw(ctx, plan)

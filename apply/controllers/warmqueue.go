@@ -39,7 +39,11 @@ type WarmQueue struct {
 	held map[types.UID]*hold
 	// lastTake is, per pool, when a claim last took a member.
 	lastTake map[types.NamespacedName]time.Time
-	now      func() time.Time
+	// waiting are, per pool, the claims that wait for a member of it
+	// (ClaimHandler), and waitingIn the pool each waits in.
+	waiting   map[types.NamespacedName]map[types.UID]struct{}
+	waitingIn map[types.UID]types.NamespacedName
+	now       func() time.Time
 }
 
 type holdKind int
@@ -63,11 +67,13 @@ type memberQueue struct {
 // NewWarmQueue returns an empty queue.
 func NewWarmQueue() *WarmQueue {
 	return &WarmQueue{
-		pools:    map[types.NamespacedName]*memberQueue{},
-		where:    map[types.NamespacedName]types.NamespacedName{},
-		held:     map[types.UID]*hold{},
-		lastTake: map[types.NamespacedName]time.Time{},
-		now:      time.Now,
+		pools:     map[types.NamespacedName]*memberQueue{},
+		where:     map[types.NamespacedName]types.NamespacedName{},
+		held:      map[types.UID]*hold{},
+		lastTake:  map[types.NamespacedName]time.Time{},
+		waiting:   map[types.NamespacedName]map[types.UID]struct{}{},
+		waitingIn: map[types.UID]types.NamespacedName{},
+		now:       time.Now,
 	}
 }
 

@@ -198,7 +198,7 @@ func run(o options) error {
 			Defaults:        defaults,
 			TemplateWorkers: o.templateWorkers, WarmPoolWorkers: o.warmPoolWorkers, ClaimWorkers: o.claimWorkers,
 			WarmPoolMaxBatch: o.warmPoolMaxBatch, WarmPoolGrace: o.warmPoolGrace, Policy: policies,
-			Tracer: tracing.Provider(tracingOn),
+			Tracer: tracing.Provider(tracingOn), Sandboxes: sandboxes,
 		}); err != nil {
 			return err
 		}

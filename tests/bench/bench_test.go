@@ -260,9 +260,7 @@ func TestBench(t *testing.T) {
 	})
 
 	res.WarmClaims = benchClaims(t, c, watched, ctrl, mkNamespace(t, c, "claims"), claims)
-	res.WarmClaims.Floor = claimsFloor
-	res.WarmClaims.P99RatioToFloor = res.WarmClaims.P99Ms / claimsFloor.P99Ms
-	res.WarmClaims.PacedP99RatioToFloor = res.WarmClaims.PacedP99Ms / claimsFloor.PacedP99Ms
+	res.WarmClaims.withFloor(claimsFloor)
 
 	res.ControllerRequestsByVerb = ctrl.requestsByVerb(t)
 	res.Applies = ctrl.series(t, "agent_sandbox_apply_total")

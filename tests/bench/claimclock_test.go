@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
 // claimClock times claims of one namespace from the bench's watch: when
@@ -27,13 +28,21 @@ type claimClock struct {
 	created map[string]time.Duration
 	seenAt  map[string]time.Time
 	readyAt map[string]time.Time
+	// The per-claim timeline (claimTimeline): when the controller says
+	// it first observed each claim (its annotation), when the watch first
+	// saw a Sandbox controlled by it, and the claim with its Sandbox's
+	// name annotation.
+	observedAt  map[string]time.Time
+	adoptedAt   map[string]time.Time
+	annotatedAt map[string]time.Time
 }
 
 // startClaimClock watches the claims of ns until stop is called.
 func startClaimClock(t *testing.T, watched cache.Cache, ns string) (k *claimClock, stop func()) {
 	t.Helper()
 	k = &claimClock{ns: ns, sent: map[string]time.Time{}, created: map[string]time.Duration{},
-		seenAt: map[string]time.Time{}, readyAt: map[string]time.Time{}}
+		seenAt: map[string]time.Time{}, readyAt: map[string]time.Time{},
+		observedAt: map[string]time.Time{}, adoptedAt: map[string]time.Time{}, annotatedAt: map[string]time.Time{}}
 	informer, err := watched.GetInformer(context.Background(), &extv1beta1.SandboxClaim{})
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +53,35 @@ func startClaimClock(t *testing.T, watched cache.Cache, ns string) (k *claimCloc
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k, func() { _ = informer.RemoveEventHandler(reg) }
+	sandboxes, err := watched.GetInformer(context.Background(), &sandboxv1beta1.Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sreg, err := sandboxes.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: k.adopted, UpdateFunc: func(_, o any) { k.adopted(o) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, func() { _ = informer.RemoveEventHandler(reg); _ = sandboxes.RemoveEventHandler(sreg) }
+}
+
+// adopted notes when the watch first saw a Sandbox controlled by a claim.
+func (k *claimClock) adopted(obj any) {
+	sb, ok := obj.(*sandboxv1beta1.Sandbox)
+	if !ok || sb.Namespace != k.ns {
+		return
+	}
+	ref := metav1.GetControllerOf(sb)
+	if ref == nil || ref.Kind != extv1beta1.ClaimKind.Kind {
+		return
+	}
+	now := time.Now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.adoptedAt[ref.Name]; !ok {
+		k.adoptedAt[ref.Name] = now
+	}
 }
 
 func (k *claimClock) seen(obj any) {
@@ -57,6 +94,14 @@ func (k *claimClock) seen(obj any) {
 	defer k.mu.Unlock()
 	if _, ok := k.seenAt[cl.Name]; !ok {
 		k.seenAt[cl.Name] = now
+	}
+	if _, ok := k.annotatedAt[cl.Name]; !ok && cl.Annotations[extv1beta1.AnnotationSandboxName] != "" {
+		k.annotatedAt[cl.Name] = now
+	}
+	if _, ok := k.observedAt[cl.Name]; !ok {
+		if at, err := time.Parse(time.RFC3339Nano, cl.Annotations[extv1beta1.AnnotationControllerFirstObservedAt]); err == nil {
+			k.observedAt[cl.Name] = at
+		}
 	}
 	for _, cond := range cl.Status.Conditions {
 		if cond.Type == extv1beta1.ConditionReady && cond.Status == metav1.ConditionTrue {

@@ -9,10 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/render"
 )
@@ -28,11 +30,15 @@ const claimWorkers = 50
 type ClaimsFloor struct {
 	// From sending a claim's create to the bench's watch seeing it Ready:
 	// claims created at once, then paced ones.
-	P50Ms       float64 `json:"claim_ready_p50_ms"`
-	P99Ms       float64 `json:"claim_ready_p99_ms"`
-	PacedP50Ms  float64 `json:"paced_claim_ready_p50_ms"`
-	PacedP99Ms  float64 `json:"paced_claim_ready_p99_ms"`
-	AllReadySec float64 `json:"all_claims_ready_seconds"`
+	P50Ms           float64 `json:"claim_ready_p50_ms"`
+	P99Ms           float64 `json:"claim_ready_p99_ms"`
+	PacedP50Ms      float64 `json:"paced_claim_ready_p50_ms"`
+	PacedP99Ms      float64 `json:"paced_claim_ready_p99_ms"`
+	AllReadySec     float64 `json:"all_claims_ready_seconds"`
+	ClaimsPerSecond float64 `json:"claims_per_second"`
+	// Timeline and PacedTimeline are where each claim's time went.
+	Timeline      ClaimTimeline `json:"timeline"`
+	PacedTimeline ClaimTimeline `json:"paced_timeline"`
 	// Requests the floor's client sent per claim (the claims' creates are
 	// the bench's, not counted), by HTTP method.
 	RequestsPerClaim float64          `json:"requests_per_claim"`
@@ -48,10 +54,13 @@ type ClaimsFloor struct {
 // a member with the adoption the controller applies (render.Adoption: the
 // claim as controller, the claim's labels, the pool's removed, the
 // pod-name annotation; forced, guarded by the member's resourceVersion)
-// and applies the claim's status naming that member Ready
-// (render.ClaimStatus). Two requests per claim, claimWorkers at once as the
-// controller's workers; not the binding annotations upstream's contract
-// adds to each claim (one more write), nor events, nor any refill. The
+// then records the binding in the claim's annotations as upstream's
+// contract requires (render.ClaimAnnotations: the member's name, when the
+// claim was first seen and first Ready; guarded by the claim's
+// resourceVersion) and applies the claim's status naming that member Ready
+// (render.ClaimStatus, guarded by the resourceVersion the annotations
+// left). Three requests per claim, claimWorkers at once as the
+// controller's workers; no events, no refill. The
 // members are applied, not timed, by the controller's field manager; they
 // have no Pods (the floor never looks at them). The namespace is gone when
 // it returns.
@@ -101,6 +110,7 @@ func measureClaimsFloor(t *testing.T, cfg *rest.Config, user client.Client, watc
 	}
 	defer func() { _ = informer.RemoveEventHandler(reg) }()
 	serve := func(claim *extv1beta1.SandboxClaim) error {
+		seen := time.Now()
 		member := <-free
 		adopt, err := render.Adoption(claim, tmpl, member, fieldManager)
 		if err != nil {
@@ -109,12 +119,23 @@ func measureClaimsFloor(t *testing.T, cfg *rest.Config, user client.Client, watc
 		if err := c.Apply(ctx, adopt, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 			return err
 		}
+		// The binding's annotations (the member's name, when the claim was
+		// first seen and first Ready), guarded by the claim's
+		// resourceVersion; the status is guarded by the one they leave.
+		rv := claim.ResourceVersion
+		if a := render.ClaimAnnotations(claim, member.Name, seen, time.Now()); a != nil {
+			ac := a.Object.(*extac.SandboxClaimApplyConfiguration).WithResourceVersion(rv)
+			if err := c.Apply(ctx, ac, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+				return err
+			}
+			rv = ptr.Deref(ac.ResourceVersion, "")
+		}
 		now := metav1.NewTime(time.Now().Truncate(time.Second))
 		ready := member.DeepCopy()
 		ready.Status.Conditions = []metav1.Condition{{Type: sandboxv1beta1.ConditionReady, Status: metav1.ConditionTrue,
 			Reason: sandboxv1beta1.ReasonDependenciesReady, Message: "Pod is Ready; Service Exists", LastTransitionTime: now}}
 		status := render.ClaimStatus(render.ClaimStatusInputs{Claim: claim, SandboxName: member.Name, Sandbox: ready, Now: now})
-		return c.Status().Apply(ctx, status, client.FieldOwner(statusManager), client.ForceOwnership)
+		return c.Status().Apply(ctx, status.WithResourceVersion(rv), client.FieldOwner(statusManager), client.ForceOwnership)
 	}
 	for range claimWorkers {
 		go func() {
@@ -139,12 +160,14 @@ func measureClaimsFloor(t *testing.T, cfg *rest.Config, user client.Client, watc
 	start := time.Now()
 	clock.burst(t, user, "claim", m)
 	res.AllReadySec = time.Since(start).Seconds()
+	res.ClaimsPerSecond = float64(m) / res.AllReadySec
 	res.CPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
 	lat, _, _ := clock.latencies("claim", m)
 	res.P50Ms, res.P99Ms = quantile(lat, 0.50), quantile(lat, 0.99)
 	settle()
 	lat = clock.paced(t, user, "paced", paced)
 	res.PacedP50Ms, res.PacedP99Ms = quantile(lat, 0.50), quantile(lat, 0.99)
+	res.Timeline, res.PacedTimeline = clock.timeline("claim", m), clock.timeline("paced", paced)
 	var b Baseline
 	counts.fill(&b, m+paced)
 	res.RequestsPerClaim, res.ByVerb = b.RequestsPerSandbox, b.ByVerb

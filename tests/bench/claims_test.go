@@ -33,8 +33,19 @@ type Claims struct {
 	SeenP99Ms float64 `json:"claim_seen_to_ready_p99_ms"`
 	// CreateP99Ms is the p99 duration of the claims' create requests.
 	CreateP99Ms float64 `json:"claim_create_request_p99_ms"`
-	// AllReadySeconds is the time until every claim was Ready.
+	// AllReadySeconds is the time until every claim was Ready, and
+	// ClaimsPerSecond the claims served per second over it: the rate the
+	// controller sustains while all of them wait.
 	AllReadySeconds float64 `json:"all_claims_ready_seconds"`
+	ClaimsPerSecond float64 `json:"claims_per_second"`
+	// BurstCPUSeconds is what each process used until every claim was
+	// Ready (the floor's CPUSeconds' counterpart; ClaimPhase's runs on
+	// until the pool is full again).
+	BurstCPUSeconds map[string]float64 `json:"burst_cpu_seconds,omitempty"`
+	// Timeline and PacedTimeline are where each claim's time went, in
+	// the burst and paced.
+	Timeline      ClaimTimeline `json:"timeline"`
+	PacedTimeline ClaimTimeline `json:"paced_timeline"`
 	// Warm and Cold count how the claims were served.
 	Warm int `json:"warm"`
 	Cold int `json:"cold"`
@@ -62,6 +73,8 @@ type Claims struct {
 	Floor                ClaimsFloor `json:"floor"`
 	P99RatioToFloor      float64     `json:"claim_ready_p99_ratio_to_floor"`
 	PacedP99RatioToFloor float64     `json:"paced_claim_ready_p99_ratio_to_floor"`
+	// ClaimsPerSecondToFloor is ClaimsPerSecond over the floor's.
+	ClaimsPerSecondToFloor float64 `json:"claims_per_second_ratio_to_floor"`
 }
 
 func benchClaims(t *testing.T, c client.Client, watched cache.Cache, ctrl *controller, ns string, m int) Claims {
@@ -111,6 +124,8 @@ func benchClaims(t *testing.T, c client.Client, watched cache.Cache, ctrl *contr
 	start = time.Now()
 	clock.burst(t, c, "claim", m)
 	res.AllReadySeconds = time.Since(start).Seconds()
+	res.ClaimsPerSecond = float64(m) / res.AllReadySeconds
+	res.BurstCPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
 	for !poolReady() {
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -141,6 +156,7 @@ func benchClaims(t *testing.T, c client.Client, watched cache.Cache, ctrl *contr
 	res.PacedClaims = min(20, m)
 	paced := clock.paced(t, c, "paced", res.PacedClaims)
 	res.PacedP50Ms, res.PacedP99Ms = quantile(paced, 0.5), quantile(paced, 0.99)
+	res.Timeline, res.PacedTimeline = clock.timeline("claim", m), clock.timeline("paced", res.PacedClaims)
 
 	var list sandboxv1beta1.SandboxList
 	if err := watched.List(ctx, &list, client.InNamespace(ns)); err != nil {

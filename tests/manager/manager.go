@@ -171,7 +171,7 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running,
 		r.Extensions, err = controllers.SetupExtensions(mgr, controllers.ExtensionsOptions{
 			Engine: r.Engine, ControllerNamespace: "agent-sandbox-system",
 			TemplateWorkers: 2, WarmPoolWorkers: 2, ClaimWorkers: 16, WarmPoolMaxBatch: 300,
-			Policy: o.Policy, Defaults: r.Defaults, Tracer: o.Tracer,
+			Policy: o.Policy, Defaults: r.Defaults, Tracer: o.Tracer, Sandboxes: r.Sandbox,
 		})
 		if err != nil {
 			return nil, err

@@ -1,0 +1,79 @@
+package controllers
+
+import (
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+)
+
+// ClaimHandler returns the claim informer's event handler that keeps, per
+// pool, the claims waiting for a member of it (Waiting): a claim naming the
+// pool, not being deleted, bound to no Sandbox and not reported on yet (no
+// Ready condition: a claim that was refused, or waits for a pool or a
+// template, has one). A pool puts its refill off while claims wait
+// (WarmPoolReconciler.refillWait), so they are served first.
+func (q *WarmQueue) ClaimHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    q.observeClaim,
+		UpdateFunc: func(_, obj any) { q.observeClaim(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if c, ok := obj.(*extv1beta1.SandboxClaim); ok {
+				q.mu.Lock()
+				defer q.mu.Unlock()
+				q.stopWaiting(c.UID)
+			}
+		},
+	}
+}
+
+// waitsForMember reports a claim that waits for a member of its pool.
+func waitsForMember(c *extv1beta1.SandboxClaim) bool {
+	return c.DeletionTimestamp == nil && c.Status.Sandbox.Name == "" &&
+		apimeta.FindStatusCondition(c.Status.Conditions, extv1beta1.ConditionReady) == nil
+}
+
+func (q *WarmQueue) observeClaim(obj any) {
+	c, ok := obj.(*extv1beta1.SandboxClaim)
+	if !ok {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.stopWaiting(c.UID)
+	if !waitsForMember(c) {
+		return
+	}
+	pool := types.NamespacedName{Namespace: c.Namespace, Name: c.Spec.WarmPoolRef.Name}
+	w := q.waiting[pool]
+	if w == nil {
+		w = map[types.UID]struct{}{}
+		q.waiting[pool] = w
+	}
+	w[c.UID] = struct{}{}
+	q.waitingIn[c.UID] = pool
+}
+
+// stopWaiting forgets a claim's wait. Callers hold q.mu.
+func (q *WarmQueue) stopWaiting(uid types.UID) {
+	pool, ok := q.waitingIn[uid]
+	if !ok {
+		return
+	}
+	delete(q.waitingIn, uid)
+	delete(q.waiting[pool], uid)
+	if len(q.waiting[pool]) == 0 {
+		delete(q.waiting, pool)
+	}
+}
+
+// Waiting returns the number of claims waiting for a member of a pool.
+func (q *WarmQueue) Waiting(pool types.NamespacedName) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiting[pool])
+}

@@ -1,0 +1,59 @@
+package bench
+
+import (
+	"sort"
+	"time"
+)
+
+// ClaimTimeline is where the time between sending a claim's create and
+// the bench's watch seeing it Ready goes, each stage's p50 and p99 over
+// the claims of one run, in ms. The stages follow one another: the create
+// reaches the controller (its controller-first-observed-at annotation, the
+// same host's clock), the controller takes a member (the watch sees a
+// Sandbox the claim controls), records the binding (the watch sees the
+// claim's sandbox-name annotation) and reports it Ready. A stage a claim
+// did not pass through in that order (the watch saw two writes in one
+// event) counts as 0.
+type ClaimTimeline struct {
+	ToObserved      Quantiles `json:"sent_to_controller_observed_ms"`
+	ObservedToTaken Quantiles `json:"observed_to_member_taken_ms"`
+	TakenToRecorded Quantiles `json:"member_taken_to_annotated_ms"`
+	RecordedToReady Quantiles `json:"annotated_to_ready_ms"`
+	// Claims counts the claims the timeline is made of: those whose
+	// every stage was seen.
+	Claims int `json:"claims"`
+}
+
+// Quantiles are the p50 and p99 of one stage.
+type Quantiles struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+}
+
+// timeline is the claims named <prefix>-<i>'s ClaimTimeline.
+func (k *claimClock) timeline(prefix string, n int) ClaimTimeline {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var stages [4][]float64
+	var tl ClaimTimeline
+	for _, name := range k.names(prefix, n) {
+		at := []time.Time{k.sent[name], k.observedAt[name], k.adoptedAt[name], k.annotatedAt[name], k.readyAt[name]}
+		complete := true
+		for _, t := range at {
+			complete = complete && !t.IsZero()
+		}
+		if !complete {
+			continue
+		}
+		tl.Claims++
+		for i := range stages {
+			stages[i] = append(stages[i], max(0, ms(at[i+1].Sub(at[i]))))
+		}
+	}
+	q := func(v []float64) Quantiles {
+		sort.Float64s(v)
+		return Quantiles{P50: quantile(v, 0.5), P99: quantile(v, 0.99)}
+	}
+	tl.ToObserved, tl.ObservedToTaken, tl.TakenToRecorded, tl.RecordedToReady = q(stages[0]), q(stages[1]), q(stages[2]), q(stages[3])
+	return tl
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -143,20 +142,8 @@ func TestBench(t *testing.T) {
 	if os.Getenv("AGENT_SANDBOX_BENCH") != "1" {
 		t.Skip("benchmarks run with `make bench` (AGENT_SANDBOX_BENCH=1)")
 	}
-	n := 500
-	if v := os.Getenv("BENCH_N"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
-			t.Fatalf("BENCH_N=%q: want a positive integer", v)
-		}
-	}
-	claims := 100
-	if v := os.Getenv("BENCH_CLAIMS"); v != "" {
-		var err error
-		if claims, err = strconv.Atoi(v); err != nil || claims <= 0 {
-			t.Fatalf("BENCH_CLAIMS=%q: want a positive integer", v)
-		}
-	}
+	n := envInt(t, "BENCH_N", 500)
+	claims := envInt(t, "BENCH_CLAIMS", 100)
 	nodes := max(10, n/100+1)
 	res := Result{N: n, Nodes: nodes}
 	if err := os.RemoveAll(filepath.Join(tests.RepoRoot(), profileDir)); err != nil {
@@ -169,7 +156,6 @@ func TestBench(t *testing.T) {
 	// lists would load the API server and skew both measurements.
 	watched := newWatch(t, local.Config, "", &corev1.Pod{}, &sandboxv1beta1.Sandbox{}, &extv1beta1.SandboxClaim{}, &extv1beta1.SandboxWarmPool{})
 	startWatch(t, watched)
-	clusterDirOf = filepath.Join(local.Workdir, "clusters", local.Name)
 
 	// The baselines, each in its own namespace, gone before the controller
 	// starts: raw first (it also warms the cluster up), then the floor.
@@ -278,7 +264,8 @@ func TestBench(t *testing.T) {
 // report prints a bench's JSON document and writes it to the file the
 // environment variable outEnv names, if set.
 // startBenchCluster starts a local cluster of nodes nodes with the CRDs
-// installed (stopped when the test ends) and returns it with a client.
+// installed (stopped when the test ends; clusterDirOf is its directory)
+// and returns it with a client.
 func startBenchCluster(t *testing.T, name string, nodes int) (*cluster.Cluster, client.Client) {
 	t.Helper()
 	workdir, err := os.MkdirTemp("", "agent-sandbox-bench-")
@@ -297,6 +284,7 @@ func startBenchCluster(t *testing.T, name string, nodes int) (*cluster.Cluster, 
 			t.Error(err)
 		}
 	})
+	clusterDirOf = filepath.Join(local.Workdir, "clusters", local.Name)
 	c, err := client.New(local.Config, client.Options{Scheme: envtest.Scheme()})
 	if err != nil {
 		t.Fatal(err)

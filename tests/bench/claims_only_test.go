@@ -1,21 +1,15 @@
 package bench
 
 import (
-	"context"
 	"flag"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
-	"github.com/agentsandbox/reconciler/tests/cluster"
-	"github.com/agentsandbox/reconciler/tests/envtest"
 )
 
 // TestBenchClaims measures only the claims: the claims floor, then the
@@ -33,33 +27,10 @@ func TestBenchClaims(t *testing.T) {
 		// make bench's TestBench measures the claims too.
 		t.Skip("TestBench measures the claims; TestBenchClaims runs only when named (BENCH_RUN=TestBenchClaims)")
 	}
-	claims := 100
-	if v := os.Getenv("BENCH_CLAIMS"); v != "" {
-		var err error
-		if claims, err = strconv.Atoi(v); err != nil || claims <= 0 {
-			t.Fatalf("BENCH_CLAIMS=%q: want a positive integer", v)
-		}
-	}
-	ctx := context.Background()
-	workdir := t.TempDir()
-	local, err := cluster.Start(ctx, cluster.Options{
-		Name: "bench", Workdir: workdir, Nodes: 10, InstallCRDs: true, RuntimeClasses: []string{"gvisor"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := local.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
-	c, err := client.New(local.Config, client.Options{Scheme: envtest.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	claims := envInt(t, "BENCH_CLAIMS", 100)
+	local, c := startBenchCluster(t, "bench", 10)
 	watched := newWatch(t, local.Config, "", &corev1.Pod{}, &sandboxv1beta1.Sandbox{}, &extv1beta1.SandboxClaim{}, &extv1beta1.SandboxWarmPool{})
 	startWatch(t, watched)
-	clusterDirOf = filepath.Join(local.Workdir, "clusters", local.Name)
 
 	// A first round, not counted, warms the new cluster up (TestBench's
 	// earlier phases do it there): the API server's first writes of each

@@ -30,23 +30,8 @@ type dataplaneCluster struct {
 // controller, stand-in, then the cluster) when the test ends.
 func startDataplaneCluster(t *testing.T, name string, nodes int, routerArgs ...string) *dataplaneCluster {
 	t.Helper()
-	workdir, err := os.MkdirTemp("", "agent-sandbox-"+name+"-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(workdir) })
-	local, err := cluster.Start(context.Background(), cluster.Options{
-		Name: name, Workdir: workdir, Nodes: nodes, InstallCRDs: true, RuntimeClasses: []string{"gvisor"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := local.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
-	clusterDirOf = filepath.Join(local.Workdir, "clusters", local.Name)
+	local, _ := startBenchCluster(t, name, nodes)
+	workdir := local.Workdir
 	runtimeBin, err := tests.BuildRuntime(workdir)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,7 +64,6 @@ func TestBenchRestart(t *testing.T) {
 	local, c := startBenchCluster(t, "bench-restart", res.Nodes)
 	watched := newWatch(t, local.Config, "", &sandboxv1beta1.Sandbox{})
 	startWatch(t, watched)
-	clusterDirOf = filepath.Join(local.Workdir, "clusters", local.Name)
 	ctrl := startController(t, local.Kubeconfig)
 	defer func() { ctrl.stop(t) }() // the one running then
 	ns := mkNamespace(t, c, "restart")

@@ -116,24 +116,26 @@ func (c *controller) requestsByVerb(t *testing.T) map[string]int64 {
 // rssMB reads the controller's resident set size now (VmRSS) and its peak
 // so far (VmHWM), in MiB.
 func (c *controller) rssMB() (now, peak float64) {
+	status := c.procStatusMB()
+	return status["VmRSS"], status["VmHWM"]
+}
+
+// procStatusMB reads the controller's /proc/<pid>/status: each field given
+// in kB, in MiB (nil if it cannot be read).
+func (c *controller) procStatusMB() map[string]float64 {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(c.cmd.Process.Pid) + "/status")
 	if err != nil {
-		return 0, 0
+		return nil
 	}
+	out := map[string]float64{}
 	for _, line := range strings.Split(string(b), "\n") {
 		key, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-		switch key {
-		case "VmRSS":
-			now = kb / 1024
-		case "VmHWM":
-			peak = kb / 1024
+		if kb, isKB := strings.CutSuffix(strings.TrimSpace(v), " kB"); ok && isKB {
+			n, _ := strconv.ParseFloat(kb, 64)
+			out[key] = n / 1024
 		}
 	}
-	return now, peak
+	return out
 }
 
 // stop stops the controller (once: later calls do nothing).

@@ -86,23 +86,9 @@ func (c *controller) goMemMB(t *testing.T) map[string]float64 {
 // (RssFile: the pages of the binary it touched, which the kernel maps in
 // runs around each one touched).
 func (c *controller) rssSplitMB() map[string]float64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(c.cmd.Process.Pid) + "/status")
-	if err != nil {
+	status := c.procStatusMB()
+	if status == nil {
 		return nil
 	}
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(b), "\n") {
-		key, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-		switch key {
-		case "RssAnon":
-			out["anon"] = round2(kb / 1024)
-		case "RssFile":
-			out["file"] = round2(kb / 1024)
-		}
-	}
-	return out
+	return map[string]float64{"anon": round2(status["RssAnon"]), "file": round2(status["RssFile"])}
 }

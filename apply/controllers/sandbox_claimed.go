@@ -49,7 +49,7 @@ func (r *SandboxReconciler) awaitClaimCommit(ctx context.Context, sb *sandboxv1b
 	}
 	if r.Claims != nil {
 		pool := types.NamespacedName{Namespace: claim.Namespace, Name: claim.Spec.WarmPoolRef.Name}
-		if r.Claims.Waiting(pool) > 0 && r.Claims.Len(pool) > 0 {
+		if r.Claims.Serving(pool) {
 			return claimCommitPoll
 		}
 	}

@@ -148,7 +148,7 @@ func (r *WarmPoolReconciler) refillWait(pool *extv1beta1.SandboxWarmPool, now ti
 	if last := r.Queue.LastTake(key); !last.IsZero() {
 		quiet = last.Add(r.RefillQuiet).Sub(now)
 	}
-	if r.Queue.Waiting(key) > 0 && r.Queue.Len(key) > 0 {
+	if r.Queue.Serving(key) {
 		quiet = max(quiet, r.RefillQuiet)
 	}
 	if quiet <= 0 {

@@ -77,3 +77,10 @@ func (q *WarmQueue) Waiting(pool types.NamespacedName) int {
 	defer q.mu.Unlock()
 	return len(q.waiting[pool])
 }
+
+// Serving reports that claims wait for members of a pool the queue still
+// has: a burst is being served, and a refill or a taken member's own writes
+// would compete with it for the API server.
+func (q *WarmQueue) Serving(pool types.NamespacedName) bool {
+	return q.Waiting(pool) > 0 && q.Len(pool) > 0
+}

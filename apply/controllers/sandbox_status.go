@@ -13,7 +13,6 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	sandboxac "github.com/agentsandbox/reconciler/api/v1beta1/applyconfiguration/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/metrics"
-	"github.com/agentsandbox/reconciler/apply/ssa"
 )
 
 // deferStatus says how long to wait before writing desired, or zero to write
@@ -30,8 +29,7 @@ func (r *SandboxReconciler) deferStatus(sb *sandboxv1beta1.Sandbox, desired *san
 	if r.StatusCoalesceWindow < 0 || !transitional(desired) {
 		return 0
 	}
-	last, ok := sandboxStatus.recall(&r.memory.status, sb)
-	if ok && last.intent == ssa.IntentOf(desired) {
+	if sandboxStatus.remembered(&r.memory.status, sb, desired) {
 		// Written already (a Pod that stays Pending): nothing to hold, and
 		// it must not count as a burst.
 		return 0

@@ -116,14 +116,26 @@ const (
 	statusGone
 )
 
-// write applies desired to o's status unless it is what this process wrote
-// last, and remembers it.
-func (k statusKind[O, AC, R]) write(ctx context.Context, w statusWriter[R], o O, desired AC, sw statusWrite[R]) (statusOutcome, error) {
+// digest is what a status write of desired is remembered by.
+func (k statusKind[O, AC, R]) digest(desired AC) string {
 	var intent any = desired
 	if k.intent != nil {
 		intent = k.intent(desired)
 	}
-	digest := ssa.IntentOf(intent)
+	return ssa.IntentOf(intent)
+}
+
+// remembered reports that desired is the status this process wrote last
+// for o.
+func (k statusKind[O, AC, R]) remembered(m *statusMemo[R], o O, desired AC) bool {
+	last, ok := k.recall(m, o)
+	return ok && last.intent == k.digest(desired)
+}
+
+// write applies desired to o's status unless it is what this process wrote
+// last, and remembers it.
+func (k statusKind[O, AC, R]) write(ctx context.Context, w statusWriter[R], o O, desired AC, sw statusWrite[R]) (statusOutcome, error) {
+	digest := k.digest(desired)
 	if last, ok := k.recall(w.memory, o); ok && !sw.always && last.intent == digest {
 		// Already written by us; the cache has not caught up yet.
 		w.engine.SavedStatus(k.kind, o.GetNamespace(), o.GetName())

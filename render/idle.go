@@ -14,7 +14,8 @@ import (
 type IdleDecision struct {
 	// Timeout is the Sandbox's idle timeout; zero when idle suspend does
 	// not apply to it now (not asked for, being deleted, an unclaimed warm
-	// member, not Running, not Ready).
+	// member, not Running, not Ready, or a status that has not caught up
+	// with the spec).
 	Timeout time.Duration
 	// Since is when the Sandbox was last known busy: the latest of its
 	// last-activity annotation, its Ready condition's last transition and
@@ -30,7 +31,11 @@ type IdleDecision struct {
 // IdleDeadline decides whether a Sandbox has been idle for its idle
 // timeout (the agents.x-k8s.io/idle-timeout annotation) at now. Only a
 // Running, Ready Sandbox that is not being deleted and is not an unclaimed
-// warm-pool member is ever suspended. An invalid resume annotation is an
+// warm-pool member is ever suspended, and only on a Ready condition that
+// observed the Sandbox's current generation: a Sandbox resumed moments
+// after a suspend still shows the Ready condition it had before the
+// suspend until the controller reports again, and that stale condition
+// (with its old transition time) must not suspend it a second time. An invalid resume annotation is an
 // error, and nothing is suspended then.
 func IdleDeadline(sb *sandboxv1beta1.Sandbox, now time.Time) (IdleDecision, error) {
 	var d IdleDecision
@@ -43,7 +48,8 @@ func IdleDeadline(sb *sandboxv1beta1.Sandbox, now time.Time) (IdleDecision, erro
 	switch {
 	case p.IdleTimeout <= 0, sb.DeletionTimestamp != nil, extv1beta1.IsUnclaimedWarmMember(sb),
 		mode != "" && mode != sandboxv1beta1.SandboxOperatingModeRunning,
-		ready == nil || ready.Status != metav1.ConditionTrue:
+		ready == nil || ready.Status != metav1.ConditionTrue,
+		ready.ObservedGeneration < sb.Generation:
 		return d, nil
 	}
 	d.Timeout = p.IdleTimeout

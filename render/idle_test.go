@@ -67,6 +67,18 @@ func TestIdleDeadline(t *testing.T) {
 		"explicitly running": {sb: sandbox(idle("1m"), func(sb *sandboxv1beta1.Sandbox) {
 			sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeRunning
 		}), now: at(time.Hour), want: IdleDecision{Timeout: time.Minute, Since: readyAt, Suspend: true}},
+		// Resumed (generation 3) before the controller reported the
+		// suspend (generation 2): the Ready condition of generation 1 is
+		// stale, and idle since long ago by its old transition time.
+		"resumed before the status caught up": {sb: sandbox(idle("1m"), func(sb *sandboxv1beta1.Sandbox) {
+			sb.Generation = 3
+			sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeRunning
+			sb.Status.Conditions[0].ObservedGeneration = 1
+		}), now: at(time.Hour)},
+		"ready for the current generation": {sb: sandbox(idle("1m"), func(sb *sandboxv1beta1.Sandbox) {
+			sb.Generation = 3
+			sb.Status.Conditions[0].ObservedGeneration = 3
+		}), now: at(time.Hour), want: IdleDecision{Timeout: time.Minute, Since: readyAt, Suspend: true}},
 		"being deleted": {sb: sandbox(idle("1m"), func(sb *sandboxv1beta1.Sandbox) {
 			sb.DeletionTimestamp = ptr.To(metav1.NewTime(at(time.Minute)))
 		}), now: at(time.Hour)},

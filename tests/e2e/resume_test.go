@@ -71,7 +71,7 @@ func resumeByRun(t *testing.T, c client.Client, ns string, opts ...sdk.Option) {
 	began := time.Now()
 	res, err := sb.Run(ctx, "cat notes.txt")
 	if err != nil || res.Stdout != content || res.ExitCode != 0 {
-		t.Fatalf("Run(cat notes.txt) on the suspended Sandbox = %+v, %v; want %q", res, err, content)
+		t.Fatalf("Run(cat notes.txt) on the suspended Sandbox = %+v, %v; want %q\n%s", res, err, content, sandboxState(c, key))
 	}
 	t.Logf("the Run that resumed the Sandbox returned after %s", time.Since(began).Round(time.Millisecond))
 	modeOwnedBy(t, c, key, sandboxv1beta1.SandboxOperatingModeRunning, sandboxv1beta1.FieldManagerOperatingMode)
@@ -104,6 +104,43 @@ func waitSuspended(t *testing.T, c client.Client, key types.NamespacedName, pid 
 }
 
 // modeOwnedBy checks spec.operatingMode and that manager owns it.
+// sandboxState says, for a failure's message, what the cluster holds for
+// the Sandbox key: its mode and generation, its conditions, who set its
+// operatingMode and when, its Pod, and its events.
+func sandboxState(c client.Client, key types.NamespacedName) string {
+	ctx := context.Background()
+	var b strings.Builder
+	sb := &sandboxv1beta1.Sandbox{}
+	if err := c.Get(ctx, key, sb); err != nil {
+		return fmt.Sprintf("Sandbox %s: %v", key, err)
+	}
+	fmt.Fprintf(&b, "Sandbox %s: operatingMode %q, generation %d\n", key, sb.Spec.OperatingMode, sb.Generation)
+	for _, cond := range sb.Status.Conditions {
+		fmt.Fprintf(&b, "  condition %s=%s %s (generation %d, since %s): %s\n", cond.Type, cond.Status, cond.Reason,
+			cond.ObservedGeneration, cond.LastTransitionTime.UTC().Format(time.RFC3339), cond.Message)
+	}
+	for _, mf := range sb.ManagedFields {
+		if mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:operatingMode"`) && mf.Time != nil {
+			fmt.Fprintf(&b, "  operatingMode set by %s at %s\n", mf.Manager, mf.Time.UTC().Format(time.RFC3339))
+		}
+	}
+	pod := &corev1.Pod{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: sb.Name}, pod); err != nil {
+		fmt.Fprintf(&b, "  Pod: %v\n", err)
+	} else {
+		fmt.Fprintf(&b, "  Pod: phase %s, deleting %t, conditions %v\n", pod.Status.Phase, pod.DeletionTimestamp != nil, pod.Status.Conditions)
+	}
+	var events corev1.EventList
+	if err := c.List(ctx, &events, client.InNamespace(key.Namespace)); err == nil {
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == sb.Name {
+				fmt.Fprintf(&b, "  event %s %s: %s\n", e.Type, e.Reason, e.Message)
+			}
+		}
+	}
+	return b.String()
+}
+
 func modeOwnedBy(t *testing.T, c client.Client, key types.NamespacedName, mode sandboxv1beta1.SandboxOperatingMode, manager string) {
 	t.Helper()
 	sb := &sandboxv1beta1.Sandbox{}
@@ -197,7 +234,7 @@ func idleSuspend(t *testing.T, c client.Client, ns, routerURL string) {
 	waitSuspended(t, c, key, pid)
 	res, err := sb.Run(ctx, "cat idle.txt")
 	if err != nil || res.Stdout != "still here\n" {
-		t.Fatalf("Run after the idle suspend = %+v, %v; want the file", res, err)
+		t.Fatalf("Run after the idle suspend = %+v, %v; want the file\n%s", res, err, sandboxState(c, key))
 	}
 	modeOwnedBy(t, c, key, sandboxv1beta1.SandboxOperatingModeRunning, sandboxv1beta1.FieldManagerOperatingMode)
 }

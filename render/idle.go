@@ -31,12 +31,13 @@ type IdleDecision struct {
 // IdleDeadline decides whether a Sandbox has been idle for its idle
 // timeout (the agents.x-k8s.io/idle-timeout annotation) at now. Only a
 // Running, Ready Sandbox that is not being deleted and is not an unclaimed
-// warm-pool member is ever suspended, and only on a Ready condition that
-// observed the Sandbox's current generation: a Sandbox resumed moments
+// warm-pool member is ever suspended, and not on a Ready condition that
+// observed an older generation than the Sandbox's (one that says none,
+// written by another client, is taken as it is): a Sandbox resumed moments
 // after a suspend still shows the Ready condition it had before the
 // suspend until the controller reports again, and that stale condition
-// (with its old transition time) must not suspend it a second time. An invalid resume annotation is an
-// error, and nothing is suspended then.
+// (with its old transition time) must not suspend it a second time. An
+// invalid resume annotation is an error, and nothing is suspended then.
 func IdleDeadline(sb *sandboxv1beta1.Sandbox, now time.Time) (IdleDecision, error) {
 	var d IdleDecision
 	p, err := sandboxv1beta1.ResumePolicyOf(sb.Annotations)
@@ -49,7 +50,7 @@ func IdleDeadline(sb *sandboxv1beta1.Sandbox, now time.Time) (IdleDecision, erro
 	case p.IdleTimeout <= 0, sb.DeletionTimestamp != nil, extv1beta1.IsUnclaimedWarmMember(sb),
 		mode != "" && mode != sandboxv1beta1.SandboxOperatingModeRunning,
 		ready == nil || ready.Status != metav1.ConditionTrue,
-		ready.ObservedGeneration < sb.Generation:
+		ready.ObservedGeneration != 0 && ready.ObservedGeneration < sb.Generation:
 		return d, nil
 	}
 	d.Timeout = p.IdleTimeout

@@ -75,6 +75,9 @@ func TestIdleDeadline(t *testing.T) {
 			sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeRunning
 			sb.Status.Conditions[0].ObservedGeneration = 1
 		}), now: at(time.Hour)},
+		"ready condition that names no generation": {sb: sandbox(idle("1m"), func(sb *sandboxv1beta1.Sandbox) {
+			sb.Generation = 3
+		}), now: at(time.Hour), want: IdleDecision{Timeout: time.Minute, Since: readyAt, Suspend: true}},
 		"ready for the current generation": {sb: sandbox(idle("1m"), func(sb *sandboxv1beta1.Sandbox) {
 			sb.Generation = 3
 			sb.Status.Conditions[0].ObservedGeneration = 3

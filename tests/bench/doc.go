@@ -1,9 +1,9 @@
 // Package bench measures the controller on a local cluster and prints one
-// JSON document: the floor (N Sandboxes, their Pods, Services and one status
-// write each, made by one client before the controller starts), a raw lower
-// bound (Pods and Services created directly), cold create, a metadata-only
-// touch, suspend, resume and delete of N Sandboxes, each as a ratio to the
-// floor with the controller's API requests by verb, CPU-seconds, RSS and a
+// JSON document: the floor (N Sandboxes, their Pods, Services, pod-name
+// annotations and one status write each, made by one client before the
+// controller starts), a raw lower bound (Pods and Services created
+// directly), cold create, a metadata-only touch, suspend, resume and
+// delete of N Sandboxes, each as a ratio to the floor with the controller's API requests by verb, CPU-seconds, RSS and a
 // CPU and heap profile (.work/bench-profiles/), the controller's resident
 // memory at start and once the run is over split into anon and file pages
 // (controller_start_rss_split_mb, controller_end_rss_mb); suspend and resume also as

@@ -25,11 +25,14 @@ import (
 // floor's client c (counted) with the bench's client user sending the
 // users' patches (not counted, as in the controller's phases):
 //   - suspend: the user sets spec.operatingMode Suspended; the floor deletes
-//     the Pod, and once the bench's watch sees it gone applies the status
-//     render.SandboxStatus gives then (2 requests per Sandbox);
+//     the Pod and removes the Sandbox's pod-name annotation (applyPodName),
+//     and once the bench's watch sees the Pod gone applies the status
+//     render.SandboxStatus gives then (3 requests per Sandbox, the
+//     contract's minimum);
 //   - resume: the user sets it Running; the floor applies the Pod as
-//     render.Sandbox renders it, and once the watch sees it Ready applies
-//     the status (2 requests per Sandbox; the Service stayed).
+//     render.Sandbox renders it and the pod-name annotation, and once the
+//     watch sees the Pod Ready applies the status (3 requests per Sandbox;
+//     the Service stayed).
 //
 // Each ends as the controller's phase does, when the watch sees every
 // Sandbox Suspended (PodTerminated), then Ready.
@@ -199,7 +202,10 @@ func (f *floorCycle) run(t *testing.T) (suspend, resume Baseline) {
 
 	suspend = f.phase(t, sandboxv1beta1.SandboxOperatingModeSuspended,
 		func(sb *sandboxv1beta1.Sandbox) error {
-			return client.IgnoreNotFound(f.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: sb.Name}}))
+			if err := f.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: sb.Name}}); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			return applyPodName(ctx, f.c, sb, "")
 		},
 		func(p *corev1.Pod, gone bool) (*corev1.Pod, bool) { return nil, gone })
 	resume = f.phase(t, sandboxv1beta1.SandboxOperatingModeRunning,
@@ -208,7 +214,10 @@ func (f *floorCycle) run(t *testing.T) (suspend, resume Baseline) {
 			if err != nil {
 				return err
 			}
-			return f.c.Apply(ctx, desired.Pod, client.FieldOwner(fieldManager))
+			if err := f.c.Apply(ctx, desired.Pod, client.FieldOwner(fieldManager)); err != nil {
+				return err
+			}
+			return applyPodName(ctx, f.c, sb, sb.Name)
 		},
 		func(p *corev1.Pod, gone bool) (*corev1.Pod, bool) {
 			return p, !gone && p.DeletionTimestamp == nil && podReady(p)

@@ -177,8 +177,48 @@ func countCondition(t *testing.T, c client.Reader, ns, typ string, status metav1
 var clusterDirOf string
 
 // settle waits for the controller to finish reacting to the last events, so
-// that a phase's request count includes its tail.
-func settle() { time.Sleep(3 * time.Second) }
+// that a phase's request count includes its tail, and for the cluster to
+// be quiet before the next phase: 3 s, then until the cluster's processes
+// and the controller together use less than quietCores over a second
+// (after thousands of Pods start or stop, kube-controller-manager works
+// through their Services' endpoints for a while, and would otherwise be
+// measured in the next phase), but at most settleMax more.
+func settle() {
+	time.Sleep(3 * time.Second)
+	prev := clusterCPU()
+	for deadline := time.Now().Add(settleMax); time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		cur := clusterCPU()
+		if cur-prev < quietCores {
+			return
+		}
+		prev = cur
+	}
+}
+
+// quietCores is the CPU use (in cores) below which settle counts the
+// cluster as quiet, and settleMax how long past its first 3 s it waits
+// for that.
+const (
+	quietCores = 0.5
+	settleMax  = 2 * time.Minute
+)
+
+// clusterCPU is the CPU seconds the cluster's processes and the
+// controller have used so far (the bench itself left out); 0 when no
+// bench cluster is running (clusterDirOf unset).
+func clusterCPU() float64 {
+	if clusterDirOf == "" {
+		return 0
+	}
+	total := 0.0
+	for name, s := range cpuByProcess(clusterDirOf) {
+		if name != "bench" {
+			total += s
+		}
+	}
+	return total
+}
 
 func diff(after, before map[string]int64) map[string]int64 {
 	out := map[string]int64{}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strings"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -18,8 +19,9 @@ type IdleDecision struct {
 	// with the spec).
 	Timeout time.Duration
 	// Since is when the Sandbox was last known busy: the latest of its
-	// last-activity annotation, its Ready condition's last transition and
-	// its creation.
+	// last-activity annotation, its Ready condition's last transition, the
+	// last resume through the router, the SDK or idle suspend's own field
+	// manager (resumedAt), and its creation.
 	Since time.Time
 	// Suspend: the Sandbox has been idle for Timeout; suspend it now.
 	Suspend bool
@@ -58,6 +60,9 @@ func IdleDeadline(sb *sandboxv1beta1.Sandbox, now time.Time) (IdleDecision, erro
 	if t := ready.LastTransitionTime.Time; t.After(d.Since) {
 		d.Since = t
 	}
+	if t, ok := resumedAt(sb); ok && t.After(d.Since) {
+		d.Since = t
+	}
 	if v, ok := sb.Annotations[sandboxv1beta1.AnnotationLastActivity]; ok {
 		// Written by the router and the SDK; a value that does not parse
 		// says nothing about activity.
@@ -72,4 +77,24 @@ func IdleDeadline(sb *sandboxv1beta1.Sandbox, now time.Time) (IdleDecision, erro
 	}
 	d.After = deadline.Sub(now)
 	return d, nil
+}
+
+// resumedAt is when spec.operatingMode was last set by
+// FieldManagerOperatingMode (the router's and the SDK's resumes), rounded
+// up to the next second (managedFields keep whole seconds), if that
+// manager holds it and it says Running. A resume is activity: a Sandbox
+// resumed before the controller reported its suspend keeps the Ready
+// condition (and transition time) it had before, which alone would make
+// it look idle since then.
+func resumedAt(sb *sandboxv1beta1.Sandbox) (time.Time, bool) {
+	if sb.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeRunning {
+		return time.Time{}, false
+	}
+	for _, e := range sb.ManagedFields {
+		if e.Manager == sandboxv1beta1.FieldManagerOperatingMode && e.Subresource == "" && e.Time != nil &&
+			e.FieldsV1 != nil && strings.Contains(e.FieldsV1.GetRawString(), `"f:operatingMode"`) {
+			return e.Time.Add(time.Second), true
+		}
+	}
+	return time.Time{}, false
 }

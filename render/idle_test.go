@@ -33,6 +33,14 @@ func TestIdleDeadline(t *testing.T) {
 		return map[string]string{sandboxv1beta1.AnnotationIdleTimeout: "1m", sandboxv1beta1.AnnotationLastActivity: v}
 	}
 	notReady := func(sb *sandboxv1beta1.Sandbox) { sb.Status.Conditions[0].Status = metav1.ConditionFalse }
+	resumedBy := func(manager string, when time.Time) func(*sandboxv1beta1.Sandbox) {
+		return func(sb *sandboxv1beta1.Sandbox) {
+			sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeRunning
+			sb.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationApply,
+				Time: ptr.To(metav1.NewTime(when)), FieldsType: "FieldsV1",
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:operatingMode":{}}}`)}}}
+		}
+	}
 	for name, tc := range map[string]struct {
 		sb      *sandboxv1beta1.Sandbox
 		now     time.Time
@@ -75,6 +83,15 @@ func TestIdleDeadline(t *testing.T) {
 			sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeRunning
 			sb.Status.Conditions[0].ObservedGeneration = 1
 		}), now: at(time.Hour)},
+		// Resumed through the router at 12:30 (its managedFields entry),
+		// while Ready still shows the transition of 12:00:10: idle from the
+		// resume (rounded up to the next second), not from then.
+		"resumed through the router": {sb: sandbox(idle("1m"), resumedBy(sandboxv1beta1.FieldManagerOperatingMode, at(30*time.Minute))),
+			now:  at(30*time.Minute + 30*time.Second),
+			want: IdleDecision{Timeout: time.Minute, Since: at(30*time.Minute + time.Second), After: 31 * time.Second}},
+		"resumed by another manager": {sb: sandbox(idle("1m"), resumedBy("kubectl-patch", at(30*time.Minute))),
+			now:  at(30*time.Minute + 30*time.Second),
+			want: IdleDecision{Timeout: time.Minute, Since: readyAt, Suspend: true}},
 		"ready condition that names no generation": {sb: sandbox(idle("1m"), func(sb *sandboxv1beta1.Sandbox) {
 			sb.Generation = 3
 		}), now: at(time.Hour), want: IdleDecision{Timeout: time.Minute, Since: readyAt, Suspend: true}},

@@ -38,7 +38,7 @@ func TestIdleDeadline(t *testing.T) {
 			sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeRunning
 			sb.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationApply,
 				Time: ptr.To(metav1.NewTime(when)), FieldsType: "FieldsV1",
-				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:operatingMode":{}}}`)}}}
+				FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:operatingMode":{}}}`)}}
 		}
 	}
 	for name, tc := range map[string]struct {

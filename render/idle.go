@@ -1,7 +1,6 @@
 package render
 
 import (
-	"strings"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -79,10 +78,10 @@ func IdleDeadline(sb *sandboxv1beta1.Sandbox, now time.Time) (IdleDecision, erro
 	return d, nil
 }
 
-// resumedAt is when spec.operatingMode was last set by
-// FieldManagerOperatingMode (the router's and the SDK's resumes), rounded
-// up to the next second (managedFields keep whole seconds), if that
-// manager holds it and it says Running. A resume is activity: a Sandbox
+// resumedAt is when FieldManagerOperatingMode (the router's and the SDK's
+// resumes, idle suspend's suspends) last set spec.operatingMode, the one
+// field it owns, rounded up to the next second (managedFields keep whole
+// seconds), if the mode is Running. A resume is activity: a Sandbox
 // resumed before the controller reported its suspend keeps the Ready
 // condition (and transition time) it had before, which alone would make
 // it look idle since then.
@@ -90,11 +89,6 @@ func resumedAt(sb *sandboxv1beta1.Sandbox) (time.Time, bool) {
 	if sb.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeRunning {
 		return time.Time{}, false
 	}
-	for _, e := range sb.ManagedFields {
-		if e.Manager == sandboxv1beta1.FieldManagerOperatingMode && e.Subresource == "" && e.Time != nil &&
-			e.FieldsV1 != nil && strings.Contains(e.FieldsV1.GetRawString(), `"f:operatingMode"`) {
-			return e.Time.Add(time.Second), true
-		}
-	}
-	return time.Time{}, false
+	t, ok := sandboxv1beta1.AppliedAt(sb, sandboxv1beta1.FieldManagerOperatingMode)
+	return t.Add(time.Second), ok
 }

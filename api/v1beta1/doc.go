@@ -7,7 +7,7 @@
 // users' tooling share one spelling, and the ownership helpers (owner.go:
 // IsControlledBy, ControllerOf, ControllerKey) that decide whether an object
 // belongs to another by API group, kind, name and UID, never by the kind or
-// the UID alone. It must never import anything beyond
+// the UID alone, and AppliedAt, when a field manager last applied. It must never import anything beyond
 // k8s.io/apimachinery and k8s.io/api.
 //
 // +kubebuilder:object:generate=true

@@ -1,6 +1,8 @@
 package v1beta1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -62,4 +64,17 @@ func ControllerKeyOf(obj metav1.Object) string {
 		return ""
 	}
 	return ControllerKey(schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, ref.Name, ref.UID)
+}
+
+// AppliedAt is when manager last applied to obj's main resource (not a
+// subresource), from its managedFields entry (whole seconds): the time of
+// the last apply by that manager that changed what it owns. False when
+// manager holds nothing of the object.
+func AppliedAt(obj metav1.Object, manager string) (time.Time, bool) {
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" && e.Time != nil {
+			return e.Time.Time, true
+		}
+	}
+	return time.Time{}, false
 }

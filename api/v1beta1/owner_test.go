@@ -2,6 +2,7 @@ package v1beta1
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -56,3 +57,33 @@ func TestIsControlledBy(t *testing.T) {
 }
 
 func refp(r metav1.OwnerReference) *metav1.OwnerReference { return &r }
+
+func TestAppliedAt(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	later := metav1.NewTime(at.Add(time.Minute))
+	entry := func(manager string, op metav1.ManagedFieldsOperationType, subresource string, when *metav1.Time) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, Subresource: subresource, Time: when}
+	}
+	for name, tc := range map[string]struct {
+		entries []metav1.ManagedFieldsEntry
+		want    time.Time
+		ok      bool
+	}{
+		"none":                    {},
+		"applied":                 {entries: []metav1.ManagedFieldsEntry{entry("m", metav1.ManagedFieldsOperationApply, "", &at)}, want: at.Time, ok: true},
+		"another manager":         {entries: []metav1.ManagedFieldsEntry{entry("other", metav1.ManagedFieldsOperationApply, "", &at)}},
+		"an update, not an apply": {entries: []metav1.ManagedFieldsEntry{entry("m", metav1.ManagedFieldsOperationUpdate, "", &at)}},
+		"the status only":         {entries: []metav1.ManagedFieldsEntry{entry("m", metav1.ManagedFieldsOperationApply, "status", &at)}},
+		"no time":                 {entries: []metav1.ManagedFieldsEntry{entry("m", metav1.ManagedFieldsOperationApply, "", nil)}},
+		"main resource among others": {entries: []metav1.ManagedFieldsEntry{
+			entry("m", metav1.ManagedFieldsOperationApply, "status", &later),
+			entry("m", metav1.ManagedFieldsOperationApply, "", &at)}, want: at.Time, ok: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, ok := AppliedAt(&metav1.ObjectMeta{ManagedFields: tc.entries}, "m")
+			if ok != tc.ok || !got.Equal(tc.want) {
+				t.Errorf("AppliedAt = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,7 +35,7 @@ func (r *SandboxReconciler) awaitClaimCommit(ctx context.Context, sb *sandboxv1b
 	if !r.Templates || ref == nil || sb.Labels[sandboxv1beta1.LabelLaunchType] != sandboxv1beta1.LaunchTypeWarm {
 		return 0
 	}
-	at, ok := appliedAt(sb, r.Engine.FieldManager())
+	at, ok := sandboxv1beta1.AppliedAt(sb, r.Engine.FieldManager())
 	if !ok || now.Sub(at) >= claimCommitWait {
 		return 0
 	}
@@ -54,16 +53,4 @@ func (r *SandboxReconciler) awaitClaimCommit(ctx context.Context, sb *sandboxv1b
 		}
 	}
 	return 0
-}
-
-// appliedAt is when manager last applied to obj's main resource (the take
-// of a warm Sandbox is such an apply), from its managedFields (to the
-// second).
-func appliedAt(obj metav1.Object, manager string) (time.Time, bool) {
-	for _, e := range obj.GetManagedFields() {
-		if e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" && e.Time != nil {
-			return e.Time.Time, true
-		}
-	}
-	return time.Time{}, false
 }

@@ -103,7 +103,6 @@ func waitSuspended(t *testing.T, c client.Client, key types.NamespacedName, pid 
 	})
 }
 
-// modeOwnedBy checks spec.operatingMode and that manager owns it.
 // sandboxState says, for a failure's message, what the cluster holds for
 // the Sandbox key: its mode and generation, its conditions, who set its
 // operatingMode and when, its Pod, and its events.
@@ -141,6 +140,7 @@ func sandboxState(c client.Client, key types.NamespacedName) string {
 	return b.String()
 }
 
+// modeOwnedBy checks spec.operatingMode and that manager owns it.
 func modeOwnedBy(t *testing.T, c client.Client, key types.NamespacedName, mode sandboxv1beta1.SandboxOperatingMode, manager string) {
 	t.Helper()
 	sb := &sandboxv1beta1.Sandbox{}

@@ -14,33 +14,49 @@ import (
 // status (a Pod still starting or terminating) is a refresh that competes
 // with the writes of the Sandboxes behind it, and it would be overwritten
 // by the resting status moments later. So while busy, a transitional status
-// is held until the burst is over, but never longer than busyHold windows
-// after our last write for the Sandbox (a Pod stuck in Pending is still
-// reported), and it is looked at again every busyFactor windows. The burst
-// counts as over busyFactor windows after the backlog fell to busyBacklog,
-// so that its tail is not written either. Resting statuses (Ready,
-// suspended, failed) are never deferred.
+// is held for as long as the burst makes progress: some Sandbox reached a
+// resting status (Ready, suspended, failed) within the last busyStall
+// windows. A burst that stalls (no Pod gets anywhere, say a node is gone)
+// is reported as a quiet controller would, and no status is held longer
+// than busyHold windows after our last write for its Sandbox, so a Pod
+// stuck in Pending in a burst that otherwise moves is still reported. A
+// held Sandbox is looked at again every busyLook windows, or sooner when
+// its Pod changes. The burst counts as over busyFactor windows after the
+// backlog fell to busyBacklog, so that its tail is not written either.
+// Resting statuses are never deferred.
 const (
 	busyBacklog = 50
 	busyFactor  = 3
-	busyHold    = 24
+	busyStall   = 12
+	busyLook    = 12
+	busyHold    = 120
 )
 
 // statusBacklog counts the Sandboxes whose transitional status is deferred
-// right now, and remembers when there were many.
+// right now, remembers when there were many, and when a burst last made
+// progress.
 type statusBacklog struct {
 	waiting sync.Map // types.NamespacedName -> struct{}
 	n       atomic.Int64
 	// busyAt is when the backlog was last seen above busyBacklog (unix
 	// nanoseconds), zero if never.
 	busyAt atomic.Int64
+	// movedAt is when a Sandbox last reached a resting status or a burst
+	// began (unix nanoseconds), zero if never.
+	movedAt atomic.Int64
 }
 
-// wait records that the status of the Sandbox key is deferred at now.
-func (b *statusBacklog) wait(key types.NamespacedName, now time.Time) {
-	if _, had := b.waiting.LoadOrStore(key, struct{}{}); !had {
-		if b.n.Add(1) > busyBacklog {
-			b.busyAt.Store(now.UnixNano())
+// wait records that the status of the Sandbox key is deferred at now. The
+// waiter that takes the backlog above busyBacklog after a burst is over
+// begins a new one, and starts its progress clock.
+func (b *statusBacklog) wait(key types.NamespacedName, base time.Duration, now time.Time) {
+	if _, had := b.waiting.LoadOrStore(key, struct{}{}); had {
+		return
+	}
+	if n := b.n.Add(1); n > busyBacklog {
+		prev := b.busyAt.Swap(now.UnixNano())
+		if n == busyBacklog+1 && (prev == 0 || now.Sub(time.Unix(0, prev)) >= busyFactor*base) {
+			b.movedAt.Store(now.UnixNano())
 		}
 	}
 }
@@ -51,6 +67,12 @@ func (b *statusBacklog) done(key types.NamespacedName) {
 	if _, had := b.waiting.LoadAndDelete(key); had {
 		b.n.Add(-1)
 	}
+}
+
+// rested records that a Sandbox reached a resting status at now: the
+// burst, if any, is making progress.
+func (b *statusBacklog) rested(now time.Time) {
+	b.movedAt.Store(now.UnixNano())
 }
 
 // busy reports a burst at now: more than busyBacklog Sandboxes wait, or
@@ -64,18 +86,24 @@ func (b *statusBacklog) busy(base time.Duration, now time.Time) bool {
 	return at != 0 && now.Sub(time.Unix(0, at)) < busyFactor*base
 }
 
+// stalled reports a burst in which no Sandbox reached a resting status for
+// busyStall windows.
+func (b *statusBacklog) stalled(base time.Duration, now time.Time) bool {
+	return now.Sub(time.Unix(0, b.movedAt.Load())) >= busyStall*base
+}
+
 // hold says how long after now a transitional status whose Sandbox we last
 // wrote for at last waits before it is looked at again, and zero when it is
-// to be written now: base after last, or, in a burst, until the burst is
-// over (looked at again every busyFactor windows), but not past busyHold
-// windows after last.
+// to be written now: base after last when quiet or stalled, or, in a burst
+// that moves, until it is over (looked at again every busyLook windows),
+// but not past busyHold windows after last.
 func (b *statusBacklog) hold(base time.Duration, last, now time.Time) time.Duration {
-	if !b.busy(base, now) {
+	if !b.busy(base, now) || b.stalled(base, now) {
 		return max(last.Add(base).Sub(now), 0)
 	}
 	wait := last.Add(busyHold * base).Sub(now)
 	if wait <= 0 {
 		return 0
 	}
-	return min(wait, busyFactor*base)
+	return min(wait, busyLook*base)
 }

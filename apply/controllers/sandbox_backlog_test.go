@@ -23,13 +23,13 @@ func TestStatusBacklogCounts(t *testing.T) {
 	var b statusBacklog
 	base, now := 5*time.Second, time.Unix(1000, 0)
 	for i := range busyBacklog {
-		b.wait(backlogKey(i), now)
-		b.wait(backlogKey(i), now) // deferred again: counted once
+		b.wait(backlogKey(i), base, now)
+		b.wait(backlogKey(i), base, now) // deferred again: counted once
 	}
 	if b.busy(base, now) {
 		t.Fatalf("busy with %d waiting", busyBacklog)
 	}
-	b.wait(backlogKey(busyBacklog), now)
+	b.wait(backlogKey(busyBacklog), base, now)
 	if !b.busy(base, now) {
 		t.Fatalf("not busy with %d waiting", busyBacklog+1)
 	}
@@ -62,19 +62,63 @@ func TestStatusBacklogHold(t *testing.T) {
 
 	var burst statusBacklog
 	for i := range busyBacklog + 1 {
-		burst.wait(backlogKey(i), last)
+		burst.wait(backlogKey(i), base, last)
 	}
 	for _, c := range []struct {
 		after, want time.Duration
 	}{
-		{0, busyFactor * base},                     // looked at again later
-		{base, busyFactor * base},                  // held past the quiet window
+		{0, busyLook * base},                       // looked at again later
+		{base, busyLook * base},                    // held past the quiet window
 		{busyHold*base - time.Second, time.Second}, // up to the bound
 		{busyHold * base, 0},                       // then written, burst or not
 	} {
-		if got := burst.hold(base, last, last.Add(c.after)); got != c.want {
+		now := last.Add(c.after)
+		burst.rested(now.Add(-time.Second)) // the burst moves
+		if got := burst.hold(base, last, now); got != c.want {
 			t.Errorf("burst, %s after the last write: hold %s, want %s", c.after, got, c.want)
 		}
+	}
+}
+
+// TestStatusBacklogStall: a burst in which no Sandbox reaches a resting
+// status for busyStall windows is reported as a quiet controller would,
+// counted from the burst's start or its last progress.
+func TestStatusBacklogStall(t *testing.T) {
+	base, start := 5*time.Second, time.Unix(1000, 0)
+	var b statusBacklog
+	b.rested(start.Add(-time.Hour)) // progress long before the burst
+	for i := range busyBacklog + 1 {
+		b.wait(backlogKey(i), base, start)
+	}
+	last := start
+	if got := b.hold(base, last, start.Add(busyStall*base-time.Second)); got != busyLook*base {
+		t.Errorf("a burst that began %s ago: hold %s, want %s", busyStall*base-time.Second, got, busyLook*base)
+	}
+	stall := start.Add(busyStall * base)
+	if got := b.hold(base, last, stall); got != 0 {
+		t.Errorf("a burst stalled since its start: hold %s, want 0 (written)", got)
+	}
+	if got := b.hold(base, stall.Add(-time.Second), stall); got != base-time.Second {
+		t.Errorf("stalled, written a second ago: hold %s, want %s", got, base-time.Second)
+	}
+	// One Sandbox reaches rest: the burst moves again, and holds again.
+	b.rested(stall)
+	if got := b.hold(base, last, stall.Add(time.Second)); got != busyLook*base {
+		t.Errorf("moving again: hold %s, want %s", got, busyLook*base)
+	}
+	if got := b.hold(base, last, stall.Add(busyStall*base)); got != 0 {
+		t.Errorf("stalled again: hold %s, want 0", got)
+	}
+	// A new burst long after the last restarts the clock.
+	later := stall.Add(time.Hour)
+	var fresh statusBacklog
+	fresh.rested(start)
+	fresh.busyAt.Store(start.UnixNano())
+	for i := range busyBacklog + 1 {
+		fresh.wait(backlogKey(i), base, later)
+	}
+	if got := fresh.hold(base, later, later.Add(time.Second)); got != busyLook*base {
+		t.Errorf("a new burst: hold %s, want %s", got, busyLook*base)
 	}
 }
 
@@ -95,10 +139,10 @@ func TestDeferStatus(t *testing.T) {
 		t.Errorf("a transitional status is held %s, want %s", got, base-time.Second)
 	}
 	for i := range busyBacklog + 1 {
-		r.backlog.wait(backlogKey(i), now)
+		r.backlog.wait(backlogKey(i), base, now)
 	}
-	if got := r.deferStatus(sb, terminating, now.Add(base)); got != busyFactor*base {
-		t.Errorf("in a burst a transitional status is held %s, want %s", got, busyFactor*base)
+	if got := r.deferStatus(sb, terminating, now.Add(base)); got != busyLook*base {
+		t.Errorf("in a burst a transitional status is held %s, want %s", got, busyLook*base)
 	}
 	// What we wrote last is not held (nothing is sent), and does not
 	// count as waiting.

@@ -36,7 +36,7 @@ func (r *SandboxReconciler) deferStatus(sb *sandboxv1beta1.Sandbox, desired *san
 	}
 	if wait := r.backlog.hold(r.StatusCoalesceWindow, r.lastWrite(sb), now); wait > 0 {
 		// No longer waiting once writeStatus writes it (or forget).
-		r.backlog.wait(client.ObjectKeyFromObject(sb), now)
+		r.backlog.wait(client.ObjectKeyFromObject(sb), r.StatusCoalesceWindow, now)
 		return wait
 	}
 	return 0
@@ -81,6 +81,9 @@ func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.
 	done, err := sandboxStatus.write(ctx, r.statuses(), sb, desired, statusWrite[*sandboxv1beta1.SandboxStatus]{reported: reported})
 	if done == statusWritten && firstReady {
 		metrics.ObserveReady(sb, r.Clock.Now())
+	}
+	if done == statusWritten && !transitional(desired) {
+		r.backlog.rested(r.Clock.Now()) // a burst, if any, makes progress
 	}
 	return err
 }

@@ -173,7 +173,7 @@ bench: $(CLUSTER_BINS) ## Run the benchmarks on a local cluster and print JSON (
 
 .PHONY: golden
 golden: ## Rewrite golden files from the current code (review the diff like code).
-	go test -count=1 ./render/... ./policy/... ./webhooks/... ./cmd/kubectl-sandbox/... -update
+	go test -count=1 ./render/ ./policy/ ./webhooks/ ./cmd/kubectl-sandbox/ -update
 
 ##@ Code generation and checks
 

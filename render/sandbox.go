@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -54,8 +55,13 @@ type SandboxInputs struct {
 	LegacyServiceSelector bool
 	// TemplateGone reports a Sandbox made from a template (MadeFromTemplate)
 	// whose template is gone or that names none: no template policy
-	// governs its Pod any more, so it gets a NetworkPolicy of its own.
+	// governs its Pod any more, so it falls under the namespace's
+	// default-deny NetworkPolicy.
 	TemplateGone bool
+	// NamespaceUID is the UID of the Sandbox's Namespace, the owner of its
+	// default-deny NetworkPolicy; empty renders that policy without an
+	// owner (a rendering that does not know it).
+	NamespaceUID types.UID
 }
 
 // Defaults are the controller-wide settings a Sandbox's Pod gets where its
@@ -98,12 +104,14 @@ type SandboxDesired struct {
 	DeleteService bool
 	// PVCs, one per volume claim template, in template order.
 	PVCs []*corev1ac.PersistentVolumeClaimApplyConfiguration
-	// NetworkPolicy is the Sandbox's own default-deny NetworkPolicy; nil
-	// when it has none (made from a template, Unmanaged, expired, or no
+	// NetworkPolicy is the namespace's default-deny NetworkPolicy, which
+	// the Pod falls under (labelled agents.x-k8s.io/network-policy); nil
+	// when it does not (made from a template, Unmanaged, expired, or no
 	// ControllerNamespace).
 	NetworkPolicy *networkingv1ac.NetworkPolicyApplyConfiguration
-	// DeleteNetworkPolicy is set when the Sandbox wants no NetworkPolicy
-	// of its own (Unmanaged, made from a template): one we own must go.
+	// DeleteNetworkPolicy is set when the Sandbox wants no default-deny
+	// policy (Unmanaged, made from a template): a NetworkPolicy of its own
+	// from an earlier release must go.
 	DeleteNetworkPolicy bool
 }
 
@@ -136,11 +144,12 @@ func Sandbox(in SandboxInputs) (SandboxDesired, error) {
 	if wantService || keepService {
 		out.Service = service(sb, hash, owner, in.LegacyServiceSelector)
 	}
+	defaultDeny := DefaultDeny(sb, in.TemplateGone)
 	switch {
-	case NetworkPolicyUnmanaged(sb) || (MadeFromTemplate(sb) && !in.TemplateGone):
+	case !defaultDeny:
 		out.DeleteNetworkPolicy = true
 	case in.ControllerNamespace != "":
-		np, err := sandboxNetworkPolicy(sb, in.ControllerNamespace, owner)
+		np, err := NamespaceNetworkPolicy(sb.Namespace, in.NamespaceUID, in.ControllerNamespace)
 		if err != nil {
 			return SandboxDesired{}, err
 		}
@@ -158,7 +167,7 @@ func Sandbox(in SandboxInputs) (SandboxDesired, error) {
 	if sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended {
 		return out, nil
 	}
-	pod, err := pod(sb, in.PodName, hash, owner, out.Service != nil, in.Defaults)
+	pod, err := pod(sb, in.PodName, hash, owner, out.Service != nil, defaultDeny, in.Defaults)
 	if err != nil {
 		return SandboxDesired{}, err
 	}
@@ -217,7 +226,7 @@ func PodSpec(sb *sandboxv1beta1.Sandbox, withService bool, d Defaults) (*corev1a
 	return ac, nil
 }
 
-func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerReferenceApplyConfiguration, withService bool, d Defaults) (*corev1ac.PodApplyConfiguration, error) {
+func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerReferenceApplyConfiguration, withService, defaultDeny bool, d Defaults) (*corev1ac.PodApplyConfiguration, error) {
 	if name == "" {
 		name = PodName(sb)
 	}
@@ -237,6 +246,9 @@ func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerRef
 	}
 	labels[sandboxv1beta1.LabelSandboxNameHash] = hash
 	labels[sandboxv1beta1.LabelSandboxUID] = string(sb.UID)
+	if defaultDeny {
+		labels[sandboxv1beta1.LabelNetworkPolicy] = sandboxv1beta1.NetworkPolicyDefaultDeny
+	}
 	if pool, claim := extv1beta1.PoolOf(sb), extv1beta1.ClaimOf(sb); pool != nil || claim != nil {
 		for _, k := range PodIdentityLabels {
 			if v := sb.Labels[k]; v != "" {

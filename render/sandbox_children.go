@@ -50,7 +50,8 @@ type NewChildren struct {
 	Pod, Service bool
 	// PVCs are the PVCs to create, by name.
 	PVCs map[string]bool
-	// NetworkPolicy: the Sandbox's NetworkPolicy is to be created.
+	// NetworkPolicy: the namespace's default-deny NetworkPolicy is to be
+	// created.
 	NetworkPolicy bool
 	// Adopt is an existing Pod the Sandbox is about to take over. It was
 	// admitted as somebody else's Pod, so it is judged as if it were

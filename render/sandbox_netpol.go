@@ -5,6 +5,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
@@ -13,8 +14,16 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
-// SandboxNetworkPolicyName is the name of a Sandbox's own NetworkPolicy:
-// the Sandbox's, as its Pod's and Service's.
+// NamespaceNetworkPolicyName is the name of the one default-deny
+// NetworkPolicy the controller keeps in a namespace with Sandboxes not made
+// from a template. It selects their Pods by the label
+// agents.x-k8s.io/network-policy=default-deny.
+const NamespaceNetworkPolicyName = "agent-sandbox-default-deny"
+
+// SandboxNetworkPolicyName is the name of the NetworkPolicy of a single
+// Sandbox that earlier releases made (named after the Sandbox, controlled
+// by it); the controller deletes it once the namespace's policy covers the
+// Sandbox's Pod.
 func SandboxNetworkPolicyName(sandbox string) string { return sandbox }
 
 // SandboxSelector is what every selector of a Sandbox's Pod the controller
@@ -32,11 +41,12 @@ func SandboxSelector(sb *sandboxv1beta1.Sandbox) map[string]string {
 // made from a SandboxTemplate: controlled by one of those kinds of the
 // extensions group, and labelled with the template's ref hash. The
 // template's NetworkPolicy, or under its networkPolicyManagement
-// Unmanaged its author's, governs its Pod; a policy of its own next to
-// that one would widen it (NetworkPolicies add up), so it gets none.
-// A Sandbox that outlives its template (SandboxInputs.TemplateGone) gets
-// its own. (That no user can make a Sandbox look controlled by a claim or a
-// pool is the admission webhook's ownership guard.)
+// Unmanaged its author's, governs its Pod; the default-deny policy next to
+// that one would widen it (NetworkPolicies add up), so its Pod is not
+// labelled for it. A Sandbox that outlives its template
+// (SandboxInputs.TemplateGone) is. (That no user can make a Sandbox look
+// controlled by a claim or a pool is the admission webhook's ownership
+// guard.)
 func MadeFromTemplate(sb *sandboxv1beta1.Sandbox) bool {
 	return sb.Labels[sandboxv1beta1.LabelSandboxTemplateRefHash] != "" &&
 		(extv1beta1.ClaimOf(sb) != nil || extv1beta1.PoolOf(sb) != nil)
@@ -50,53 +60,101 @@ func NetworkPolicyUnmanaged(sb *sandboxv1beta1.Sandbox) bool {
 	return sb.Annotations[sandboxv1beta1.AnnotationNetworkPolicyManagement] == string(extv1beta1.NetworkPolicyManagementUnmanaged)
 }
 
-// sandboxNetworkPolicy renders the default-deny NetworkPolicy of a Sandbox
-// not made from a template: the rules a template gets when it names none
-// (SecureNetworkPolicy: ingress only from the sandbox router's Pods,
-// egress to public addresses and the cluster's DNS), selecting the
-// Sandbox's Pod by name hash and UID.
-func sandboxNetworkPolicy(sb *sandboxv1beta1.Sandbox, controllerNamespace string, owner *metav1ac.OwnerReferenceApplyConfiguration) (*networkingv1ac.NetworkPolicyApplyConfiguration, error) {
+// DefaultDeny reports a Sandbox whose Pod falls under the namespace's
+// default-deny NetworkPolicy: Managed, and no template governs it.
+func DefaultDeny(sb *sandboxv1beta1.Sandbox, templateGone bool) bool {
+	return !NetworkPolicyUnmanaged(sb) && (!MadeFromTemplate(sb) || templateGone)
+}
+
+// NamespaceOwner is the owner reference of a namespace's default-deny
+// NetworkPolicy: the Namespace object, by UID, so that the policy goes with
+// its namespace and one that names another owner is not taken for ours.
+func NamespaceOwner(namespace string, uid types.UID) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "Namespace", Name: namespace, UID: uid}
+}
+
+// OwnedByNamespace reports a NetworkPolicy whose owners include the
+// Namespace object with uid.
+func OwnedByNamespace(np *networkingv1.NetworkPolicy, uid types.UID) bool {
+	if uid == "" {
+		return false
+	}
+	for _, o := range np.OwnerReferences {
+		if o.APIVersion == "v1" && o.Kind == "Namespace" && o.Name == np.Namespace && o.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// NamespaceNetworkPolicy renders a namespace's default-deny NetworkPolicy:
+// the rules a template gets when it names none (SecureNetworkPolicy:
+// ingress only from the sandbox router's Pods, egress to public addresses
+// and the cluster's DNS), selecting the Pods labelled
+// agents.x-k8s.io/network-policy=default-deny, owned by the Namespace (uid;
+// empty renders no owner: a rendering that does not know it).
+func NamespaceNetworkPolicy(namespace string, uid types.UID, controllerNamespace string) (*networkingv1ac.NetworkPolicyApplyConfiguration, error) {
 	spec := SecureNetworkPolicy(controllerNamespace)
 	rules := &networkingv1ac.NetworkPolicySpecApplyConfiguration{}
 	if err := convert.JSON(networkingv1.NetworkPolicySpec{Ingress: spec.Ingress, Egress: spec.Egress}, rules); err != nil {
 		return nil, fmt.Errorf("render: network policy rules: %w", err)
 	}
-	rules.WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(SandboxSelector(sb))).
-		WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress)
-	return networkingv1ac.NetworkPolicy(SandboxNetworkPolicyName(sb.Name), sb.Namespace).
-		WithLabels(SandboxSelector(sb)).
-		WithOwnerReferences(owner).
-		WithSpec(rules), nil
+	rules.WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{
+		sandboxv1beta1.LabelNetworkPolicy: sandboxv1beta1.NetworkPolicyDefaultDeny,
+	})).WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress)
+	np := networkingv1ac.NetworkPolicy(NamespaceNetworkPolicyName, namespace).WithSpec(rules)
+	if uid != "" {
+		o := NamespaceOwner(namespace, uid)
+		np.WithOwnerReferences(metav1ac.OwnerReference().WithAPIVersion(o.APIVersion).WithKind(o.Kind).WithName(o.Name).WithUID(o.UID))
+	}
+	return np, nil
 }
 
-// networkPolicy plans the Sandbox's own NetworkPolicy, before its Pod, so
-// a Pod never runs without it: created, kept as rendered, or deleted when
-// the Sandbox no longer wants one (Unmanaged). One with its name that the
-// Sandbox does not control stops the plan: the Pod is not created
-// unprotected. It reports false when it stopped.
+// networkPolicy plans the namespace's default-deny NetworkPolicy before the
+// Pod, so a Pod labelled for it never runs without it: created, or kept as
+// rendered. One with its name that the Namespace does not own stops the
+// plan: the Pod is not created unprotected. It also deletes the
+// Sandbox's own NetworkPolicy from an earlier release once it is not
+// needed: at once when the Sandbox wants no default-deny policy, and
+// otherwise once the namespace's is in place and the Pod, if any, carries
+// the label. It reports false when it stopped.
 func (p *sandboxPlanner) networkPolicy(desired SandboxDesired) bool {
 	in, sb := p.in, p.sb
-	live := in.NetworkPolicy
-	owned := live != nil && metav1.IsControlledBy(live, sb)
-	switch {
-	case desired.NetworkPolicy != nil && live != nil && !owned:
-		p.stop(fmt.Sprintf("NetworkPolicy %q exists and is not controlled by sandbox %q; the Pod is not started without its NetworkPolicy: delete or rename that NetworkPolicy, or annotate the Sandbox %s=%s to manage its policies yourself",
-			live.Name, sb.Name, sandboxv1beta1.AnnotationNetworkPolicyManagement, extv1beta1.NetworkPolicyManagementUnmanaged))
-		return false
-	case desired.NetworkPolicy != nil:
+	shared := in.NamespacePolicy
+	// An earlier release's policy of a Sandbox named like the namespace's:
+	// applying over it makes it the namespace's (the owner and the rules
+	// change, the Pod stays covered throughout).
+	legacyShared := shared != nil && metav1.IsControlledBy(shared, sb)
+	if desired.NetworkPolicy != nil {
+		if shared != nil && !legacyShared && !OwnedByNamespace(shared, in.NamespaceUID) {
+			p.stop(fmt.Sprintf("NetworkPolicy %q exists and is not owned by namespace %q; the Pod is not started without the namespace's default-deny NetworkPolicy: delete or rename that NetworkPolicy, or annotate the Sandbox %s=%s to manage its policies yourself",
+				shared.Name, sb.Namespace, sandboxv1beta1.AnnotationNetworkPolicyManagement, extv1beta1.NetworkPolicyManagementUnmanaged))
+			return false
+		}
 		step := Step{Action: ActionApply, Kind: "NetworkPolicy", Namespace: sb.Namespace, Name: *desired.NetworkPolicy.Name,
-			Reason: "create the Sandbox's default-deny NetworkPolicy", Object: desired.NetworkPolicy}
-		if live != nil {
-			step.Reason, step.Live = "keep the Sandbox's NetworkPolicy as rendered", live
+			Reason: "create the namespace's default-deny NetworkPolicy", Object: desired.NetworkPolicy}
+		if shared != nil {
+			step.Reason, step.Live = "keep the namespace's default-deny NetworkPolicy as rendered", shared
 		}
 		p.add(step)
-	case desired.DeleteNetworkPolicy && owned:
-		why := "the Sandbox's NetworkPolicy is Unmanaged"
-		if !NetworkPolicyUnmanaged(sb) {
-			why = "the Sandbox's template governs its Pod"
-		}
-		p.add(Step{Action: ActionDelete, Kind: "NetworkPolicy", Namespace: live.Namespace, Name: live.Name,
-			Reason: "delete NetworkPolicy: " + why, Preconditions: &Preconditions{UID: live.UID}, Live: live})
 	}
+	own := in.NetworkPolicy
+	if own == nil || !metav1.IsControlledBy(own, sb) || own.Name == NamespaceNetworkPolicyName {
+		return true
+	}
+	why := "the Sandbox's NetworkPolicy is Unmanaged"
+	switch {
+	case desired.NetworkPolicy != nil:
+		covered := shared != nil && !legacyShared && (in.Pod == nil ||
+			in.Pod.Labels[sandboxv1beta1.LabelNetworkPolicy] == sandboxv1beta1.NetworkPolicyDefaultDeny)
+		if !covered {
+			return true // next time: the Pod is labelled and the namespace's policy is in place
+		}
+		why = "the namespace's default-deny NetworkPolicy covers the Pod"
+	case !NetworkPolicyUnmanaged(sb):
+		why = "the Sandbox's template governs its Pod"
+	}
+	p.add(Step{Action: ActionDelete, Kind: "NetworkPolicy", Namespace: own.Namespace, Name: own.Name,
+		Reason: "delete the Sandbox's own NetworkPolicy: " + why, Preconditions: &Preconditions{UID: own.UID}, Live: own})
 	return true
 }

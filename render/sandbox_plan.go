@@ -5,6 +5,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -41,11 +42,18 @@ type SandboxPlanInputs struct {
 	PVCs map[string]*corev1.PersistentVolumeClaim
 	// NetworkPolicy is the NetworkPolicy named after the Sandbox
 	// (SandboxNetworkPolicyName), whoever owns it; nil when there is none.
+	// An earlier release made one per Sandbox; it is deleted once the
+	// namespace's covers the Pod.
 	NetworkPolicy *networkingv1.NetworkPolicy
+	// NamespacePolicy is the NetworkPolicy named NamespaceNetworkPolicyName
+	// in the Sandbox's namespace, whoever owns it; nil when there is none.
+	NamespacePolicy *networkingv1.NetworkPolicy
 	// ControllerNamespace is where the sandbox router runs, TemplateGone
-	// that a Sandbox made from a template outlived it (see SandboxInputs).
+	// that a Sandbox made from a template outlived it, NamespaceUID the
+	// UID of the Sandbox's Namespace (see SandboxInputs).
 	ControllerNamespace string
 	TemplateGone        bool
+	NamespaceUID        types.UID
 	// Expired reports that shutdownTime has passed.
 	Expired bool
 	// Defaults are the defaults in force for a new Pod.
@@ -96,7 +104,7 @@ func PlanSandbox(in SandboxPlanInputs) (Plan, error) {
 	}
 	desired, err := Sandbox(SandboxInputs{
 		Sandbox: sb, ServiceExists: in.Service != nil && ownedBy(in.Service, sb), PodName: podName, Expired: in.Expired, Defaults: defaults,
-		ControllerNamespace: in.ControllerNamespace, TemplateGone: in.TemplateGone,
+		ControllerNamespace: in.ControllerNamespace, TemplateGone: in.TemplateGone, NamespaceUID: in.NamespaceUID,
 		// The Service requires the sandbox-uid label once the Pod has it:
 		// this plan labels the Pod, the next one narrows the selector.
 		LegacyServiceSelector: pod != nil && pod.Labels[sandboxv1beta1.LabelSandboxUID] != string(sb.UID),
@@ -178,7 +186,7 @@ func (in SandboxPlanInputs) newChildren(desired SandboxDesired) NewChildren {
 			c.PVCs[*want.Name] = true
 		}
 	}
-	c.NetworkPolicy = in.NetworkPolicy == nil
+	c.NetworkPolicy = in.NamespacePolicy == nil
 	return c
 }
 

@@ -54,6 +54,10 @@ type sandboxObserved struct {
 	// NetworkPolicy is the NetworkPolicy named after the Sandbox, whoever
 	// owns it.
 	NetworkPolicy *networkingv1.NetworkPolicy `json:"networkPolicy,omitempty"`
+	// NamespacePolicy is the NetworkPolicy named
+	// agent-sandbox-default-deny in the Sandbox's namespace, whoever owns
+	// it (the namespace's UID is goldenNamespaceUID).
+	NamespacePolicy *networkingv1.NetworkPolicy `json:"namespacePolicy,omitempty"`
 	// TemplateGone: the template the Sandbox was made from is gone.
 	TemplateGone bool `json:"templateGone,omitempty"`
 }
@@ -61,6 +65,10 @@ type sandboxObserved struct {
 // goldenControllerNamespace is where the controller and the router run in
 // the golden cases.
 const goldenControllerNamespace = "agent-sandbox-system"
+
+// goldenNamespaceUID is the UID of the Sandbox's namespace in the golden
+// cases.
+const goldenNamespaceUID = types.UID("5f0d7c2e-0000-4000-8000-0000000000d0")
 
 // sandboxGolden is what a case's desired.yaml holds.
 type sandboxGolden struct {
@@ -122,7 +130,7 @@ func TestSandboxGolden(t *testing.T) {
 			}
 			desired, err := Sandbox(SandboxInputs{Sandbox: sb, ServiceExists: obs.ServiceExists, PodName: podName, Expired: obs.Expired,
 				Defaults: Defaults{RuntimeClassName: obs.DefaultRuntimeClass}, ControllerNamespace: goldenControllerNamespace,
-				TemplateGone: obs.TemplateGone})
+				TemplateGone: obs.TemplateGone, NamespaceUID: goldenNamespaceUID})
 			if err != nil {
 				t.Fatalf("render: %v", err)
 			}
@@ -191,7 +199,8 @@ func planInputs(t *testing.T, sb *sandboxv1beta1.Sandbox, obs sandboxObserved) S
 		Service: obs.Service, ForeignService: obs.ForeignService, PVCs: map[string]*corev1.PersistentVolumeClaim{},
 		Expired: obs.Expired, Defaults: Defaults{RuntimeClassName: obs.DefaultRuntimeClass},
 		ClusterDomain: obs.ClusterDomain, Now: now,
-		NetworkPolicy: obs.NetworkPolicy, ControllerNamespace: goldenControllerNamespace, TemplateGone: obs.TemplateGone,
+		NetworkPolicy: obs.NetworkPolicy, NamespacePolicy: obs.NamespacePolicy, NamespaceUID: goldenNamespaceUID,
+		ControllerNamespace: goldenControllerNamespace, TemplateGone: obs.TemplateGone,
 	}
 	if obs.ServiceExists && in.Service == nil {
 		in.Service = &corev1.Service{

@@ -19,10 +19,18 @@ const (
 	LabelSandboxNameHash = GroupName + "/sandbox-name-hash"
 	// LabelSandboxUID is set on a Sandbox's Pod, Service and PVCs: the
 	// Sandbox's UID. Unlike the name hash it cannot collide, so every
-	// selector the controller owns (the Service's, the Sandbox's
-	// NetworkPolicy's) requires it next to the name hash. The UID survives
+	// selector the controller owns of one Sandbox's Pod (the Service's)
+	// requires it next to the name hash. The UID survives
 	// a warm pool member's adoption by a claim.
 	LabelSandboxUID = GroupName + "/sandbox-uid"
+	// LabelNetworkPolicy, on a Sandbox's Pod, names the default
+	// NetworkPolicy it falls under: NetworkPolicyDefaultDeny for a Sandbox
+	// whose policy the controller manages and no template governs. The
+	// namespace's default-deny NetworkPolicy selects on it. The controller
+	// sets and removes it; a pod template cannot (reserved prefix).
+	LabelNetworkPolicy = GroupName + "/network-policy"
+	// NetworkPolicyDefaultDeny is LabelNetworkPolicy's value.
+	NetworkPolicyDefaultDeny = "default-deny"
 	// LabelAdoptable, set to "true" on an unowned Pod, Service or PVC, allows a
 	// Sandbox of the matching name to adopt it.
 	LabelAdoptable = GroupName + "/adoptable"
@@ -53,11 +61,11 @@ const (
 	LabelClaimUID = GroupName + "/claim-uid"
 
 	// AnnotationNetworkPolicyManagement, on a Sandbox, is the switch of
-	// its own NetworkPolicy, with the values and meaning of a
+	// its default-deny NetworkPolicy, with the values and meaning of a
 	// SandboxTemplate's spec.networkPolicyManagement: Managed (the
-	// default: the controller keeps a default-deny NetworkPolicy named
-	// after the Sandbox that selects its Pod) or Unmanaged (the
-	// controller makes none, and deletes the one it made: the user
+	// default: its Pod is labelled LabelNetworkPolicy=NetworkPolicyDefaultDeny
+	// and falls under the namespace's default-deny NetworkPolicy, which the
+	// controller keeps) or Unmanaged (the Pod is not labelled so: the user
 	// manages the Pod's policies). Any other value counts as Managed.
 	// Sandboxes made from a template (by a claim or a warm pool) are
 	// governed by the template's NetworkPolicy instead.

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -38,8 +39,8 @@ func controlledBy(owner client.Object, gk schema.GroupKind) client.MatchingField
 // while name clashes and adoptable Pods stay visible without extra API
 // requests.
 //
-// Sandboxes, their Pods and Services, and claims (the kinds there are one
-// or more of per Sandbox) keep only the managedFields entries of managers,
+// Sandboxes, their Pods and Services, NetworkPolicies (one per Sandbox in
+// earlier releases) and claims keep only the managedFields entries of managers,
 // the controller's own: all the reconcilers read of them (what our
 // managers own, for extraction and for "already applied"). The rest
 // (kubelet's or kwok's status entry of a Pod, the creator's entry of a
@@ -58,9 +59,10 @@ func CacheOptions(managers []string) cache.Options {
 				}
 				return trim(obj)
 			}},
-			&corev1.Service{}:          {Transform: trim},
-			&sandboxv1beta1.Sandbox{}:  {Transform: trim},
-			&extv1beta1.SandboxClaim{}: {Transform: trim},
+			&corev1.Service{}:             {Transform: trim},
+			&networkingv1.NetworkPolicy{}: {Transform: trim},
+			&sandboxv1beta1.Sandbox{}:     {Transform: trim},
+			&extv1beta1.SandboxClaim{}:    {Transform: trim},
 		},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -79,8 +80,9 @@ type SandboxReconciler struct {
 	// Empty makes no NetworkPolicies (tests that do not run a router).
 	ControllerNamespace string
 	// Templates is set when the extension controllers run (their CRDs are
-	// installed): a Sandbox made from a template that is gone then gets a
-	// NetworkPolicy of its own, and templates are watched for that.
+	// installed): the Pod of a Sandbox made from a template that is gone
+	// then falls under the namespace's default-deny NetworkPolicy, and
+	// templates are watched for that.
 	Templates bool
 	// Claims, when set (SetupExtensions sets it), says which claims wait
 	// for warm members: a Sandbox a claim took waits for them too
@@ -122,7 +124,11 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 		// An unowned Pod or Service named like a Sandbox may become
 		// adoptable, or go away and free the name: let that Sandbox look again.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
-		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox))
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
+		// The namespace's default-deny NetworkPolicy, owned by the
+		// Namespace: restored when changed or deleted.
+		Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(r.namespacePolicyToSandboxes),
+			builder.WithPredicates(namespacePolicyChanged))
 	if r.Templates {
 		b = b.Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.templateToSandboxes))
 	}
@@ -163,7 +169,8 @@ func (r *SandboxReconciler) reconcile(ctx context.Context, sb *sandboxv1beta1.Sa
 	in := render.SandboxPlanInputs{
 		Sandbox: sb, Pods: obs.pods, Pod: obs.pod, Adopt: obs.adopt, PodOwned: obs.podOwned, ForeignPod: obs.foreignPod,
 		Service: obs.service, ForeignService: obs.foreignSvc, PVCs: obs.pvcs,
-		NetworkPolicy: obs.netpol, ControllerNamespace: r.ControllerNamespace, TemplateGone: obs.templateGone,
+		NetworkPolicy: obs.netpol, NamespacePolicy: obs.nsPolicy, NamespaceUID: obs.nsUID,
+		ControllerNamespace: r.ControllerNamespace, TemplateGone: obs.templateGone,
 		Expired:  sb.Spec.ShutdownTime != nil && !now.Before(sb.Spec.ShutdownTime.Time),
 		Defaults: render.CurrentDefaults(r.Defaults), ClusterDomain: r.ClusterDomain,
 		Now: metav1.NewTime(now.Truncate(time.Second)), Previous: reported.Conditions, Reported: reported,

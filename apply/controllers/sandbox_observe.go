@@ -10,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -30,6 +32,8 @@ type observed struct {
 	service    *corev1.Service                 // our Service
 	pvcs       map[string]*corev1.PersistentVolumeClaim
 	netpol     *networkingv1.NetworkPolicy // the NetworkPolicy named after the Sandbox, whoever owns it
+	nsPolicy   *networkingv1.NetworkPolicy // the namespace's default-deny NetworkPolicy, whoever owns it
+	nsUID      types.UID                   // the Sandbox's Namespace's, when its Pod falls under that policy
 	// templateGone: the Sandbox was made from a template that is gone
 	// (or it names none).
 	templateGone bool
@@ -109,6 +113,11 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 		}
 		obs.templateGone = gone
 	}
+	if render.DefaultDeny(sb, obs.templateGone) && r.ControllerNamespace != "" {
+		if err := r.observeNamespacePolicy(ctx, sb, obs); err != nil {
+			return nil, err
+		}
+	}
 
 	for _, t := range sb.Spec.VolumeClaimTemplates {
 		name := render.PVCName(t.Name, sb.Name)
@@ -123,6 +132,60 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 		}
 	}
 	return obs, nil
+}
+
+// observeNamespacePolicy reads the namespace's default-deny NetworkPolicy
+// and the UID of the Namespace that owns it.
+func (r *SandboxReconciler) observeNamespacePolicy(ctx context.Context, sb *sandboxv1beta1.Sandbox, obs *observed) error {
+	np := &networkingv1.NetworkPolicy{}
+	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: render.NamespaceNetworkPolicyName}, np); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("reading the namespace's network policy: %w", err)
+	default:
+		obs.nsPolicy = np
+	}
+	ns := namespaceMeta()
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: sb.Namespace}, ns); err != nil {
+		return fmt.Errorf("reading namespace %s (the owner of its default-deny NetworkPolicy): %w", sb.Namespace, err)
+	}
+	obs.nsUID = ns.UID
+	return nil
+}
+
+// namespacePolicyToSandboxes maps a change to, or the deletion of, a
+// namespace's default-deny NetworkPolicy to the Sandboxes in the namespace
+// whose Pods fall under it, so that it is restored at once (and so that
+// those waiting for a foreign policy of that name to go start).
+func (r *SandboxReconciler) namespacePolicyToSandboxes(ctx context.Context, o client.Object) []reconcile.Request {
+	var list sandboxv1beta1.SandboxList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "listing the sandboxes of a namespace", "namespace", o.GetNamespace())
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if sb := &list.Items[i]; render.DefaultDeny(sb, false) || render.MadeFromTemplate(sb) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}})
+		}
+	}
+	return out
+}
+
+// namespacePolicyChanged passes the updates (a new resourceVersion) and
+// deletions of namespaces' default-deny NetworkPolicies. Creation needs no
+// reconcile: the Sandbox that creates it goes on, and one created by
+// someone else stops only new Pods.
+var namespacePolicyChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	DeleteFunc: func(e event.DeleteEvent) bool {
+		return e.Object.GetName() == render.NamespaceNetworkPolicyName
+	},
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectNew.GetName() == render.NamespaceNetworkPolicyName &&
+			e.ObjectNew.GetResourceVersion() != e.ObjectOld.GetResourceVersion()
+	},
 }
 
 // terminalError is a problem only a user can fix (an invalid spec, an

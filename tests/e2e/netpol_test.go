@@ -69,13 +69,15 @@ func selects(t *testing.T, np *networkingv1.NetworkPolicy, p *corev1.Pod) bool {
 	return sel.Matches(labels.Set(p.Labels))
 }
 
-// TestSandboxNetworkPolicyAndCollisionFreeSelectors: a Sandbox made
-// without a template gets a default-deny NetworkPolicy that selects its Pod
-// and admits ingress only from the sandbox router; the Pod of another
-// Sandbox whose name hashes the same, and a Pod someone labelled with the
-// victim's name hash, are behind neither the victim's Service nor its
-// NetworkPolicy; annotating the Sandbox network-policy-management=Unmanaged
-// removes its NetworkPolicy, and a Sandbox made Unmanaged never gets one.
+// TestSandboxNetworkPolicyAndCollisionFreeSelectors: the Pods of Sandboxes
+// made without a template fall under the namespace's default-deny
+// NetworkPolicy, owned by the Namespace by UID, which admits ingress only
+// from the sandbox router; a Pod someone labelled with a Sandbox's name
+// hash is under neither that policy nor the Sandbox's Service, and neither
+// is the Pod of another Sandbox whose name hashes the same behind the
+// Service; the policy, deleted, is made again; annotating a Sandbox
+// network-policy-management=Unmanaged takes its Pod out of the policy, and
+// a Sandbox made Unmanaged is never in it.
 func TestSandboxNetworkPolicyAndCollisionFreeSelectors(t *testing.T) {
 	c := newClient(t)
 	ns := namespace(t, c)
@@ -112,19 +114,21 @@ func TestSandboxNetworkPolicyAndCollisionFreeSelectors(t *testing.T) {
 		return nil
 	})
 
-	// The victim's NetworkPolicy: ours, default-deny both ways, selecting
-	// the victim's Pod and no other.
-	sb, vpod, apod, fpod := &sandboxv1beta1.Sandbox{}, &corev1.Pod{}, &corev1.Pod{}, &corev1.Pod{}
-	if err := errors.Join(c.Get(ctx, vkey, sb), c.Get(ctx, vkey, vpod), c.Get(ctx, akey, apod),
-		c.Get(ctx, types.NamespacedName{Namespace: ns, Name: forged.Name}, fpod)); err != nil {
+	// The namespace's NetworkPolicy: the Namespace's, default-deny both
+	// ways, selecting both Sandboxes' Pods and not the forged one.
+	vpod, apod, fpod := &corev1.Pod{}, &corev1.Pod{}, &corev1.Pod{}
+	nsObj := &corev1.Namespace{}
+	if err := errors.Join(c.Get(ctx, vkey, vpod), c.Get(ctx, akey, apod),
+		c.Get(ctx, types.NamespacedName{Namespace: ns, Name: forged.Name}, fpod), c.Get(ctx, types.NamespacedName{Name: ns}, nsObj)); err != nil {
 		t.Fatal(err)
 	}
+	npKey := types.NamespacedName{Namespace: ns, Name: render.NamespaceNetworkPolicyName}
 	np := &networkingv1.NetworkPolicy{}
-	if err := c.Get(ctx, vkey, np); err != nil {
-		t.Fatalf("the Sandbox's NetworkPolicy: %v", err)
+	if err := c.Get(ctx, npKey, np); err != nil {
+		t.Fatalf("the namespace's NetworkPolicy: %v", err)
 	}
-	if !metav1.IsControlledBy(np, sb) {
-		t.Errorf("NetworkPolicy owners %+v, want the Sandbox %s (uid %s) as controller", np.OwnerReferences, sb.Name, sb.UID)
+	if !render.OwnedByNamespace(np, nsObj.UID) {
+		t.Errorf("NetworkPolicy owners %+v, want the Namespace %s (uid %s)", np.OwnerReferences, ns, nsObj.UID)
 	}
 	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) {
 		t.Errorf("policyTypes %v, want Ingress and Egress", np.Spec.PolicyTypes)
@@ -133,14 +137,35 @@ func TestSandboxNetworkPolicyAndCollisionFreeSelectors(t *testing.T) {
 		np.Spec.Ingress[0].From[0].PodSelector.MatchLabels[render.RouterLabelKey] != render.RouterLabelValue {
 		t.Errorf("ingress %+v, want only the sandbox router's Pods", np.Spec.Ingress)
 	}
-	if !selects(t, np, vpod) {
-		t.Errorf("the NetworkPolicy does not select the victim's Pod (labels %v)", vpod.Labels)
-	}
-	for _, p := range []*corev1.Pod{apod, fpod} {
-		if selects(t, np, p) {
-			t.Errorf("the victim's NetworkPolicy selects Pod %s (labels %v)", p.Name, p.Labels)
+	for _, p := range []*corev1.Pod{vpod, apod} {
+		if !selects(t, np, p) {
+			t.Errorf("the NetworkPolicy does not select Pod %s (labels %v)", p.Name, p.Labels)
 		}
 	}
+	if selects(t, np, fpod) {
+		t.Errorf("the NetworkPolicy selects the forged Pod (labels %v)", fpod.Labels)
+	}
+	if err := gone(c, vkey, &networkingv1.NetworkPolicy{})(); err != nil {
+		t.Errorf("a Sandbox has a NetworkPolicy of its own: %v", err)
+	}
+
+	// Deleted, it is made again.
+	if err := c.Delete(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the namespace's NetworkPolicy made again", func() error {
+		again := &networkingv1.NetworkPolicy{}
+		if err := c.Get(ctx, npKey, again); err != nil {
+			return err
+		}
+		if again.UID == np.UID {
+			return errors.New("not deleted yet")
+		}
+		if !render.OwnedByNamespace(again, nsObj.UID) {
+			return fmt.Errorf("owners %+v", again.OwnerReferences)
+		}
+		return nil
+	})
 
 	// The victim's Service: its Pod only. The attacker's Service lists the
 	// attacker's Pod first, so the endpoint controller has seen it.
@@ -181,7 +206,21 @@ func TestSandboxNetworkPolicyAndCollisionFreeSelectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the Unmanaged Sandbox's NetworkPolicy deleted", gone(c, vkey, &networkingv1.NetworkPolicy{}))
+	// outOfPolicy reports an error while the namespace's policy selects
+	// the Pod key.
+	outOfPolicy := func(key types.NamespacedName) func() error {
+		return func() error {
+			p, cur := &corev1.Pod{}, &networkingv1.NetworkPolicy{}
+			if err := errors.Join(c.Get(ctx, key, p), c.Get(ctx, npKey, cur)); err != nil {
+				return err
+			}
+			if selects(t, cur, p) {
+				return fmt.Errorf("Pod %s (labels %v) is under the namespace's policy", p.Name, p.Labels)
+			}
+			return nil
+		}
+	}
+	waitFor(t, 30*time.Second, "the Unmanaged Sandbox's Pod out of the namespace's policy", outOfPolicy(vkey))
 
 	byo := sandbox(ns, "byo", func(s *sandboxv1beta1.Sandbox) {
 		s.Annotations = map[string]string{sandboxv1beta1.AnnotationNetworkPolicyManagement: "Unmanaged"}
@@ -191,7 +230,7 @@ func TestSandboxNetworkPolicyAndCollisionFreeSelectors(t *testing.T) {
 	}
 	bkey := types.NamespacedName{Namespace: ns, Name: "byo"}
 	waitFor(t, 90*time.Second, "byo Ready", readyIs(c, bkey, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady))
-	if err := gone(c, bkey, &networkingv1.NetworkPolicy{})(); err != nil {
-		t.Errorf("a Sandbox made Unmanaged got a NetworkPolicy: %v", err)
+	if err := errors.Join(gone(c, bkey, &networkingv1.NetworkPolicy{})(), outOfPolicy(bkey)()); err != nil {
+		t.Errorf("a Sandbox made Unmanaged: %v", err)
 	}
 }

@@ -121,12 +121,13 @@ func TestTemplateNetworkPolicyCollisionFree(t *testing.T) {
 	eventually(t, a+"'s policy narrowed again once the unlabelled Pod is gone", check(a, pa, pb, forged))
 }
 
-// TestSandboxOutlivingItsTemplateGetsItsOwnNetworkPolicy: a pool member
-// is governed by its template's NetworkPolicy and has none of its own;
-// once the template (and its policy with it) is gone, the member gets its
-// own default-deny NetworkPolicy selecting its Pod, removed again when the
-// template is back.
-func TestSandboxOutlivingItsTemplateGetsItsOwnNetworkPolicy(t *testing.T) {
+// TestSandboxOutlivingItsTemplateFallsUnderTheDefaultDeny: a pool member
+// is governed by its template's NetworkPolicy and not by the namespace's
+// default-deny one; once the template (and its policy with it) is gone,
+// its Pod falls under the namespace's default-deny NetworkPolicy (owned by
+// the Namespace), and leaves it again when the template is back (the
+// default-deny next to the template's would widen it).
+func TestSandboxOutlivingItsTemplateFallsUnderTheDefaultDeny(t *testing.T) {
 	ns := env.Namespace(t)
 	env.StartKubelet(t, ns)
 	create(t, newTemplate(ns, "tpl"), newPool(ns, "pool", "tpl", 1))
@@ -136,34 +137,51 @@ func TestSandboxOutlivingItsTemplateGetsItsOwnNetworkPolicy(t *testing.T) {
 		_, err := get(t, ns, render.NetworkPolicyName("tpl"), &networkingv1.NetworkPolicy{})
 		return err
 	})
+	// covered says whether the namespace's default-deny policy, owned by
+	// the Namespace, selects the member's Pod.
+	covered := func() (bool, error) {
+		pod, err := get(t, ns, m.Name, &corev1.Pod{})
+		if err != nil {
+			return false, err
+		}
+		np, err := get(t, ns, render.NamespaceNetworkPolicyName, &networkingv1.NetworkPolicy{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+		nsObj, err := get(t, "", ns, &corev1.Namespace{})
+		if err != nil {
+			return false, err
+		}
+		if !render.OwnedByNamespace(np, nsObj.UID) {
+			return false, fmt.Errorf("owners %+v, want the Namespace %s (uid %s)", np.OwnerReferences, ns, nsObj.UID)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err != nil {
+			return false, err
+		}
+		return sel.Matches(labels.Set(pod.Labels)), nil
+	}
+	if in, err := covered(); err != nil || in {
+		t.Fatalf("a member governed by its template falls under the default-deny policy (%v, %v)", in, err)
+	}
 	if _, err := get(t, ns, m.Name, &networkingv1.NetworkPolicy{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("a member governed by its template has a NetworkPolicy of its own (%v)", err)
+		t.Fatalf("a member has a NetworkPolicy of its own (%v)", err)
 	}
 	if err := env.Client.Delete(ctxFor(t), newTemplate(ns, "tpl")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the member's own NetworkPolicy, selecting its Pod", func() error {
-		np, err := get(t, ns, m.Name, &networkingv1.NetworkPolicy{})
-		if err != nil {
-			return err
-		}
-		if !metav1.IsControlledBy(np, &m) {
-			return fmt.Errorf("owners %+v", np.OwnerReferences)
-		}
-		pod, err := get(t, ns, m.Name, &corev1.Pod{})
-		if err != nil {
-			return err
-		}
-		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
-		if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
-			return fmt.Errorf("selector %v does not select the Pod's labels %v (%w)", np.Spec.PodSelector, pod.Labels, err)
+	eventually(t, "the member's Pod under the namespace's default-deny policy", func() error {
+		if in, err := covered(); err != nil || !in {
+			return fmt.Errorf("covered %v (%v)", in, err)
 		}
 		return nil
 	})
 	create(t, newTemplate(ns, "tpl"))
-	eventually(t, "the member's own NetworkPolicy removed once the template is back", func() error {
-		if _, err := get(t, ns, m.Name, &networkingv1.NetworkPolicy{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there (%w)", err)
+	eventually(t, "the member's Pod out of the default-deny policy once the template is back", func() error {
+		if in, err := covered(); err != nil || in {
+			return fmt.Errorf("covered %v (%v)", in, err)
 		}
 		return nil
 	})

@@ -174,14 +174,14 @@ func TestSandboxOutlivingItsTemplateFallsUnderTheDefaultDeny(t *testing.T) {
 	}
 	eventually(t, "the member's Pod under the namespace's default-deny policy", func() error {
 		if in, err := covered(); err != nil || !in {
-			return fmt.Errorf("covered %v (%v)", in, err)
+			return fmt.Errorf("covered %v (%w)", in, err)
 		}
 		return nil
 	})
 	create(t, newTemplate(ns, "tpl"))
 	eventually(t, "the member's Pod out of the default-deny policy once the template is back", func() error {
 		if in, err := covered(); err != nil || in {
-			return fmt.Errorf("covered %v (%v)", in, err)
+			return fmt.Errorf("covered %v (%w)", in, err)
 		}
 		return nil
 	})

@@ -161,7 +161,7 @@ func TestOwnNetworkPolicyOfAnEarlierReleaseGoes(t *testing.T) {
 	}
 	eventually(t, "the own policy deleted", func() error {
 		if _, err := get(t, ns, "old", &networkingv1.NetworkPolicy{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there (%v)", err)
+			return fmt.Errorf("still there (%w)", err)
 		}
 		return nil
 	})

@@ -17,8 +17,9 @@
 // name: its writes (the resourceVersion produced, a digest of what was
 // sent, when; swept so that only the last minute's stay), the objects
 // whose owned fields extraction found equal to the desired ones, and the
-// extractions themselves (Extract: the values of the fields a manager owns
-// cannot change while its managedFields entry stays). All three are
+// extractions callers ask for (Extract: the values of the fields a manager
+// owns cannot change while its managedFields entry stays; the engine's own
+// comparisons read them but remember none). All three are
 // forgotten with the object, its status with it (Forget). The reconcilers
 // keep theirs in Memos too.
 //

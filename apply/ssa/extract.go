@@ -23,6 +23,17 @@ import (
 // same, so is the result. What is remembered is its JSON; every caller gets
 // a copy of its own, free to change.
 func Extract[O client.Object, AC any](e *Engine, kind string, live O, manager, subresource string, extract func(O, string) (AC, error)) (AC, error) {
+	return extractRemembered(e, kind, live, manager, subresource, extract, true)
+}
+
+// extractRemembered is Extract; remember false uses a remembered
+// extraction but does not remember a new one. The engine's own comparisons
+// (ownsDesired) extract so: once what we own is found equal to what we
+// want, owned answers without extraction until the object changes, so
+// their extractions are rarely asked for again, and remembering each
+// object's cost memory (about half of what the engine held per Sandbox).
+// A Pod's, which every reconcile reads (Extract), is shared with them.
+func extractRemembered[O client.Object, AC any](e *Engine, kind string, live O, manager, subresource string, extract func(O, string) (AC, error), remember bool) (AC, error) {
 	entry := managedEntry(live, manager, subresource)
 	if entry == "" {
 		// Nothing applied by manager (yet): nothing to remember by.
@@ -40,6 +51,9 @@ func Extract[O client.Object, AC any](e *Engine, kind string, live O, manager, s
 		return out, err
 	}
 	e.extractions.misses.Add(1)
+	if !remember {
+		return out, nil
+	}
 	if b, err := json.Marshal(out); err == nil {
 		e.extracted.Remember(k, live.GetUID(), extraction{entry: entry, json: b})
 	}

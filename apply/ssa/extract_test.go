@@ -100,3 +100,30 @@ func TestExtractWithoutApplyEntry(t *testing.T) {
 }
 
 func typesUID(s string) types.UID { return types.UID(s) }
+
+// TestComparisonsReadButDoNotFillTheExtractionMemory: the engine's own
+// comparison (ownsDesired, through extractRemembered with remember false)
+// uses an extraction Extract remembered, and remembers none of its own.
+func TestComparisonsReadButDoNotFillTheExtractionMemory(t *testing.T) {
+	e := New(nil, "mgr", "mgr-status")
+	calls := 0
+	extract := func(p *corev1.Pod, m string) (*corev1ac.PodApplyConfiguration, error) {
+		calls++
+		return corev1ac.ExtractPod(p, m)
+	}
+	pod := podOwnedBy("mgr", "u1", "img:1", 0)
+	for range 2 {
+		if _, err := extractRemembered(e, "Pod", pod, "mgr", "", extract, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls != 2 || e.extracted.Len() != 0 {
+		t.Errorf("not remembering: calls %d, remembered %d; want 2, 0", calls, e.extracted.Len())
+	}
+	if _, err := Extract(e, "Pod", pod, "mgr", "", extract); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := extractRemembered(e, "Pod", pod, "mgr", "", extract, false); err != nil || calls != 3 {
+		t.Errorf("after Extract remembered it: calls %d (%v), want 3", calls, err)
+	}
+}

@@ -160,7 +160,7 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 		return change, nil
 	}
 	if !isNil(live) {
-		same, err := e.ownsDesired(memo, live, desired, func() (any, error) { return Extract(e, kind, live, manager, "", extract) })
+		same, err := e.ownsDesired(memo, live, desired, func() (any, error) { return extractRemembered(e, kind, live, manager, "", extract, false) })
 		if err != nil {
 			return change, fmt.Errorf("extracting the fields %s owns of %s: %w", manager, kind, err)
 		}
@@ -192,7 +192,9 @@ func ApplyStatus[O client.Object, AC ApplyConfiguration](ctx context.Context, e 
 	change = Change{Kind: statusChangeKind(kind), Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Configured}
 	defer func() { e.observeOK(change, err) }()
 	memo := e.statusKey(kind, change.Namespace, change.Name)
-	same, err := e.ownsDesired(memo, live, desired, func() (any, error) { return Extract(e, kind, live, e.statusManager, "status", extractStatus) })
+	same, err := e.ownsDesired(memo, live, desired, func() (any, error) {
+		return extractRemembered(e, kind, live, e.statusManager, "status", extractStatus, false)
+	})
 	if err != nil {
 		return change, fmt.Errorf("extracting the status fields %s owns of %s: %w", e.statusManager, kind, err)
 	}

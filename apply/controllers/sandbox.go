@@ -126,9 +126,10 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
 		// The namespace's default-deny NetworkPolicy, owned by the
-		// Namespace: restored when changed or deleted.
+		// Namespace: made by a Sandbox's plan, restored when changed or
+		// deleted.
 		Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(r.namespacePolicyToSandboxes),
-			builder.WithPredicates(namespacePolicyChanged))
+			builder.WithPredicates(isNamespacePolicy))
 	if r.Templates {
 		b = b.Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.templateToSandboxes))
 	}

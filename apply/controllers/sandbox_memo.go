@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/render"
 )
 
 // sandboxMemory is what the Sandbox reconciler remembers of each Sandbox
@@ -42,6 +43,11 @@ func (r *SandboxReconciler) forget(key types.NamespacedName, _ *sandboxv1beta1.S
 	for _, kind := range []string{"Pod", "Service", "NetworkPolicy", "Sandbox"} {
 		r.Engine.Forget(kind, key.Namespace, key.Name)
 	}
+	// The namespace's default-deny NetworkPolicy stays, but what is
+	// remembered of it goes with any of its Sandboxes, so that nothing is
+	// remembered of a namespace without them; the next plan of another
+	// compares it again (one extraction).
+	r.Engine.Forget("NetworkPolicy", key.Namespace, render.NamespaceNetworkPolicyName)
 }
 
 // statuses is where the Sandbox reconciler's status writer writes.

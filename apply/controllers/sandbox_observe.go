@@ -153,10 +153,12 @@ func (r *SandboxReconciler) observeNamespacePolicy(ctx context.Context, sb *sand
 	return nil
 }
 
-// namespacePolicyToSandboxes maps a change to, or the deletion of, a
-// namespace's default-deny NetworkPolicy to the Sandboxes in the namespace
-// whose Pods fall under it, so that it is restored at once (and so that
-// those waiting for a foreign policy of that name to go start).
+// namespacePolicyToSandboxes maps an event of a namespace's default-deny
+// NetworkPolicy to the Sandboxes in the namespace whose Pods fall under it:
+// its creation brings back the Sandbox whose plan created it (a change it
+// made, like any child's), and a change or deletion has it restored at
+// once (and starts those that waited for a foreign policy of that name to
+// go).
 func (r *SandboxReconciler) namespacePolicyToSandboxes(ctx context.Context, o client.Object) []reconcile.Request {
 	var list sandboxv1beta1.SandboxList
 	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
@@ -165,19 +167,26 @@ func (r *SandboxReconciler) namespacePolicyToSandboxes(ctx context.Context, o cl
 	}
 	var out []reconcile.Request
 	for i := range list.Items {
-		if sb := &list.Items[i]; render.DefaultDeny(sb, false) || render.MadeFromTemplate(sb) {
+		sb := &list.Items[i]
+		under := render.DefaultDeny(sb, false)
+		if !under && r.Templates && render.MadeFromTemplate(sb) && !render.NetworkPolicyUnmanaged(sb) {
+			gone, err := r.templateGone(ctx, sb)
+			under = err == nil && gone
+		}
+		if under {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}})
 		}
 	}
 	return out
 }
 
-// namespacePolicyChanged passes the updates (a new resourceVersion) and
-// deletions of namespaces' default-deny NetworkPolicies. Creation needs no
-// reconcile: the Sandbox that creates it goes on, and one created by
-// someone else stops only new Pods.
-var namespacePolicyChanged = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
+// isNamespacePolicy passes the events of namespaces' default-deny
+// NetworkPolicies, and of their updates only those that changed them (a
+// new resourceVersion, not a resync).
+var isNamespacePolicy = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool {
+		return e.Object.GetName() == render.NamespaceNetworkPolicyName
+	},
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	DeleteFunc: func(e event.DeleteEvent) bool {
 		return e.Object.GetName() == render.NamespaceNetworkPolicyName

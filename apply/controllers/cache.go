@@ -37,7 +37,7 @@ func controlledBy(owner client.Object, gk schema.GroupKind) client.MatchingField
 // Pods that are not ours (no Sandbox controller, no sandbox label) are kept
 // as bare metadata, so a cluster full of unrelated Pods costs little memory
 // while name clashes and adoptable Pods stay visible without extra API
-// requests.
+// requests; of ours, the status keeps what the reconcilers read.
 //
 // Sandboxes, their Pods and Services, NetworkPolicies (one per Sandbox in
 // earlier releases) and claims keep only the managedFields entries of managers,
@@ -95,7 +95,10 @@ func keepManagedFields(managers []string) toolscache.TransformFunc {
 }
 
 // TrimForeignPod is a cache transform that reduces Pods unrelated to
-// Sandboxes to the metadata the reconcilers look at.
+// Sandboxes to the metadata the reconcilers look at, and a sandbox Pod's
+// status to what they read of it: its phase, conditions, IPs, reason and
+// message (its container statuses, host IPs, start time and QoS class,
+// which kubelet keeps current, are read by none).
 func TrimForeignPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -103,6 +106,9 @@ func TrimForeignPod(obj any) (any, error) {
 		return obj, nil
 	}
 	if isSandboxPod(pod) {
+		st := &pod.Status
+		pod.Status = corev1.PodStatus{Phase: st.Phase, Conditions: st.Conditions, PodIP: st.PodIP, PodIPs: st.PodIPs,
+			Reason: st.Reason, Message: st.Message}
 		return pod, nil
 	}
 	return &corev1.Pod{

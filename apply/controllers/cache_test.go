@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -26,9 +27,19 @@ func TestTrimForeignPod(t *testing.T) {
 		full(nil, metav1.OwnerReference{APIVersion: sandboxv1beta1.GroupVersion.String(), Kind: "Sandbox", Name: "s", Controller: &yes}),
 	}
 	for _, p := range kept {
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		p.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.1"}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Image: "i", ImageID: "sha256:abc"}}
+		p.Status.HostIP, p.Status.QOSClass = "192.0.2.1", corev1.PodQOSBestEffort
 		got, _ := TrimForeignPod(p)
-		if got.(*corev1.Pod) != p || len(p.ManagedFields) == 0 {
+		if got.(*corev1.Pod) != p || len(p.ManagedFields) == 0 || len(p.Spec.Containers) != 1 {
 			t.Errorf("sandbox pod %v was trimmed", p.Labels)
+		}
+		want := corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+		if !apiequality.Semantic.DeepEqual(p.Status, want) {
+			t.Errorf("sandbox pod status kept %+v, want %+v", p.Status, want)
 		}
 	}
 	// A Sandbox of another API group is not ours: its Pod is trimmed.

@@ -122,10 +122,12 @@ func (p *sandboxPlanner) networkPolicy(desired SandboxDesired) bool {
 	in, sb := p.in, p.sb
 	shared := in.NamespacePolicy
 	// An earlier release's policy of a Sandbox named like the namespace's:
-	// applying over it makes it the namespace's (the owner and the rules
-	// change, the Pod stays covered throughout).
+	// applying over it makes it the namespace's (owner and selector
+	// change). Its running Pod is labelled first, so that it stays covered
+	// throughout: the policy is taken over by the plan after that.
 	legacyShared := shared != nil && metav1.IsControlledBy(shared, sb)
-	if desired.NetworkPolicy != nil {
+	podUnlabelled := in.Pod != nil && in.Pod.Labels[sandboxv1beta1.LabelNetworkPolicy] != sandboxv1beta1.NetworkPolicyDefaultDeny
+	if desired.NetworkPolicy != nil && !(legacyShared && podUnlabelled) {
 		if shared != nil && !legacyShared && !OwnedByNamespace(shared, in.NamespaceUID) {
 			p.stop(fmt.Sprintf("NetworkPolicy %q exists and is not owned by namespace %q; the Pod is not started without the namespace's default-deny NetworkPolicy: delete or rename that NetworkPolicy, or annotate the Sandbox %s=%s to manage its policies yourself",
 				shared.Name, sb.Namespace, sandboxv1beta1.AnnotationNetworkPolicyManagement, extv1beta1.NetworkPolicyManagementUnmanaged))
@@ -145,8 +147,7 @@ func (p *sandboxPlanner) networkPolicy(desired SandboxDesired) bool {
 	why := "the Sandbox's NetworkPolicy is Unmanaged"
 	switch {
 	case desired.NetworkPolicy != nil:
-		covered := shared != nil && !legacyShared && (in.Pod == nil ||
-			in.Pod.Labels[sandboxv1beta1.LabelNetworkPolicy] == sandboxv1beta1.NetworkPolicyDefaultDeny)
+		covered := shared != nil && !legacyShared && !podUnlabelled
 		if !covered {
 			return true // next time: the Pod is labelled and the namespace's policy is in place
 		}

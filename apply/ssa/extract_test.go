@@ -30,10 +30,7 @@ func podOwnedBy(manager string, uid, image string, sec int) *corev1.Pod {
 func TestExtractRemembersPerEntryAndUID(t *testing.T) {
 	e := New(nil, "mgr", "mgr-status")
 	calls := 0
-	extract := func(p *corev1.Pod, m string) (*corev1ac.PodApplyConfiguration, error) {
-		calls++
-		return corev1ac.ExtractPod(p, m)
-	}
+	extract := countedExtractPod(&calls)
 	pod := podOwnedBy("mgr", "u1", "img:1", 0)
 	first, err := Extract(e, "Pod", pod, "mgr", "", extract)
 	if err != nil {
@@ -101,16 +98,21 @@ func TestExtractWithoutApplyEntry(t *testing.T) {
 
 func typesUID(s string) types.UID { return types.UID(s) }
 
+// countedExtractPod is corev1ac.ExtractPod counting its calls in calls.
+func countedExtractPod(calls *int) func(*corev1.Pod, string) (*corev1ac.PodApplyConfiguration, error) {
+	return func(p *corev1.Pod, m string) (*corev1ac.PodApplyConfiguration, error) {
+		*calls++
+		return corev1ac.ExtractPod(p, m)
+	}
+}
+
 // TestComparisonsReadButDoNotFillTheExtractionMemory: the engine's own
 // comparison (ownsDesired, through extractRemembered with remember false)
 // uses an extraction Extract remembered, and remembers none of its own.
 func TestComparisonsReadButDoNotFillTheExtractionMemory(t *testing.T) {
 	e := New(nil, "mgr", "mgr-status")
 	calls := 0
-	extract := func(p *corev1.Pod, m string) (*corev1ac.PodApplyConfiguration, error) {
-		calls++
-		return corev1ac.ExtractPod(p, m)
-	}
+	extract := countedExtractPod(&calls)
 	pod := podOwnedBy("mgr", "u1", "img:1", 0)
 	for range 2 {
 		if _, err := extractRemembered(e, "Pod", pod, "mgr", "", extract, false); err != nil {

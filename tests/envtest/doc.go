@@ -4,6 +4,8 @@
 // server behaviour (defaulting, CEL validation, server-side apply); no
 // controllers run there, so Pods never start unless a test runs the
 // stand-in Kubelet (kubelet.go). CreatePool makes the template and warm
-// pool most claim tests start from. It must never be imported by product
+// pool most claim tests start from; UnderNamespacePolicy says whether a
+// Pod falls under its namespace's default-deny NetworkPolicy (netpol.go).
+// It must never be imported by product
 // code.
 package envtest

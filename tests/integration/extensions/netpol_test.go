@@ -137,32 +137,7 @@ func TestSandboxOutlivingItsTemplateFallsUnderTheDefaultDeny(t *testing.T) {
 		_, err := get(t, ns, render.NetworkPolicyName("tpl"), &networkingv1.NetworkPolicy{})
 		return err
 	})
-	// covered says whether the namespace's default-deny policy, owned by
-	// the Namespace, selects the member's Pod.
-	covered := func() (bool, error) {
-		pod, err := get(t, ns, m.Name, &corev1.Pod{})
-		if err != nil {
-			return false, err
-		}
-		np, err := get(t, ns, render.NamespaceNetworkPolicyName, &networkingv1.NetworkPolicy{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		} else if err != nil {
-			return false, err
-		}
-		nsObj, err := get(t, "", ns, &corev1.Namespace{})
-		if err != nil {
-			return false, err
-		}
-		if !render.OwnedByNamespace(np, nsObj.UID) {
-			return false, fmt.Errorf("owners %+v, want the Namespace %s (uid %s)", np.OwnerReferences, ns, nsObj.UID)
-		}
-		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
-		if err != nil {
-			return false, err
-		}
-		return sel.Matches(labels.Set(pod.Labels)), nil
-	}
+	covered := func() (bool, error) { return env.UnderNamespacePolicy(ctxFor(t), ns, m.Name) }
 	if in, err := covered(); err != nil || in {
 		t.Fatalf("a member governed by its template falls under the default-deny policy (%v, %v)", in, err)
 	}

@@ -10,7 +10,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -21,29 +20,13 @@ import (
 // the Namespace (by UID) owns it and it selects the Pod name.
 func namespacePolicy(t *testing.T, ns, pod string) (*networkingv1.NetworkPolicy, error) {
 	t.Helper()
-	np, err := get(t, ns, render.NamespaceNetworkPolicyName, &networkingv1.NetworkPolicy{})
-	if err != nil {
+	switch under, err := env.UnderNamespacePolicy(ctxFor(t), ns, pod); {
+	case err != nil:
 		return nil, err
+	case !under:
+		return nil, fmt.Errorf("the namespace's policy does not select Pod %s", pod)
 	}
-	nsObj, err := get(t, "", ns, &corev1.Namespace{})
-	if err != nil {
-		return nil, err
-	}
-	if !render.OwnedByNamespace(np, nsObj.UID) {
-		return nil, fmt.Errorf("owners %+v, want the Namespace %s (uid %s)", np.OwnerReferences, ns, nsObj.UID)
-	}
-	p, err := get(t, ns, pod, &corev1.Pod{})
-	if err != nil {
-		return nil, err
-	}
-	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
-	if err != nil {
-		return nil, err
-	}
-	if !sel.Matches(labels.Set(p.Labels)) {
-		return nil, fmt.Errorf("selector %v does not select Pod %s (labels %v)", np.Spec.PodSelector, pod, p.Labels)
-	}
-	return np, nil
+	return get(t, ns, render.NamespaceNetworkPolicyName, &networkingv1.NetworkPolicy{})
 }
 
 // allowAll is a NetworkPolicy that admits everything to every Pod.

@@ -127,7 +127,7 @@ func (p *sandboxPlanner) networkPolicy(desired SandboxDesired) bool {
 	// throughout: the policy is taken over by the plan after that.
 	legacyShared := shared != nil && metav1.IsControlledBy(shared, sb)
 	podUnlabelled := in.Pod != nil && in.Pod.Labels[sandboxv1beta1.LabelNetworkPolicy] != sandboxv1beta1.NetworkPolicyDefaultDeny
-	if desired.NetworkPolicy != nil && !(legacyShared && podUnlabelled) {
+	if desired.NetworkPolicy != nil && (!legacyShared || !podUnlabelled) {
 		if shared != nil && !legacyShared && !OwnedByNamespace(shared, in.NamespaceUID) {
 			p.stop(fmt.Sprintf("NetworkPolicy %q exists and is not owned by namespace %q; the Pod is not started without the namespace's default-deny NetworkPolicy: delete or rename that NetworkPolicy, or annotate the Sandbox %s=%s to manage its policies yourself",
 				shared.Name, sb.Namespace, sandboxv1beta1.AnnotationNetworkPolicyManagement, extv1beta1.NetworkPolicyManagementUnmanaged))

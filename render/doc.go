@@ -1,7 +1,7 @@
 // Package render holds pure functions that turn our objects into the objects
 // the controller should hold in the cluster, as client-go apply
-// configurations (a Sandbox's Pod, Service, PVCs and NetworkPolicy; a
-// template's NetworkPolicy; the Sandboxes of pools and claims; each kind's
+// configurations (a Sandbox's Pod, Service and PVCs, and its namespace's
+// default-deny NetworkPolicy; a template's NetworkPolicy; the Sandboxes of pools and claims; each kind's
 // status), and that decide reconciles as Plan values (plan.go): the objects
 // the policies judge, then ordered steps (apply, create, adopt, guarded
 // delete, annotate, events, status), any terminal problem and when to look
@@ -14,8 +14,9 @@
 //     everything observed comes in through an inputs struct, so every output
 //     is reproducible and golden-tested under golden/ (plan.yaml shows what a
 //     change does to the cluster).
-//   - Every delete a plan makes is guarded by UID and resourceVersion, and a
-//     plan never deletes a Sandbox a claim took.
+//   - Every delete a plan makes is guarded by preconditions: the UID, and
+//     the resourceVersion too where a change since the decision must win
+//     (an expired Sandbox); a plan never deletes a Sandbox a claim took.
 //   - Ownership is API group, kind, name and UID (api/v1beta1.IsControlledBy
 //     and the helpers built on it), never the kind or the UID alone, nor a
 //     field manager's name; selectors also match a collision-free label

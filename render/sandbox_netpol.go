@@ -5,6 +5,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
@@ -73,14 +74,17 @@ func NamespaceOwner(namespace string, uid types.UID) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: "v1", Kind: "Namespace", Name: namespace, UID: uid}
 }
 
-// OwnedByNamespace reports a NetworkPolicy whose owners include the
-// Namespace object with uid.
+// namespaceKind is the Namespace's API group (core) and kind.
+var namespaceKind = schema.GroupKind{Kind: "Namespace"}
+
+// OwnedByNamespace reports a NetworkPolicy whose owners include its own
+// Namespace object: group (core), kind, the namespace's name, and uid.
 func OwnedByNamespace(np *networkingv1.NetworkPolicy, uid types.UID) bool {
 	if uid == "" {
 		return false
 	}
 	for _, o := range np.OwnerReferences {
-		if o.APIVersion == "v1" && o.Kind == "Namespace" && o.Name == np.Namespace && o.UID == uid {
+		if sandboxv1beta1.RefersTo(o, namespaceKind) && o.Name == np.Namespace && o.UID == uid {
 			return true
 		}
 	}
@@ -125,7 +129,7 @@ func (p *sandboxPlanner) networkPolicy(desired SandboxDesired) bool {
 	// applying over it makes it the namespace's (owner and selector
 	// change). Its running Pod is labelled first, so that it stays covered
 	// throughout: the policy is taken over by the plan after that.
-	legacyShared := shared != nil && metav1.IsControlledBy(shared, sb)
+	legacyShared := shared != nil && sandboxv1beta1.IsControlledBy(shared, sb, sandboxv1beta1.SandboxKind)
 	podUnlabelled := in.Pod != nil && in.Pod.Labels[sandboxv1beta1.LabelNetworkPolicy] != sandboxv1beta1.NetworkPolicyDefaultDeny
 	if desired.NetworkPolicy != nil && (!legacyShared || !podUnlabelled) {
 		if shared != nil && !legacyShared && !OwnedByNamespace(shared, in.NamespaceUID) {
@@ -141,7 +145,7 @@ func (p *sandboxPlanner) networkPolicy(desired SandboxDesired) bool {
 		p.add(step)
 	}
 	own := in.NetworkPolicy
-	if own == nil || !metav1.IsControlledBy(own, sb) || own.Name == NamespaceNetworkPolicyName {
+	if own == nil || !sandboxv1beta1.IsControlledBy(own, sb, sandboxv1beta1.SandboxKind) || own.Name == NamespaceNetworkPolicyName {
 		return true
 	}
 	why := "the Sandbox's NetworkPolicy is Unmanaged"

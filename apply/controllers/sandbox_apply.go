@@ -55,7 +55,7 @@ func (r *SandboxReconciler) run(ctx context.Context, in render.SandboxPlanInputs
 				r.driftReported(sb, "")
 			}
 			var err error
-			result, err = r.settle(ctx, sb, plan, desired, changes, now)
+			result, err = r.settle(ctx, sb, plan, desired, changes, podVersion(in.Pod), now)
 			return true, err
 		},
 		own: func(ctx context.Context, s render.Step) (*ssa.Change, bool, error) {
@@ -135,7 +135,7 @@ func (r *SandboxReconciler) failed(ctx context.Context, in render.SandboxPlanInp
 // settle ends a plan whose steps all ran: the status is written only when
 // they changed nothing, and a transitional one may wait (deferStatus).
 func (r *SandboxReconciler) settle(ctx context.Context, sb *sandboxv1beta1.Sandbox, plan render.Plan,
-	desired *sandboxac.SandboxApplyConfiguration, changes ssa.ChangeSet, now time.Time) (reconcile.Result, error) {
+	desired *sandboxac.SandboxApplyConfiguration, changes ssa.ChangeSet, pod string, now time.Time) (reconcile.Result, error) {
 	result := after(plan, changes.Pending(), ssa.CreateExpectation, now)
 	if changes.Changed() {
 		// Every object we just changed is watched; its event brings us back
@@ -145,13 +145,21 @@ func (r *SandboxReconciler) settle(ctx context.Context, sb *sandboxv1beta1.Sandb
 		log.FromContext(ctx).V(1).Info("applied", "changes", changes.String())
 		return result, nil
 	}
-	if wait := r.deferStatus(sb, desired, now); wait > 0 {
+	if wait := r.deferStatus(sb, desired, pod, now); wait > 0 {
 		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
 			result.RequeueAfter = wait
 		}
 		return result, nil
 	}
 	return result, r.writeStatus(ctx, sb, desired)
+}
+
+// podVersion is the resourceVersion of the Sandbox's Pod, "" for none.
+func podVersion(pod *corev1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	return pod.ResourceVersion
 }
 
 // trackPodName carries out the plan's pod-name annotate step, unless

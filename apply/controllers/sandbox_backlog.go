@@ -14,9 +14,11 @@ import (
 // status (a Pod still starting or terminating) is a refresh that competes
 // with the writes of the Sandboxes behind it, and it would be overwritten
 // by the resting status moments later. So while busy, a transitional status
-// is held for as long as the burst makes progress: some Sandbox reached a
-// resting status (Ready, suspended, failed) within the last busyStall
-// windows. A burst that stalls (no Pod gets anywhere, say a node is gone)
+// is held for as long as the burst makes progress: within the last
+// busyStall windows some Sandbox reached a resting status (Ready,
+// suspended, failed), the controller created or deleted a child, or the Pod
+// of a held Sandbox changed (scheduled, started, terminating) since it was
+// held. A burst that stalls (no Pod gets anywhere, say a node is gone)
 // is reported as a quiet controller would, and no status is held longer
 // than busyHold windows after our last write for its Sandbox, so a Pod
 // stuck in Pending in a burst that otherwise moves is still reported. A
@@ -36,21 +38,26 @@ const (
 // right now, remembers when there were many, and when a burst last made
 // progress.
 type statusBacklog struct {
-	waiting sync.Map // types.NamespacedName -> struct{}
+	waiting sync.Map // types.NamespacedName -> string, its Pod's resourceVersion when held
 	n       atomic.Int64
 	// busyAt is when the backlog was last seen above busyBacklog (unix
 	// nanoseconds), zero if never.
 	busyAt atomic.Int64
-	// movedAt is when a Sandbox last reached a resting status or a burst
-	// began (unix nanoseconds), zero if never.
+	// movedAt is when a burst began or last made progress (unix
+	// nanoseconds), zero if never.
 	movedAt atomic.Int64
 }
 
-// wait records that the status of the Sandbox key is deferred at now. The
-// waiter that takes the backlog above busyBacklog after a burst is over
-// begins a new one, and starts its progress clock.
-func (b *statusBacklog) wait(key types.NamespacedName, base time.Duration, now time.Time) {
-	if _, had := b.waiting.LoadOrStore(key, struct{}{}); had {
+// wait records that the status of the Sandbox key is deferred at now,
+// with its Pod at resourceVersion pod ("" for none). A Sandbox held again
+// whose Pod changed meanwhile is progress. The waiter that takes the
+// backlog above busyBacklog after a burst is over begins a new one, and
+// starts its progress clock.
+func (b *statusBacklog) wait(key types.NamespacedName, pod string, base time.Duration, now time.Time) {
+	if prev, had := b.waiting.Swap(key, pod); had {
+		if prev != pod {
+			b.progress(now)
+		}
 		return
 	}
 	if n := b.n.Add(1); n > busyBacklog {
@@ -69,9 +76,9 @@ func (b *statusBacklog) done(key types.NamespacedName) {
 	}
 }
 
-// rested records that a Sandbox reached a resting status at now: the
-// burst, if any, is making progress.
-func (b *statusBacklog) rested(now time.Time) {
+// progress records that a Sandbox reached a resting status, or that its
+// children or its Pod changed, at now: the burst, if any, is moving.
+func (b *statusBacklog) progress(now time.Time) {
 	b.movedAt.Store(now.UnixNano())
 }
 
@@ -86,8 +93,7 @@ func (b *statusBacklog) busy(base time.Duration, now time.Time) bool {
 	return at != 0 && now.Sub(time.Unix(0, at)) < busyFactor*base
 }
 
-// stalled reports a burst in which no Sandbox reached a resting status for
-// busyStall windows.
+// stalled reports a burst that made no progress for busyStall windows.
 func (b *statusBacklog) stalled(base time.Duration, now time.Time) bool {
 	return now.Sub(time.Unix(0, b.movedAt.Load())) >= busyStall*base
 }

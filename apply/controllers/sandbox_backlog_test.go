@@ -23,13 +23,13 @@ func TestStatusBacklogCounts(t *testing.T) {
 	var b statusBacklog
 	base, now := 5*time.Second, time.Unix(1000, 0)
 	for i := range busyBacklog {
-		b.wait(backlogKey(i), base, now)
-		b.wait(backlogKey(i), base, now) // deferred again: counted once
+		b.wait(backlogKey(i), "", base, now)
+		b.wait(backlogKey(i), "", base, now) // deferred again: counted once
 	}
 	if b.busy(base, now) {
 		t.Fatalf("busy with %d waiting", busyBacklog)
 	}
-	b.wait(backlogKey(busyBacklog), base, now)
+	b.wait(backlogKey(busyBacklog), "", base, now)
 	if !b.busy(base, now) {
 		t.Fatalf("not busy with %d waiting", busyBacklog+1)
 	}
@@ -62,7 +62,7 @@ func TestStatusBacklogHold(t *testing.T) {
 
 	var burst statusBacklog
 	for i := range busyBacklog + 1 {
-		burst.wait(backlogKey(i), base, last)
+		burst.wait(backlogKey(i), "", base, last)
 	}
 	for _, c := range []struct {
 		after, want time.Duration
@@ -73,22 +73,22 @@ func TestStatusBacklogHold(t *testing.T) {
 		{busyHold * base, 0},                       // then written, burst or not
 	} {
 		now := last.Add(c.after)
-		burst.rested(now.Add(-time.Second)) // the burst moves
+		burst.progress(now.Add(-time.Second)) // the burst moves
 		if got := burst.hold(base, last, now); got != c.want {
 			t.Errorf("burst, %s after the last write: hold %s, want %s", c.after, got, c.want)
 		}
 	}
 }
 
-// TestStatusBacklogStall: a burst in which no Sandbox reaches a resting
-// status for busyStall windows is reported as a quiet controller would,
+// TestStatusBacklogStall: a burst that makes no progress for busyStall
+// windows is reported as a quiet controller would,
 // counted from the burst's start or its last progress.
 func TestStatusBacklogStall(t *testing.T) {
 	base, start := 5*time.Second, time.Unix(1000, 0)
 	var b statusBacklog
-	b.rested(start.Add(-time.Hour)) // progress long before the burst
+	b.progress(start.Add(-time.Hour)) // progress long before the burst
 	for i := range busyBacklog + 1 {
-		b.wait(backlogKey(i), base, start)
+		b.wait(backlogKey(i), "", base, start)
 	}
 	last := start
 	if got := b.hold(base, last, start.Add(busyStall*base-time.Second)); got != busyLook*base {
@@ -102,7 +102,7 @@ func TestStatusBacklogStall(t *testing.T) {
 		t.Errorf("stalled, written a second ago: hold %s, want %s", got, base-time.Second)
 	}
 	// One Sandbox reaches rest: the burst moves again, and holds again.
-	b.rested(stall)
+	b.progress(stall)
 	if got := b.hold(base, last, stall.Add(time.Second)); got != busyLook*base {
 		t.Errorf("moving again: hold %s, want %s", got, busyLook*base)
 	}
@@ -112,13 +112,47 @@ func TestStatusBacklogStall(t *testing.T) {
 	// A new burst long after the last restarts the clock.
 	later := stall.Add(time.Hour)
 	var fresh statusBacklog
-	fresh.rested(start)
+	fresh.progress(start)
 	fresh.busyAt.Store(start.UnixNano())
 	for i := range busyBacklog + 1 {
-		fresh.wait(backlogKey(i), base, later)
+		fresh.wait(backlogKey(i), "", base, later)
 	}
 	if got := fresh.hold(base, later, later.Add(time.Second)); got != busyLook*base {
 		t.Errorf("a new burst: hold %s, want %s", got, busyLook*base)
+	}
+}
+
+// TestStatusBacklogPodsMoving: a burst whose Pods move (scheduled,
+// started, terminating) without any Sandbox reaching rest yet is not
+// stalled; one whose held Pods stay where they are is.
+func TestStatusBacklogPodsMoving(t *testing.T) {
+	base, start := 5*time.Second, time.Unix(1000, 0)
+	var b statusBacklog
+	for i := range busyBacklog + 1 {
+		b.wait(backlogKey(i), "1", base, start)
+	}
+	nearly := start.Add(busyStall*base - time.Second)
+	b.wait(backlogKey(0), "1", base, nearly) // held again, its Pod as it was
+	if got := b.hold(base, start, start.Add(busyStall*base)); got != 0 {
+		t.Errorf("held Pods that stay put: hold %s, want 0 (stalled)", got)
+	}
+	b.wait(backlogKey(1), "2", base, nearly) // its Pod was scheduled meanwhile
+	if got := b.hold(base, start, start.Add(busyStall*base)); got != busyLook*base {
+		t.Errorf("a held Pod moved: hold %s, want %s", got, busyLook*base)
+	}
+	if n := b.n.Load(); n != busyBacklog+1 {
+		t.Errorf("backlog %d, want %d: a Sandbox held again counts once", n, busyBacklog+1)
+	}
+	// The controller creating or deleting children is progress too.
+	r := &SandboxReconciler{StatusCoalesceWindow: base}
+	r.backlog.wait(backlogKey(0), "", base, start)
+	for i := range busyBacklog + 1 {
+		r.backlog.wait(backlogKey(i), "", base, start)
+	}
+	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other", UID: "u2"}}
+	r.changedChildren(sb, nearly)
+	if got := r.backlog.hold(base, start, start.Add(busyStall*base)); got != busyLook*base {
+		t.Errorf("children created in the burst: hold %s, want %s", got, busyLook*base)
 	}
 }
 
@@ -132,16 +166,16 @@ func TestDeferStatus(t *testing.T) {
 
 	r := &SandboxReconciler{StatusCoalesceWindow: base}
 	r.changedChildren(sb, now) // the Pod deleted
-	if got := r.deferStatus(sb, suspended, now); got != 0 {
+	if got := r.deferStatus(sb, suspended, "", now); got != 0 {
 		t.Errorf("a resting status is held %s", got)
 	}
-	if got := r.deferStatus(sb, terminating, now.Add(time.Second)); got != base-time.Second {
+	if got := r.deferStatus(sb, terminating, "", now.Add(time.Second)); got != base-time.Second {
 		t.Errorf("a transitional status is held %s, want %s", got, base-time.Second)
 	}
 	for i := range busyBacklog + 1 {
-		r.backlog.wait(backlogKey(i), base, now)
+		r.backlog.wait(backlogKey(i), "", base, now)
 	}
-	if got := r.deferStatus(sb, terminating, now.Add(base)); got != busyLook*base {
+	if got := r.deferStatus(sb, terminating, "", now.Add(base)); got != busyLook*base {
 		t.Errorf("in a burst a transitional status is held %s, want %s", got, busyLook*base)
 	}
 	// What we wrote last is not held (nothing is sent), and does not
@@ -150,7 +184,7 @@ func TestDeferStatus(t *testing.T) {
 		intent: ssa.IntentOf(terminating), at: now,
 	})
 	r.backlog.done(client.ObjectKeyFromObject(sb))
-	if got := r.deferStatus(sb, terminating, now.Add(base)); got != 0 {
+	if got := r.deferStatus(sb, terminating, "", now.Add(base)); got != 0 {
 		t.Errorf("the status written last is held %s", got)
 	}
 	if n := r.backlog.n.Load(); n != busyBacklog+1 {

@@ -84,9 +84,10 @@ func (r *SandboxReconciler) lastWrite(sb *sandboxv1beta1.Sandbox) time.Time {
 }
 
 // changedChildren records that the plan's steps changed sb's children at a
-// time.
+// time, which is progress in a burst.
 func (r *SandboxReconciler) changedChildren(sb *sandboxv1beta1.Sandbox, at time.Time) {
 	r.memory.children.Remember(client.ObjectKeyFromObject(sb), sb.UID, at)
+	r.backlog.progress(at)
 }
 
 // driftReported records the Pod template drift last reported for sb and

@@ -24,8 +24,10 @@ import (
 // true by then. A Pod that becomes Ready within the window thus costs one
 // status write instead of three, and so does a suspend. While many
 // Sandboxes wait so (a burst), it is held until the burst is over, within a
-// bound (statusBacklog.hold).
-func (r *SandboxReconciler) deferStatus(sb *sandboxv1beta1.Sandbox, desired *sandboxac.SandboxApplyConfiguration, now time.Time) time.Duration {
+// bound (statusBacklog.hold). pod is the resourceVersion of the Sandbox's
+// Pod as observed ("" for none): a held Sandbox whose Pod moved shows the
+// burst making progress.
+func (r *SandboxReconciler) deferStatus(sb *sandboxv1beta1.Sandbox, desired *sandboxac.SandboxApplyConfiguration, pod string, now time.Time) time.Duration {
 	if r.StatusCoalesceWindow < 0 || !transitional(desired) {
 		return 0
 	}
@@ -36,7 +38,7 @@ func (r *SandboxReconciler) deferStatus(sb *sandboxv1beta1.Sandbox, desired *san
 	}
 	if wait := r.backlog.hold(r.StatusCoalesceWindow, r.lastWrite(sb), now); wait > 0 {
 		// No longer waiting once writeStatus writes it (or forget).
-		r.backlog.wait(client.ObjectKeyFromObject(sb), r.StatusCoalesceWindow, now)
+		r.backlog.wait(client.ObjectKeyFromObject(sb), pod, r.StatusCoalesceWindow, now)
 		return wait
 	}
 	return 0
@@ -83,7 +85,7 @@ func (r *SandboxReconciler) writeStatus(ctx context.Context, sb *sandboxv1beta1.
 		metrics.ObserveReady(sb, r.Clock.Now())
 	}
 	if done == statusWritten && !transitional(desired) {
-		r.backlog.rested(r.Clock.Now()) // a burst, if any, makes progress
+		r.backlog.progress(r.Clock.Now()) // a burst, if any, makes progress
 	}
 	return err
 }

@@ -161,7 +161,14 @@ func TestBench(t *testing.T) {
 	// starts: raw first (it also warms the cluster up), then the floor.
 	res.Raw = measureRaw(t, local.Config, watched, n)
 	t.Logf("raw done: %.2fs", res.Raw.Seconds)
-	res.Floor, res.FloorSuspend, res.FloorResume = measureFloor(t, local.Config, c, watched, n)
+	// The claims floor is measured twice: next to the floor's n Running
+	// Sandboxes, as the controller's claims run next to its own n, and on
+	// the cluster emptied again.
+	var besideFloor ClaimsFloor
+	res.Floor, res.FloorSuspend, res.FloorResume = measureFloor(t, local.Config, c, watched, n, func() {
+		besideFloor = measureClaimsFloor(t, local.Config, c, watched, claims, min(20, claims))
+		t.Logf("claims floor next to %d done: p99 %.0f ms, paced p99 %.0f ms", n, besideFloor.P99Ms, besideFloor.PacedP99Ms)
+	})
 	t.Logf("floor done: %.2fs (suspend %.2fs, resume %.2fs)", res.Floor.Seconds, res.FloorSuspend.Seconds, res.FloorResume.Seconds)
 	res.Raw.RatioToFloor = res.Raw.Seconds / res.Floor.Seconds
 	claimsFloor := measureClaimsFloor(t, local.Config, c, watched, claims, min(20, claims))
@@ -237,6 +244,7 @@ func TestBench(t *testing.T) {
 	// Services and NetworkPolicies while the claims are measured.
 	res.WarmClaims = benchClaims(t, c, watched, ctrl, mkNamespace(t, c, "claims"), claims)
 	res.WarmClaims.withFloor(claimsFloor)
+	res.WarmClaims.besideFloor(besideFloor)
 
 	measure("delete_all", &res.Delete, func() {
 		// One request per Sandbox, as users delete them: a single

@@ -53,3 +53,11 @@ func (res *Claims) withFloor(floor ClaimsFloor) {
 	res.PacedP99RatioToFloor = res.PacedP99Ms / floor.PacedP99Ms
 	res.ClaimsPerSecondToFloor = res.ClaimsPerSecond / floor.ClaimsPerSecond
 }
+
+// besideFloor sets the claims floor measured next to the n Running
+// Sandboxes of the floor's own, and the claims' ratios to it.
+func (res *Claims) besideFloor(floor ClaimsFloor) {
+	res.FloorBeside = &floor
+	res.P99RatioToFloorBeside = res.P99Ms / floor.P99Ms
+	res.PacedP99RatioToFloorBeside = res.PacedP99Ms / floor.PacedP99Ms
+}

@@ -68,13 +68,21 @@ type Claims struct {
 	PacedP50Ms  float64 `json:"paced_claim_ready_p50_ms"`
 	PacedP99Ms  float64 `json:"paced_claim_ready_p99_ms"`
 	// Floor is the same claims served by a client with no controller
-	// (measureClaimsFloor), measured before the controller starts; the
-	// ratios are of the p99 latencies above to the floor's.
+	// (measureClaimsFloor), measured before the controller starts on a
+	// cluster with nothing else in it; the ratios are of the p99 latencies
+	// above to the floor's.
 	Floor                ClaimsFloor `json:"floor"`
 	P99RatioToFloor      float64     `json:"claim_ready_p99_ratio_to_floor"`
 	PacedP99RatioToFloor float64     `json:"paced_claim_ready_p99_ratio_to_floor"`
 	// ClaimsPerSecondToFloor is ClaimsPerSecond over the floor's.
 	ClaimsPerSecondToFloor float64 `json:"claims_per_second_ratio_to_floor"`
+	// FloorBeside is the claims floor measured next to as many Running
+	// Sandboxes as the controller's claims run beside (TestBench: the
+	// floor's own n, before they are deleted), and the ratios to it; Floor
+	// is measured on a cluster with nothing else in it.
+	FloorBeside                *ClaimsFloor `json:"floor_next_to_n,omitempty"`
+	P99RatioToFloorBeside      float64      `json:"claim_ready_p99_ratio_to_floor_next_to_n,omitempty"`
+	PacedP99RatioToFloorBeside float64      `json:"paced_claim_ready_p99_ratio_to_floor_next_to_n,omitempty"`
 }
 
 func benchClaims(t *testing.T, c client.Client, watched cache.Cache, ctrl *controller, ns string, m int) Claims {

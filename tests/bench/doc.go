@@ -9,7 +9,11 @@
 // (controller_start_rss_split_mb, controller_end_rss_mb); suspend and resume also as
 // ratios to their own floors (the floor's Sandboxes suspended and resumed
 // by the same client), and warm claims, at once and paced, next to the N
-// Running Sandboxes (before they are deleted), as ratios to a claims floor (a client adopting a member and writing the claim's status). TestBenchDataplane measures the
+// Running Sandboxes (before they are deleted), as ratios to a claims floor
+// (a client adopting a member and writing the claim's annotations and
+// status) measured twice: next to the floor's own N Running Sandboxes
+// (floor_next_to_n) and on an empty cluster (floor). TestBenchDataplane
+// measures the
 // data plane on a local cluster with the stand-in kubelet: claim -> first
 // command (SDK Create then Run, paced and at once, by port-forward and
 // through bin/sandbox-router) as a ratio to claim Ready, and commands per

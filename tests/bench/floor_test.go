@@ -173,8 +173,9 @@ const floorWorkers = 100
 // the controller's workers do). It ends when the bench's watch sees every
 // Sandbox Ready, as the cold phase does. Then the same Sandboxes are
 // suspended and resumed (floorCycle), the lower bounds of those phases.
-// The namespace is gone when it returns.
-func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched cache.Cache, n int) (floor, suspend, resume Baseline) {
+// beside, if not nil, runs next to the n Sandboxes Running again, before
+// the namespace is deleted. The namespace is gone when it returns.
+func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched cache.Cache, n int, beside func()) (floor, suspend, resume Baseline) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c, counts := countingClient(t, cfg)
@@ -288,6 +289,9 @@ func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched ca
 	cancel()
 	settle()
 	suspend, resume = (&floorCycle{c: c, user: user, counts: counts, watched: watched, ns: ns, n: n}).run(t)
+	if beside != nil {
+		beside() // next to the n Running Sandboxes, as the controller's claims are
+	}
 	dropNamespace(t, c, ns)
 	return floor, suspend, resume
 }

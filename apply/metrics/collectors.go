@@ -43,7 +43,7 @@ func (c *WarmPoolCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var list extv1beta1.SandboxWarmPoolList
-	if err := c.Reader.List(ctx, &list); err != nil {
+	if err := c.Reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil { // read only
 		ch <- prometheus.NewInvalidMetric(warmPoolReplicasDesc, err)
 		ch <- prometheus.NewInvalidMetric(warmPoolReadyDesc, err)
 		return

@@ -220,7 +220,9 @@ func (c *SandboxCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var list sandboxv1beta1.SandboxList
-	if err := c.Reader.List(ctx, &list); err != nil {
+	// Read only: the cache's objects are counted, not copied (a scrape
+	// would otherwise copy every Sandbox).
+	if err := c.Reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		ch <- prometheus.NewInvalidMetric(sandboxesDesc, err)
 		return
 	}

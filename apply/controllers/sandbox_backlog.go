@@ -9,8 +9,12 @@ import (
 )
 
 // busyBacklog is how many Sandboxes may wait for a deferred transitional
-// status before the controller counts as busy (a burst of creates, suspends
-// or resumes). In a burst the API server is the bottleneck: a transitional
+// status, or have their Pods created or deleted by the controller within
+// two windows, before the controller counts as busy (a burst of creates,
+// suspends or resumes). The second measure catches a steady stream of
+// starts that the first can miss: how many wait at a moment depends on how
+// soon each is looked at again, and a Pod still starting one window after
+// its creation costs a transitional write unless the controller is busy. In a burst the API server is the bottleneck: a transitional
 // status (a Pod still starting or terminating) is a refresh that competes
 // with the writes of the Sandboxes behind it, and it would be overwritten
 // by the resting status moments later. So while busy, a transitional status
@@ -46,6 +50,12 @@ type statusBacklog struct {
 	// movedAt is when a burst began or last made progress (unix
 	// nanoseconds), zero if never.
 	movedAt atomic.Int64
+
+	mu sync.Mutex
+	// Children changed in the window that began at windowAt, and in the
+	// one before it.
+	windowAt        time.Time
+	changes, before int
 }
 
 // wait records that the status of the Sandbox key is deferred at now,
@@ -82,10 +92,41 @@ func (b *statusBacklog) progress(now time.Time) {
 	b.movedAt.Store(now.UnixNano())
 }
 
-// busy reports a burst at now: more than busyBacklog Sandboxes wait, or
-// did within busyFactor windows of base.
+// changed records that the controller created or deleted a Sandbox's
+// children at now: progress, and counted towards a burst.
+func (b *statusBacklog) changed(base time.Duration, now time.Time) {
+	b.progress(now)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.roll(base, now)
+	b.changes++
+}
+
+// roll moves the change counts' windows on to now. Called with mu held.
+func (b *statusBacklog) roll(base time.Duration, now time.Time) {
+	switch gone := now.Sub(b.windowAt); {
+	case gone < base:
+	case gone < 2*base:
+		b.windowAt, b.before, b.changes = b.windowAt.Add(base), b.changes, 0
+	default:
+		b.windowAt, b.before, b.changes = now, 0, 0
+	}
+}
+
+// streaming reports more than busyBacklog children changed within the
+// current window and the one before.
+func (b *statusBacklog) streaming(base time.Duration, now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.roll(base, now)
+	return b.changes+b.before > busyBacklog
+}
+
+// busy reports a burst at now: more than busyBacklog Sandboxes wait or had
+// their children changed lately (streaming), or did within busyFactor
+// windows of base.
 func (b *statusBacklog) busy(base time.Duration, now time.Time) bool {
-	if b.n.Load() > busyBacklog {
+	if b.n.Load() > busyBacklog || b.streaming(base, now) {
 		b.busyAt.Store(now.UnixNano())
 		return true
 	}

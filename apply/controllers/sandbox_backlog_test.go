@@ -191,3 +191,45 @@ func TestDeferStatus(t *testing.T) {
 		t.Errorf("backlog %d, want %d", n, busyBacklog+1)
 	}
 }
+
+// TestStatusBacklogStream: a stream of Pods created or deleted by the
+// controller, more than busyBacklog within two windows, is a burst though
+// few Sandboxes wait at once; it is over busyFactor windows after the
+// stream thinned out.
+func TestStatusBacklogStream(t *testing.T) {
+	base, start := 5*time.Second, time.Unix(1000, 0)
+	var b statusBacklog
+	at := start
+	for i := range busyBacklog {
+		at = start.Add(time.Duration(i) * 2 * base / busyBacklog) // spread over two windows
+		b.changed(base, at)
+	}
+	if b.busy(base, at) {
+		t.Fatalf("busy after %d changes", busyBacklog)
+	}
+	b.changed(base, at)
+	if !b.busy(base, at) {
+		t.Fatalf("not busy after %d changes within two windows", busyBacklog+1)
+	}
+	if got := b.hold(base, at, at.Add(time.Second)); got != busyLook*base {
+		t.Errorf("in the stream a transitional status is held %s, want %s", got, busyLook*base)
+	}
+	// Two windows later the stream is gone from the counts, and busyFactor
+	// windows after it was last seen the burst is over.
+	later := at.Add(2 * base)
+	if b.streaming(base, later) {
+		t.Errorf("still streaming two windows after the last change")
+	}
+	if b.busy(base, at.Add((busyFactor+2)*base)) {
+		t.Errorf("busy long after the stream")
+	}
+	// A slow trickle never counts.
+	var slow statusBacklog
+	for i := range 10 * busyBacklog {
+		now := start.Add(time.Duration(i) * base / 20)
+		slow.changed(base, now)
+		if slow.busy(base, now) {
+			t.Fatalf("busy at %d changes, 20 a window", i+1)
+		}
+	}
+}

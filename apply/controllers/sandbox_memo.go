@@ -87,7 +87,7 @@ func (r *SandboxReconciler) lastWrite(sb *sandboxv1beta1.Sandbox) time.Time {
 // time, which is progress in a burst.
 func (r *SandboxReconciler) changedChildren(sb *sandboxv1beta1.Sandbox, at time.Time) {
 	r.memory.children.Remember(client.ObjectKeyFromObject(sb), sb.UID, at)
-	r.backlog.progress(at)
+	r.backlog.changed(r.StatusCoalesceWindow, at)
 }
 
 // driftReported records the Pod template drift last reported for sb and

@@ -1,13 +1,14 @@
 // Package render holds pure functions that turn our objects into the objects
 // the controller should hold in the cluster, as client-go apply
 // configurations (a Sandbox's Pod, Service and PVCs, and its namespace's
-// default-deny NetworkPolicy; a template's NetworkPolicy; the Sandboxes of pools and claims; each kind's
-// status), and that decide reconciles as Plan values (plan.go): the objects
-// the policies judge, then ordered steps (apply, create, adopt, guarded
-// delete, annotate, events, status), any terminal problem and when to look
-// again. PlanSandbox, PlanTemplate, PlanWarmPool and PlanClaim decide each
-// kind's; SandboxObjects is the one listing of a Sandbox's children that
-// the plans, the webhook and the CLI (through render/preview) share.
+// default-deny NetworkPolicy; a template's NetworkPolicy; the Sandboxes of
+// pools and claims; each kind's status), and that decide reconciles as Plan
+// values (plan.go): the objects the policies judge, then ordered steps
+// (apply, create, adopt, guarded delete, annotate, events, status), any
+// terminal problem and when to look again. PlanSandbox, PlanTemplate,
+// PlanWarmPool and PlanClaim decide each kind's; SandboxObjects is the one
+// listing of a Sandbox's children that the plans, the webhook and the CLI
+// (through render/preview) share.
 //
 // Rules:
 //   - Render never uses a client, the clock, randomness or global state:

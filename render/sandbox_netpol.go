@@ -71,7 +71,7 @@ func DefaultDeny(sb *sandboxv1beta1.Sandbox, templateGone bool) bool {
 // NetworkPolicy: the Namespace object, by UID, so that the policy goes with
 // its namespace and one that names another owner is not taken for ours.
 func NamespaceOwner(namespace string, uid types.UID) metav1.OwnerReference {
-	return metav1.OwnerReference{APIVersion: "v1", Kind: "Namespace", Name: namespace, UID: uid}
+	return metav1.OwnerReference{APIVersion: "v1", Kind: namespaceKind.Kind, Name: namespace, UID: uid}
 }
 
 // namespaceKind is the Namespace's API group (core) and kind.

@@ -9,27 +9,27 @@ import (
 )
 
 // busyBacklog is how many Sandboxes may wait for a deferred transitional
-// status, or have their Pods created or deleted by the controller within
-// two windows, before the controller counts as busy (a burst of creates,
-// suspends or resumes). The second measure catches a steady stream of
-// starts that the first can miss: how many wait at a moment depends on how
-// soon each is looked at again, and a Pod still starting one window after
-// its creation costs a transitional write unless the controller is busy. In a burst the API server is the bottleneck: a transitional
-// status (a Pod still starting or terminating) is a refresh that competes
-// with the writes of the Sandboxes behind it, and it would be overwritten
-// by the resting status moments later. So while busy, a transitional status
-// is held for as long as the burst makes progress: within the last
-// busyStall windows some Sandbox reached a resting status (Ready,
-// suspended, failed), the controller created or deleted a child, or the Pod
-// of a held Sandbox changed (scheduled, started, terminating) since it was
-// held. A burst that stalls (no Pod gets anywhere, say a node is gone)
-// is reported as a quiet controller would, and no status is held longer
-// than busyHold windows after our last write for its Sandbox, so a Pod
-// stuck in Pending in a burst that otherwise moves is still reported. A
-// held Sandbox is looked at again every busyLook windows, or sooner when
-// its Pod changes. The burst counts as over busyFactor windows after the
-// backlog fell to busyBacklog, so that its tail is not written either.
-// Resting statuses are never deferred.
+// status, or have had their children created or deleted by the controller
+// within two windows, before the controller counts as busy (a burst of
+// creates, suspends or resumes). The second measure catches a steady stream
+// of starts that the first can miss: how many wait at a moment depends on
+// how soon each is looked at again, and a Pod still starting one window
+// after its creation costs a transitional write unless the controller is
+// busy. In a burst the API server is the bottleneck: a transitional status
+// (a Pod still starting or terminating) is a refresh that competes with the
+// writes of the Sandboxes behind it, and it would be overwritten by the
+// resting status moments later. So while busy, a transitional status is held
+// for as long as the burst makes progress: within the last busyStall windows
+// some Sandbox reached a resting status (Ready, suspended, failed), the
+// controller created or deleted a child, or the Pod of a held Sandbox
+// changed (scheduled, started, terminating) since it was held. A burst that
+// stalls (no Pod gets anywhere, say a node is gone) is reported as a quiet
+// controller would, and no status is held longer than busyHold windows after
+// our last write for its Sandbox, so a Pod stuck in Pending in a burst that
+// otherwise moves is still reported. A held Sandbox is looked at again every
+// busyLook windows, or sooner when its Pod changes. The burst counts as over
+// busyFactor windows after the backlog fell to busyBacklog, so that its tail
+// is not written either. Resting statuses are never deferred.
 const (
 	busyBacklog = 50
 	busyFactor  = 3

@@ -63,19 +63,30 @@ func TestAwaitClaimCommit(t *testing.T) {
 	reported := claim.DeepCopy()
 	reported.Status.Conditions = []metav1.Condition{{Type: extv1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: "ReconcilerError"}}
 	check("the claim is reported on", reported, warm, 0)
-	// Bound already, while other claims wait for members the pool has (a
-	// burst): it waits for them too.
+	// Bound already, while other claims of the pool wait and move (a
+	// burst, with members left to take or not): it waits for them too,
+	// until they stand still for claimCommitWait, and claimBurstWait after
+	// the take at most.
 	bound.Spec.WarmPoolRef.Name = "p"
 	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(bound).Build()
 	q := NewWarmQueue()
+	q.now = func() time.Time { return now }
 	r := &SandboxReconciler{Client: cl, Engine: ssa.New(cl, "ctrl", "ctrl-status"), Templates: true, Claims: q}
 	q.ClaimHandler().OnAdd(waitingClaim("other", "p"), false)
-	if got := r.awaitClaimCommit(context.Background(), warm, now); got != 0 {
-		t.Errorf("a burst with no members left to take: waits %v", got)
-	}
-	q.Handler().OnAdd(member("m", "p", true), false)
 	if got := r.awaitClaimCommit(context.Background(), warm, now); got != claimCommitPoll {
 		t.Errorf("a burst: waits %v, want %v", got, claimCommitPoll)
+	}
+	if got := r.awaitClaimCommit(context.Background(), warm, now.Add(claimCommitWait)); got != 0 {
+		t.Errorf("claims that stood still for claimCommitWait: waits %v", got)
+	}
+	later := now.Add(claimBurstWait - 2*time.Second) // warm was taken a second before now
+	q.now = func() time.Time { return later }
+	q.ClaimHandler().OnAdd(waitingClaim("another", "p"), false)
+	if got := r.awaitClaimCommit(context.Background(), warm, later); got != claimCommitPoll {
+		t.Errorf("a burst still moving: waits %v, want %v", got, claimCommitPoll)
+	}
+	if got := r.awaitClaimCommit(context.Background(), warm, later.Add(time.Second)); got != 0 {
+		t.Errorf("claimBurstWait after the take: waits %v", got)
 	}
 	off := &SandboxReconciler{Templates: false}
 	if got := off.awaitClaimCommit(context.Background(), warm, now); got != 0 {

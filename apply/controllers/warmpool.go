@@ -55,12 +55,13 @@ type WarmPoolReconciler struct {
 	Grace time.Duration
 	Clock clock.PassiveClock
 	// Queue, when set, tells when claims last took members and which
-	// wait for one: while claims wait for members the queue still has, or
-	// took one less than RefillQuiet ago, refilling waits (for at most
-	// RefillMaxDelay), so claims are served before the API server is busy
-	// with replacements.
-	Queue                       *WarmQueue
-	RefillQuiet, RefillMaxDelay time.Duration
+	// wait for one: while a burst of claims is being served from the pool
+	// (WarmQueue.Serving: claims wait, and moved less than RefillMaxDelay
+	// ago), or one took a member less than RefillQuiet ago, refilling
+	// waits, so claims are served before the API server is busy with
+	// replacements. It never waits longer than RefillMaxHold in a row.
+	Queue                                      *WarmQueue
+	RefillQuiet, RefillMaxDelay, RefillMaxHold time.Duration
 	// Policy holds the policies members are checked against before any is
 	// created.
 	Policy *policy.Holder
@@ -116,8 +117,9 @@ func (r *WarmPoolReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 		Complete(r)
 }
 
-// SetDefaults fills the fields left zero: the real clock and a 5 minute
-// grace period.
+// SetDefaults fills the fields left zero: the real clock, a 5 minute grace
+// period, and the refill's waits (RefillQuiet 50 ms, RefillMaxDelay 5 s,
+// RefillMaxHold 30 s).
 func (r *WarmPoolReconciler) SetDefaults() {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -131,14 +133,19 @@ func (r *WarmPoolReconciler) SetDefaults() {
 	if r.RefillMaxDelay == 0 {
 		r.RefillMaxDelay = 5 * time.Second
 	}
+	if r.RefillMaxHold == 0 {
+		r.RefillMaxHold = 30 * time.Second
+	}
 }
 
 // refillWait says how long to put off creating members because claims are
-// taking them right now: while claims wait for a member the queue still
-// has (a refill made now would compete with them for the API server, and
-// they need none of it), and for RefillQuiet after the last take (the
-// taking claim's commit is still being written); zero means go ahead. It
-// never puts a refill off for more than RefillMaxDelay in a row.
+// taking them right now: while a burst of claims is served from the pool
+// (claims wait for a member, or for the commit of the one they took, and
+// moved less than RefillMaxDelay ago: a refill made now would compete with
+// them for the API server, and they need none of it), and for RefillQuiet
+// after the last take (the taking claim's commit is still being written);
+// zero means go ahead. It never puts a refill off for more than
+// RefillMaxHold in a row.
 func (r *WarmPoolReconciler) refillWait(pool *extv1beta1.SandboxWarmPool, now time.Time) time.Duration {
 	if r.Queue == nil {
 		return 0
@@ -148,7 +155,7 @@ func (r *WarmPoolReconciler) refillWait(pool *extv1beta1.SandboxWarmPool, now ti
 	if last := r.Queue.LastTake(key); !last.IsZero() {
 		quiet = last.Add(r.RefillQuiet).Sub(now)
 	}
-	if r.Queue.Serving(key) {
+	if r.Queue.Serving(key, now, r.RefillMaxDelay) {
 		quiet = max(quiet, r.RefillQuiet)
 	}
 	if quiet <= 0 {
@@ -160,7 +167,7 @@ func (r *WarmPoolReconciler) refillWait(pool *extv1beta1.SandboxWarmPool, now ti
 		since = now
 		r.memory.deferredSince.Remember(key, pool.UID, since)
 	}
-	limit := since.Add(r.RefillMaxDelay).Sub(now)
+	limit := since.Add(r.RefillMaxHold).Sub(now)
 	if limit <= 0 {
 		r.memory.deferredSince.Forget(key)
 		return 0

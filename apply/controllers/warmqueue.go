@@ -43,7 +43,10 @@ type WarmQueue struct {
 	// (ClaimHandler), and waitingIn the pool each waits in.
 	waiting   map[types.NamespacedName]map[types.UID]struct{}
 	waitingIn map[types.UID]types.NamespacedName
-	now       func() time.Time
+	// moved is, per pool with waiting claims, when its claims last moved:
+	// one began to wait, took a member or stopped waiting.
+	moved map[types.NamespacedName]time.Time
+	now   func() time.Time
 }
 
 type holdKind int
@@ -73,6 +76,7 @@ func NewWarmQueue() *WarmQueue {
 		lastTake:  map[types.NamespacedName]time.Time{},
 		waiting:   map[types.NamespacedName]map[types.UID]struct{}{},
 		waitingIn: map[types.UID]types.NamespacedName{},
+		moved:     map[types.NamespacedName]time.Time{},
 		now:       time.Now,
 	}
 }
@@ -221,6 +225,9 @@ func (q *WarmQueue) Take(pool types.NamespacedName, accept func(*sandboxv1beta1.
 		q.remove(key)
 		q.held[sb.UID] = &hold{kind: heldTaken, at: q.now(), latest: sb}
 		q.lastTake[pool] = q.now()
+		if len(q.waiting[pool]) > 0 {
+			q.moved[pool] = q.now()
+		}
 		return sb
 	}
 	return nil

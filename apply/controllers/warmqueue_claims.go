@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"time"
+
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -44,11 +46,15 @@ func (q *WarmQueue) observeClaim(obj any) {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.stopWaiting(c.UID)
-	if !waitsForMember(c) {
+	pool := types.NamespacedName{Namespace: c.Namespace, Name: c.Spec.WarmPoolRef.Name}
+	waits := waitsForMember(c)
+	if in, ok := q.waitingIn[c.UID]; ok && waits && in == pool {
 		return
 	}
-	pool := types.NamespacedName{Namespace: c.Namespace, Name: c.Spec.WarmPoolRef.Name}
+	q.stopWaiting(c.UID)
+	if !waits {
+		return
+	}
 	w := q.waiting[pool]
 	if w == nil {
 		w = map[types.UID]struct{}{}
@@ -56,9 +62,11 @@ func (q *WarmQueue) observeClaim(obj any) {
 	}
 	w[c.UID] = struct{}{}
 	q.waitingIn[c.UID] = pool
+	q.moved[pool] = q.now()
 }
 
-// stopWaiting forgets a claim's wait. Callers hold q.mu.
+// stopWaiting forgets a claim's wait, a move of its pool's claims. Callers
+// hold q.mu.
 func (q *WarmQueue) stopWaiting(uid types.UID) {
 	pool, ok := q.waitingIn[uid]
 	if !ok {
@@ -66,8 +74,10 @@ func (q *WarmQueue) stopWaiting(uid types.UID) {
 	}
 	delete(q.waitingIn, uid)
 	delete(q.waiting[pool], uid)
+	q.moved[pool] = q.now()
 	if len(q.waiting[pool]) == 0 {
 		delete(q.waiting, pool)
+		delete(q.moved, pool)
 	}
 }
 
@@ -78,9 +88,14 @@ func (q *WarmQueue) Waiting(pool types.NamespacedName) int {
 	return len(q.waiting[pool])
 }
 
-// Serving reports that claims wait for members of a pool the queue still
-// has: a burst is being served, and a refill or a taken member's own writes
-// would compete with it for the API server.
-func (q *WarmQueue) Serving(pool types.NamespacedName) bool {
-	return q.Waiting(pool) > 0 && q.Len(pool) > 0
+// Serving reports that a burst of claims is being served from a pool:
+// claims wait for a member of it (one to take, or the commit of the one
+// they took) and they moved (one began to wait, took a member or stopped
+// waiting) less than stall ago. A refill, or a taken member's own writes,
+// would then compete with the claims for the API server. Claims that did
+// not move for stall are stuck, not served, and hold nothing back.
+func (q *WarmQueue) Serving(pool types.NamespacedName, now time.Time, stall time.Duration) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiting[pool]) > 0 && now.Sub(q.moved[pool]) < stall
 }

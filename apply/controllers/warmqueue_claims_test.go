@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -53,35 +54,53 @@ func TestWarmQueueWaitingClaims(t *testing.T) {
 	}
 }
 
-// TestRefillWait: the refill waits while claims wait for members the queue
-// has, and shortly after a take; never longer than RefillMaxDelay in a row,
-// and not when the queue has nothing a waiting claim could take.
+// TestRefillWait: the refill waits while a burst of claims is served from
+// the pool (claims wait, for a member or for the commit of the one they
+// took, and moved less than RefillMaxDelay ago) and shortly after a take;
+// claims that stand still for RefillMaxDelay hold it back no more, and
+// claims that keep moving hold it back for RefillMaxHold in a row at most.
 func TestRefillWait(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	q := NewWarmQueue()
 	q.now = func() time.Time { return now }
-	r := &WarmPoolReconciler{Queue: q, RefillQuiet: 50 * time.Millisecond, RefillMaxDelay: time.Second}
+	r := &WarmPoolReconciler{Queue: q, RefillQuiet: 50 * time.Millisecond, RefillMaxDelay: time.Second, RefillMaxHold: 3 * time.Second}
 	p := &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "pool-uid"}}
 	key := types.NamespacedName{Namespace: "ns", Name: "p"}
 	if w := r.refillWait(p, now); w != 0 {
 		t.Fatalf("refill waits %v with no claims", w)
 	}
 	q.ClaimHandler().OnAdd(waitingClaim("a", "p"), false)
+	if w := r.refillWait(p, now); w != 50*time.Millisecond {
+		t.Fatalf("refill waits %v while a claim that just came waits, want the quiet period", w)
+	}
+	// A claim that stands still (its controller does not serve it) holds
+	// nothing back.
+	now = now.Add(time.Second)
 	if w := r.refillWait(p, now); w != 0 {
-		t.Fatalf("refill waits %v for a claim while the queue is empty", w)
+		t.Fatalf("refill waits %v for a claim that stood still for RefillMaxDelay", w)
+	}
+	// Updates that leave it waiting are no moves.
+	q.ClaimHandler().OnUpdate(waitingClaim("a", "p"), waitingClaim("a", "p"))
+	if w := r.refillWait(p, now); w != 0 {
+		t.Fatalf("refill waits %v after an update that left the claim waiting", w)
 	}
 	q.Handler().OnAdd(member("m1", "p", true), false)
 	q.Handler().OnAdd(member("m2", "p", true), false)
-	if w := r.refillWait(p, now); w != 50*time.Millisecond {
-		t.Fatalf("refill waits %v while a claim waits, want the quiet period", w)
-	}
-	// The claim is bound: the refill waits for the rest of the quiet
-	// period after its take, then goes ahead.
+	q.Handler().OnAdd(member("m3", "p", true), false)
+	// A take is a move: the refill waits while the claim's commit is
+	// written, even with the queue empty of what it could take.
 	if q.Take(key, nil) == nil {
 		t.Fatal("no member taken")
 	}
-	q.ClaimHandler().OnDelete(waitingClaim("a", "p"))
 	now = now.Add(20 * time.Millisecond)
+	if w := r.refillWait(p, now); w != 50*time.Millisecond {
+		t.Fatalf("refill waits %v while the taking claim commits, want the quiet period", w)
+	}
+	// The claim is bound and no other waits: the refill waits for the rest
+	// of the quiet period after the take, then goes ahead.
+	bound := waitingClaim("a", "p")
+	bound.Status.Sandbox.Name = "m1"
+	q.ClaimHandler().OnUpdate(waitingClaim("a", "p"), bound)
 	if w := r.refillWait(p, now); w != 30*time.Millisecond {
 		t.Fatalf("refill waits %v 20ms after a take, want 30ms", w)
 	}
@@ -89,18 +108,17 @@ func TestRefillWait(t *testing.T) {
 	if w := r.refillWait(p, now); w != 0 {
 		t.Fatalf("refill waits %v past the quiet period", w)
 	}
-	// Claims that keep waiting hold the refill back for RefillMaxDelay at
+	// Claims that keep moving hold the refill back for RefillMaxHold at
 	// most.
-	q.ClaimHandler().OnAdd(waitingClaim("b", "p"), false)
-	if w := r.refillWait(p, now); w != 50*time.Millisecond {
-		t.Fatalf("refill waits %v while a claim waits, want the quiet period", w)
+	for i := range 30 {
+		q.ClaimHandler().OnAdd(waitingClaim(fmt.Sprintf("c%d", i), "p"), false)
+		if w := r.refillWait(p, now); w != 50*time.Millisecond {
+			t.Fatalf("after %d moves 100ms apart: refill waits %v, want the quiet period", i, w)
+		}
+		now = now.Add(100 * time.Millisecond)
 	}
-	now = now.Add(990 * time.Millisecond)
-	if w := r.refillWait(p, now); w != 10*time.Millisecond {
-		t.Fatalf("refill waits %v near RefillMaxDelay, want 10ms", w)
-	}
-	now = now.Add(10 * time.Millisecond)
+	q.ClaimHandler().OnAdd(waitingClaim("last", "p"), false)
 	if w := r.refillWait(p, now); w != 0 {
-		t.Fatalf("refill waits %v past RefillMaxDelay", w)
+		t.Fatalf("refill waits %v after RefillMaxHold", w)
 	}
 }

@@ -23,6 +23,10 @@
 // forgotten with the object, its status with it (Forget). The reconcilers
 // keep theirs in Memos too.
 //
+// Creates of one object planned by many workers at once, before the cache
+// shows it, are written once: the first is sent, the others wait for it and
+// then find it recently created (inflight.go).
+//
 // It returns what it did as a change set (Kind/namespace/name: created,
 // configured, unchanged or deleted). It never forces ownership of fields
 // another manager holds unless the caller asks (adoption; the webhook

@@ -36,6 +36,10 @@ type Engine struct {
 	// what the manager owns (see Extract). Forgotten with the object.
 	extracted   Memo[writeKey, extraction]
 	extractions struct{ hits, misses atomic.Int64 }
+
+	// creates lets one write at a time create an object that is not
+	// cached yet (the others then find it recently created).
+	creates creating
 }
 
 // Observe sets a function told every outcome (metrics). Call it before use.
@@ -154,6 +158,13 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 	manager := e.manager(opts)
 	// What each of our managers wrote is remembered apart.
 	memo := objectKey(kind, manager, change.Namespace, change.Name)
+	if isNil(live) {
+		release, err := e.creates.await(ctx, memo)
+		if err != nil {
+			return change, err
+		}
+		defer release()
+	}
 	if isNil(live) && e.recentlyCreated(memo, desired) {
 		e.skipped.Add(1)
 		change.Action, change.Pending = Unchanged, true

@@ -165,7 +165,7 @@ func TestBench(t *testing.T) {
 	// Sandboxes, as the controller's claims run next to its own n, and on
 	// the cluster emptied again.
 	var besideFloor ClaimsFloor
-	res.Floor, res.FloorSuspend, res.FloorResume = measureFloor(t, local.Config, c, watched, n, func() {
+	res.Floor, res.FloorSuspend, res.FloorResume = measureFloor(t, local.Config, c, watched, n, true, func() {
 		besideFloor = measureClaimsFloor(t, local.Config, c, watched, claims, min(20, claims))
 		t.Logf("claims floor next to %d done: p99 %.0f ms, paced p99 %.0f ms", n, besideFloor.P99Ms, besideFloor.PacedP99Ms)
 	})

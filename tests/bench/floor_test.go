@@ -171,11 +171,12 @@ const floorWorkers = 100
 // The concurrency is the cold phase's: 50 goroutines create the Sandboxes
 // (as the bench does) and floorWorkers apply the rest from one queue (as
 // the controller's workers do). It ends when the bench's watch sees every
-// Sandbox Ready, as the cold phase does. Then the same Sandboxes are
-// suspended and resumed (floorCycle), the lower bounds of those phases.
-// beside, if not nil, runs next to the n Sandboxes Running again, before
+// Sandbox Ready, as the cold phase does. Then, with cycle, the same
+// Sandboxes are suspended and resumed (floorCycle), the lower bounds of
+// those phases (zero without). beside, if not nil, runs next to the n
+// Sandboxes Running, before
 // the namespace is deleted. The namespace is gone when it returns.
-func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched cache.Cache, n int, beside func()) (floor, suspend, resume Baseline) {
+func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched cache.Cache, n int, cycle bool, beside func()) (floor, suspend, resume Baseline) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c, counts := countingClient(t, cfg)
@@ -288,7 +289,9 @@ func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched ca
 	counts.fill(&floor, n)
 	cancel()
 	settle()
-	suspend, resume = (&floorCycle{c: c, user: user, counts: counts, watched: watched, ns: ns, n: n}).run(t)
+	if cycle {
+		suspend, resume = (&floorCycle{c: c, user: user, counts: counts, watched: watched, ns: ns, n: n}).run(t)
+	}
 	if beside != nil {
 		beside() // next to the n Running Sandboxes, as the controller's claims are
 	}

@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"context"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+)
+
+// ScaleResult is the JSON document TestBenchScale prints: the figures a
+// large N is measured for, each next to its floor from the same run.
+type ScaleResult struct {
+	N     int `json:"n"`
+	Nodes int `json:"nodes"`
+	// Floor is measureFloor's cold create (no suspend and resume), and
+	// Cold the controller's, with ratio_to_floor.
+	Floor Baseline `json:"floor"`
+	Cold  Phase    `json:"cold_create"`
+	// Idle is BENCH_IDLE_SECONDS with the N Sandboxes Running.
+	Idle Phase `json:"idle"`
+	// WarmClaims are the claims next to the N Running Sandboxes, with the
+	// claims floor next to the floor's own N (floor_next_to_n) and on the
+	// emptied cluster (floor).
+	WarmClaims Claims `json:"warm_claims"`
+	// Memory is the controller's, at start and with the N Running.
+	Memory ScaleMemory `json:"memory"`
+	// Restart is the controller restarted with nothing changed.
+	Restart Restart `json:"restart"`
+	// Seconds is the whole run's wall time, cluster start included.
+	Seconds float64 `json:"seconds"`
+}
+
+// ScaleMemory is the controller's memory at start (synced, no Sandbox) and
+// with the N Sandboxes Running (after the idle phase), and what each
+// Sandbox adds: resident memory (VmRSS) and live heap (after a GC).
+type ScaleMemory struct {
+	StartRSSMB          float64            `json:"start_rss_mb"`
+	StartHeapMB         float64            `json:"start_heap_inuse_mb"`
+	RunningRSSMB        float64            `json:"running_rss_mb"`
+	RunningRSSSplitMB   map[string]float64 `json:"running_rss_split_mb"`
+	RunningHeapMB       float64            `json:"running_heap_inuse_mb"`
+	PeakRSSMB           float64            `json:"peak_rss_mb"`
+	RSSPerSandboxKiB    float64            `json:"rss_per_sandbox_kib"`
+	HeapPerSandboxKiB   float64            `json:"heap_per_sandbox_kib"`
+	RunningGoMemStatsMB map[string]float64 `json:"running_go_memstats_mb"`
+}
+
+// TestBenchScale measures what a large N is about (BENCH_N, 500): cold
+// create against the floor's cold create, an idle spell, claims next to
+// the N Running Sandboxes against claims floors, the controller's memory
+// per Sandbox, and a restart with nothing changed. It leaves out raw,
+// suspend, resume and delete, which TestBench measures, so that
+// BENCH_N=20000 fits in a couple of hours here. It runs with
+// AGENT_SANDBOX_BENCH=1 and only when -run names it
+// (BENCH_RUN=TestBenchScale make bench); BENCH_SCALE_OUT is a file for the
+// JSON.
+func TestBenchScale(t *testing.T) {
+	if os.Getenv("AGENT_SANDBOX_BENCH") != "1" {
+		t.Skip("benchmarks run with `make bench` (AGENT_SANDBOX_BENCH=1)")
+	}
+	if f := flag.Lookup("test.run"); f == nil || !strings.Contains(f.Value.String(), "TestBenchScale") {
+		t.Skip("TestBenchScale runs only when named (BENCH_RUN=TestBenchScale)")
+	}
+	began := time.Now()
+	n := envInt(t, "BENCH_N", 500)
+	claims := envInt(t, "BENCH_CLAIMS", 100)
+	res := ScaleResult{N: n, Nodes: max(10, n/100+1)}
+	ctx := context.Background()
+	local, c := startBenchCluster(t, "bench-scale", res.Nodes)
+	watched := newWatch(t, local.Config, "", &corev1.Pod{}, &sandboxv1beta1.Sandbox{}, &extv1beta1.SandboxClaim{}, &extv1beta1.SandboxWarmPool{})
+	startWatch(t, watched)
+
+	// A first claims floor, not counted, warms the new cluster up.
+	measureClaimsFloor(t, local.Config, c, watched, claims, min(20, claims))
+	var besideFloor ClaimsFloor
+	res.Floor, _, _ = measureFloor(t, local.Config, c, watched, n, false, func() {
+		besideFloor = measureClaimsFloor(t, local.Config, c, watched, claims, min(20, claims))
+	})
+	t.Logf("floor done: %.2fs; claims floor next to %d: p99 %.0f ms", res.Floor.Seconds, n, besideFloor.P99Ms)
+	claimsFloor := measureClaimsFloor(t, local.Config, c, watched, claims, min(20, claims))
+
+	ctrl := startController(t, local.Kubeconfig)
+	defer func() { ctrl.stop(t) }() // the one running then
+	settle()
+	var err error
+	if _, res.Memory.StartHeapMB, err = saveHeap(ctrl.pprof, "scale_start"); err != nil {
+		t.Fatal(err)
+	}
+	res.Memory.StartRSSMB, _ = ctrl.rssMB()
+
+	ns := mkNamespace(t, c, "scale")
+	pr := ctrl.begin(t, "scale_cold")
+	cpu := cpuByProcess(clusterDirOf)
+	start := time.Now()
+	parallel(n, func(i int) error { return c.Create(ctx, benchSandbox(ns, i)) }, t)
+	for countReady(t, watched, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) != n {
+		time.Sleep(50 * time.Millisecond)
+	}
+	res.Cold.Seconds = round2(time.Since(start).Seconds())
+	res.Cold.RatioToFloor = res.Cold.Seconds / res.Floor.Seconds
+	res.Cold.CPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
+	settle()
+	pr.end(t, &res.Cold, n)
+	t.Logf("cold done: %.2fs, %.2f x floor", res.Cold.Seconds, res.Cold.RatioToFloor)
+
+	pr = ctrl.begin(t, "scale_idle")
+	time.Sleep(idleSeconds(t))
+	res.Idle.Seconds = idleSeconds(t).Seconds()
+	pr.end(t, &res.Idle, n)
+	m := &res.Memory
+	m.RunningRSSMB, m.PeakRSSMB = ctrl.rssMB()
+	m.RunningRSSSplitMB, m.RunningHeapMB, m.RunningGoMemStatsMB = ctrl.rssSplitMB(), res.Idle.HeapInuseMB, res.Idle.GoMemMB
+	m.RSSPerSandboxKiB = round2((m.RunningRSSMB - m.StartRSSMB) * 1024 / float64(n))
+	m.HeapPerSandboxKiB = round2((m.RunningHeapMB - m.StartHeapMB) * 1024 / float64(n))
+
+	res.WarmClaims = benchClaims(t, c, watched, ctrl, mkNamespace(t, c, "claims"), claims)
+	res.WarmClaims.withFloor(claimsFloor)
+	res.WarmClaims.besideFloor(besideFloor)
+	t.Logf("claims done: p99 %.0f ms, %.2f x the floor next to %d", res.WarmClaims.P99Ms, res.WarmClaims.P99RatioToFloorBeside, n)
+
+	// The claims' Sandboxes and their pool's are there too; the restart
+	// is timed until n reconciles, as TestBenchRestart's.
+	ctrl, res.Restart = benchRestart(t, ctrl, local.Kubeconfig, n)
+	res.Seconds = round2(time.Since(began).Seconds())
+	report(t, res, "BENCH_SCALE_OUT")
+}

@@ -42,6 +42,12 @@ type Claims struct {
 	// Ready (the floor's CPUSeconds' counterpart; ClaimPhase's runs on
 	// until the pool is full again).
 	BurstCPUSeconds map[string]float64 `json:"burst_cpu_seconds,omitempty"`
+	// BurstApplies and BurstRequests are the controller's
+	// agent_sandbox_apply_total (by action and kind) and requests (by
+	// verb) until every claim was Ready: what competed with the claims'
+	// own writes, where claim_phase adds the refill after them.
+	BurstApplies  map[string]int64 `json:"burst_controller_apply_total,omitempty"`
+	BurstRequests map[string]int64 `json:"burst_controller_requests_by_verb,omitempty"`
 	// Timeline and PacedTimeline are where each claim's time went, in
 	// the burst and paced.
 	Timeline      ClaimTimeline `json:"timeline"`
@@ -126,7 +132,7 @@ func benchClaims(t *testing.T, c client.Client, watched cache.Cache, ctrl *contr
 	clock, stop := startClaimClock(t, watched, ns)
 	defer stop()
 
-	appliesBefore := ctrl.series(t, "agent_sandbox_apply_total")
+	appliesBefore, requestsBefore := ctrl.series(t, "agent_sandbox_apply_total"), ctrl.requestsByVerb(t)
 	pr := ctrl.begin(t, "claim_phase")
 	cpu := cpuByProcess(clusterDirOf)
 	start = time.Now()
@@ -134,6 +140,8 @@ func benchClaims(t *testing.T, c client.Client, watched cache.Cache, ctrl *contr
 	res.AllReadySeconds = time.Since(start).Seconds()
 	res.ClaimsPerSecond = float64(m) / res.AllReadySeconds
 	res.BurstCPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
+	res.BurstApplies = diff(ctrl.series(t, "agent_sandbox_apply_total"), appliesBefore)
+	res.BurstRequests = diff(ctrl.requestsByVerb(t), requestsBefore)
 	for !poolReady() {
 		time.Sleep(20 * time.Millisecond)
 	}

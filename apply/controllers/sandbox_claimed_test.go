@@ -63,8 +63,8 @@ func TestAwaitClaimCommit(t *testing.T) {
 	reported := claim.DeepCopy()
 	reported.Status.Conditions = []metav1.Condition{{Type: extv1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: "ReconcilerError"}}
 	check("the claim is reported on", reported, warm, 0)
-	// Bound already, while other claims of the pool wait and move (a
-	// burst, with members left to take or not): it waits for them too,
+	// Bound already, while other claims of the pool wait and move with
+	// members left to take (a burst): it waits for them too,
 	// until they stand still for claimCommitWait, and claimBurstWait after
 	// the take at most.
 	bound.Spec.WarmPoolRef.Name = "p"
@@ -73,6 +73,10 @@ func TestAwaitClaimCommit(t *testing.T) {
 	q.now = func() time.Time { return now }
 	r := &SandboxReconciler{Client: cl, Engine: ssa.New(cl, "ctrl", "ctrl-status"), Templates: true, Claims: q}
 	q.ClaimHandler().OnAdd(waitingClaim("other", "p"), false)
+	if got := r.awaitClaimCommit(context.Background(), warm, now); got != 0 {
+		t.Errorf("claims left with nothing to take: waits %v", got)
+	}
+	q.Handler().OnAdd(member("m", "p", true), false)
 	if got := r.awaitClaimCommit(context.Background(), warm, now); got != claimCommitPoll {
 		t.Errorf("a burst: waits %v, want %v", got, claimCommitPoll)
 	}

@@ -90,12 +90,20 @@ func (q *WarmQueue) Waiting(pool types.NamespacedName) int {
 
 // Serving reports that a burst of claims is being served from a pool:
 // claims wait for a member of it (one to take, or the commit of the one
-// they took) and they moved (one began to wait, took a member or stopped
-// waiting) less than stall ago. A refill, or a taken member's own writes,
-// would then compete with the claims for the API server. Claims that did
-// not move for stall are stuck, not served, and hold nothing back.
+// they took), they moved (one began to wait, took a member or stopped
+// waiting) less than stall ago, and the pool still has members to take or
+// one was taken less than stall ago. A refill, or a taken member's own
+// writes, would then compete with the claims for the API server. Claims
+// that did not move for stall are stuck, not served, and claims left with
+// nothing to take (they start Sandboxes of their own) are better served by
+// the refill: neither holds anything back.
 func (q *WarmQueue) Serving(pool types.NamespacedName, now time.Time, stall time.Duration) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.waiting[pool]) > 0 && now.Sub(q.moved[pool]) < stall
+	if len(q.waiting[pool]) == 0 || now.Sub(q.moved[pool]) >= stall {
+		return false
+	}
+	q.release()
+	mq := q.pools[pool]
+	return (mq != nil && len(mq.order) > 0) || now.Sub(q.lastTake[pool]) < stall
 }

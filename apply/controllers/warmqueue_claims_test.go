@@ -56,9 +56,11 @@ func TestWarmQueueWaitingClaims(t *testing.T) {
 
 // TestRefillWait: the refill waits while a burst of claims is served from
 // the pool (claims wait, for a member or for the commit of the one they
-// took, and moved less than RefillMaxDelay ago) and shortly after a take;
-// claims that stand still for RefillMaxDelay hold it back no more, and
-// claims that keep moving hold it back for RefillMaxHold in a row at most.
+// took, they moved less than RefillMaxDelay ago, and the pool has members
+// left or one was taken less than RefillMaxDelay ago) and shortly after a
+// take; claims that stand still, or are left with nothing to take, hold it
+// back no more, and claims that keep moving hold it back for
+// RefillMaxHold in a row at most.
 func TestRefillWait(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	q := NewWarmQueue()
@@ -66,59 +68,55 @@ func TestRefillWait(t *testing.T) {
 	r := &WarmPoolReconciler{Queue: q, RefillQuiet: 50 * time.Millisecond, RefillMaxDelay: time.Second, RefillMaxHold: 3 * time.Second}
 	p := &extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "pool-uid"}}
 	key := types.NamespacedName{Namespace: "ns", Name: "p"}
-	if w := r.refillWait(p, now); w != 0 {
-		t.Fatalf("refill waits %v with no claims", w)
+	wait := func(what string, want time.Duration) {
+		t.Helper()
+		if w := r.refillWait(p, now); w != want {
+			t.Fatalf("%s: refill waits %v, want %v", what, w, want)
+		}
 	}
+	wait("no claims", 0)
 	q.ClaimHandler().OnAdd(waitingClaim("a", "p"), false)
-	if w := r.refillWait(p, now); w != 50*time.Millisecond {
-		t.Fatalf("refill waits %v while a claim that just came waits, want the quiet period", w)
-	}
-	// A claim that stands still (its controller does not serve it) holds
-	// nothing back.
-	now = now.Add(time.Second)
-	if w := r.refillWait(p, now); w != 0 {
-		t.Fatalf("refill waits %v for a claim that stood still for RefillMaxDelay", w)
-	}
-	// Updates that leave it waiting are no moves.
-	q.ClaimHandler().OnUpdate(waitingClaim("a", "p"), waitingClaim("a", "p"))
-	if w := r.refillWait(p, now); w != 0 {
-		t.Fatalf("refill waits %v after an update that left the claim waiting", w)
-	}
+	wait("a claim with nothing to take", 0)
 	q.Handler().OnAdd(member("m1", "p", true), false)
 	q.Handler().OnAdd(member("m2", "p", true), false)
 	q.Handler().OnAdd(member("m3", "p", true), false)
-	// A take is a move: the refill waits while the claim's commit is
-	// written, even with the queue empty of what it could take.
+	wait("a claim that just came, with members to take", 50*time.Millisecond)
+	// A claim that stands still (its controller does not serve it) holds
+	// nothing back; updates that leave it waiting are no moves.
+	now = now.Add(time.Second)
+	wait("a claim that stood still for RefillMaxDelay", 0)
+	q.ClaimHandler().OnUpdate(waitingClaim("a", "p"), waitingClaim("a", "p"))
+	wait("after an update that left the claim waiting", 0)
+	// A take is a move.
 	if q.Take(key, nil) == nil {
 		t.Fatal("no member taken")
 	}
 	now = now.Add(20 * time.Millisecond)
-	if w := r.refillWait(p, now); w != 50*time.Millisecond {
-		t.Fatalf("refill waits %v while the taking claim commits, want the quiet period", w)
-	}
+	wait("while the taking claim commits", 50*time.Millisecond)
 	// The claim is bound and no other waits: the refill waits for the rest
 	// of the quiet period after the take, then goes ahead.
 	bound := waitingClaim("a", "p")
 	bound.Status.Sandbox.Name = "m1"
 	q.ClaimHandler().OnUpdate(waitingClaim("a", "p"), bound)
-	if w := r.refillWait(p, now); w != 30*time.Millisecond {
-		t.Fatalf("refill waits %v 20ms after a take, want 30ms", w)
-	}
+	wait("20ms after a take", 30*time.Millisecond)
 	now = now.Add(30 * time.Millisecond)
-	if w := r.refillWait(p, now); w != 0 {
-		t.Fatalf("refill waits %v past the quiet period", w)
-	}
+	wait("past the quiet period", 0)
 	// Claims that keep moving hold the refill back for RefillMaxHold at
 	// most.
 	for i := range 30 {
 		q.ClaimHandler().OnAdd(waitingClaim(fmt.Sprintf("c%d", i), "p"), false)
-		if w := r.refillWait(p, now); w != 50*time.Millisecond {
-			t.Fatalf("after %d moves 100ms apart: refill waits %v, want the quiet period", i, w)
-		}
+		wait(fmt.Sprintf("after %d moves 100ms apart", i), 50*time.Millisecond)
 		now = now.Add(100 * time.Millisecond)
 	}
 	q.ClaimHandler().OnAdd(waitingClaim("last", "p"), false)
-	if w := r.refillWait(p, now); w != 0 {
-		t.Fatalf("refill waits %v after RefillMaxHold", w)
+	wait("after RefillMaxHold", 0)
+	// The members are all taken: the claims committing them hold the
+	// refill back; once the last take is RefillMaxDelay old, the claims
+	// still coming have nothing to take, and the refill goes ahead.
+	for q.Take(key, nil) != nil {
 	}
+	wait("the last members just taken", 50*time.Millisecond)
+	now = now.Add(time.Second)
+	q.ClaimHandler().OnAdd(waitingClaim("more", "p"), false)
+	wait("claims left with nothing to take", 0)
 }

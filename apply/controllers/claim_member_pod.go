@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -40,7 +39,7 @@ func (r *ClaimReconciler) memberPodDenied(ctx context.Context, c *extv1beta1.San
 	inNS, _ := r.Policy.In(ctx, c.Namespace)
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if !metav1.IsControlledBy(pod, m) {
+		if !sandboxv1beta1.IsControlledBy(pod, m, sandboxv1beta1.SandboxKind) {
 			continue
 		}
 		check := render.Check{Kind: "Pod", Name: pod.Name, Reason: "the warm member's running Pod, as the claim takes it",

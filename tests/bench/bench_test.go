@@ -165,10 +165,10 @@ func TestBench(t *testing.T) {
 	// Sandboxes, as the controller's claims run next to its own n, and on
 	// the cluster emptied again.
 	var besideFloor ClaimsFloor
-	res.Floor, res.FloorSuspend, res.FloorResume = measureFloor(t, local.Config, c, watched, n, true, func() {
+	res.Floor, res.FloorSuspend, res.FloorResume = measureFloor(t, local.Config, c, watched, n, floorOptions{cycle: true, beside: func() {
 		besideFloor = measureClaimsFloor(t, local.Config, c, watched, claims, min(20, claims))
 		t.Logf("claims floor next to %d done: p99 %.0f ms, paced p99 %.0f ms", n, besideFloor.P99Ms, besideFloor.PacedP99Ms)
-	})
+	}})
 	t.Logf("floor done: %.2fs (suspend %.2fs, resume %.2fs)", res.Floor.Seconds, res.FloorSuspend.Seconds, res.FloorResume.Seconds)
 	res.Raw.RatioToFloor = res.Raw.Seconds / res.Floor.Seconds
 	claimsFloor := measureClaimsFloor(t, local.Config, c, watched, claims, min(20, claims))

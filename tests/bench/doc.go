@@ -20,8 +20,10 @@
 // second as a ratio to sandbox-runtime processes reached without Kubernetes.
 // TestBenchScale, only when named, measures what a large N is for (cold
 // create against the floor's, idle, claims next to N against both claims
-// floors, memory per Sandbox, a restart) and leaves the rest out, so that
-// BENCH_N=20000 fits in a couple of hours.
+// floors, memory per Sandbox, a restart) and leaves the rest out; the
+// floor and the controller each run on a fresh cluster, so that nothing
+// is deleted (at N=20000 the floor's cold create took 35 min here, and
+// deleting its namespace would have taken over an hour).
 // TestBenchE2B drives the router's E2B front door with the e2b SDK from npm
 // (tests/e2b/bench.mjs, Node.js; skipped without it): Sandbox.create ->
 // first commands.run output, paced and at once, as a ratio to claim Ready

@@ -171,12 +171,11 @@ const floorWorkers = 100
 // The concurrency is the cold phase's: 50 goroutines create the Sandboxes
 // (as the bench does) and floorWorkers apply the rest from one queue (as
 // the controller's workers do). It ends when the bench's watch sees every
-// Sandbox Ready, as the cold phase does. Then, with cycle, the same
+// Sandbox Ready, as the cold phase does. Then, as o says, the same
 // Sandboxes are suspended and resumed (floorCycle), the lower bounds of
-// those phases (zero without). beside, if not nil, runs next to the n
-// Sandboxes Running, before
-// the namespace is deleted. The namespace is gone when it returns.
-func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched cache.Cache, n int, cycle bool, beside func()) (floor, suspend, resume Baseline) {
+// those phases (zero without), and beside runs next to the n Sandboxes
+// Running. The namespace is gone when it returns, unless o.keep.
+func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched cache.Cache, n int, o floorOptions) (floor, suspend, resume Baseline) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c, counts := countingClient(t, cfg)
@@ -289,14 +288,25 @@ func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched ca
 	counts.fill(&floor, n)
 	cancel()
 	settle()
-	if cycle {
+	if o.cycle {
 		suspend, resume = (&floorCycle{c: c, user: user, counts: counts, watched: watched, ns: ns, n: n}).run(t)
 	}
-	if beside != nil {
-		beside() // next to the n Running Sandboxes, as the controller's claims are
+	if o.beside != nil {
+		o.beside() // next to the n Running Sandboxes, as the controller's claims are
 	}
-	dropNamespace(t, c, ns)
+	if !o.keep {
+		dropNamespace(t, c, ns)
+	}
 	return floor, suspend, resume
+}
+
+// floorOptions are what measureFloor does after the floor's cold create:
+// cycle suspends and resumes the Sandboxes, beside (if not nil) runs next
+// to them Running, and keep leaves them (their cluster is about to be
+// stopped: at N=20000 the namespace's deletion took over an hour).
+type floorOptions struct {
+	cycle, keep bool
+	beside      func()
 }
 
 // dropNamespace deletes a namespace and waits until it is gone: deleting its

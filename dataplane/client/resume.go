@@ -130,11 +130,13 @@ func (s *Sandbox) began() func() {
 }
 
 // polling is c for a runtime that is starting (a Pod is Ready a moment
-// before the server in it listens): its idempotent calls are tried every
-// 50 to 250 ms for about two minutes, or until ctx ends, rather than with
-// the backoff meant for a server in trouble.
+// before the server in it listens, and a port-forward may look for the
+// Pod before it is made again: the Sandbox read before the resume can
+// still say Ready): its idempotent calls are tried every 50 to 250 ms for
+// about two minutes, or until ctx ends, rather than with the backoff meant
+// for a server in trouble, and a Pod not found is one more try.
 func (c *conn) polling() *conn {
 	p := *c
-	p.attempts, p.backoff, p.maxBackoff = 600, 50*time.Millisecond, 250*time.Millisecond
+	p.attempts, p.backoff, p.maxBackoff, p.starting = 600, 50*time.Millisecond, 250*time.Millisecond, true
 	return &p
 }

@@ -56,6 +56,9 @@ type conn struct {
 	// reach connects the sandboxd port-forward (checking that the Pod is
 	// still its Sandbox's) before a gRPC call; nil for other transports.
 	reach func(context.Context) error
+	// starting: the Sandbox is starting (polling), so a Pod not found yet
+	// (podGone) is waited for like any other refusal, not final.
+	starting bool
 }
 
 // healthEndpoint is the runtime's health check: GET / (legacy) or GET
@@ -115,7 +118,7 @@ func (c *conn) do(ctx context.Context, r request) (resp *http.Response, err erro
 			}
 			last = fmt.Errorf("%s: %w", r.op, err)
 			var p permanent
-			if errors.As(err, &p) {
+			if gone := (podGone{}); errors.As(err, &p) && !(c.starting && errors.As(err, &gone)) {
 				return nil, last
 			}
 			continue

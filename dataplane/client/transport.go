@@ -118,7 +118,9 @@ func (c *conn) do(ctx context.Context, r request) (resp *http.Response, err erro
 			}
 			last = fmt.Errorf("%s: %w", r.op, err)
 			var p permanent
-			if gone := (podGone{}); errors.As(err, &p) && !(c.starting && errors.As(err, &gone)) {
+			gone := podGone{}
+			if errors.As(err, &p) && (!c.starting || !errors.As(err, &gone)) {
+				// Final, but for a Pod not found yet while starting.
 				return nil, last
 			}
 			continue

@@ -1,10 +1,12 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -119,5 +121,28 @@ func TestStaleSandboxdHandleNeverReachesANamesake(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(base, name)); err == nil {
 			t.Errorf("the namesake's runtime ran a command from the stale handle (%s exists)", name)
 		}
+	}
+}
+
+// TestStartingHandleNeverReachesANamesake: the resume's polling tries a
+// port-forward again when the Pod is not found, and also when a Pod of the
+// name is another Sandbox's (a namesake): each try checks the Pod's
+// controller again, so it keeps waiting and never sends anything to the
+// namesake's runtime, whatever the tries.
+func TestStartingHandleNeverReachesANamesake(t *testing.T) {
+	f := newFakeCluster(t, "sb-starting", nil, false)
+	sb := f.open(t)
+	if err := sb.health(ctxFor(t)); err != nil {
+		t.Fatalf("health of its own Pod: %v", err)
+	}
+	f.replace(t)
+	before := len(f.rt.recorded())
+	ctx, cancel := context.WithTimeout(ctxFor(t), 2*time.Second)
+	defer cancel()
+	if err := sb.health(ctx); err == nil {
+		t.Fatal("a starting handle's health check answered by the namesake's Pod")
+	}
+	if n := len(f.rt.recorded()) - before; n != 0 {
+		t.Errorf("the namesake's runtime got %d requests from the starting handle", n)
 	}
 }

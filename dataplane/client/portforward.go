@@ -13,11 +13,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/streaming/pkg/httpstream/spdy"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
 // portForwardProtocol is the port-forward subprotocol kubelets speak.
@@ -111,7 +112,7 @@ func (p *portForward) connection(ctx context.Context) (httpstream.Connection, er
 }
 
 // verify checks, once a connection is made and before anything is sent
-// over it, that the Pod of the name is the Sandbox's (controlled by the owner UID): a Pod that is missing, or
+// over it, that the Pod of the name is the Sandbox's (its controller a Sandbox, by API group and kind, of the owner UID): a Pod that is missing, or
 // that another Sandbox of the same name made, is gone to this handle
 // (podGone: the caller looks at its Sandbox, by UID).
 func (p *portForward) verify(ctx context.Context) error {
@@ -126,7 +127,7 @@ func (p *portForward) verify(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("port-forward to pod %s: reading the pod: %w", p.pod, err)
 	}
-	if ref := metav1.GetControllerOfNoCopy(pod); ref == nil || ref.UID != p.owner {
+	if ref := sandboxv1beta1.ControllerOf(pod, sandboxv1beta1.SandboxKind); ref == nil || ref.UID != p.owner {
 		return permanent{podGone{fmt.Errorf("port-forward to pod %s: the pod is not the sandbox's (UID %s): %w", p.pod, p.owner, ErrNotFound)}}
 	}
 	return nil

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"flag"
 	"os"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -102,7 +100,7 @@ func TestBenchScale(t *testing.T) {
 // benchScaleController measures the controller's part of TestBenchScale
 // on a cluster of its own, into res.
 func benchScaleController(t *testing.T, res *ScaleResult, claims int) {
-	n, ctx := res.N, context.Background()
+	n := res.N
 	local, c := startBenchCluster(t, "bench-scale", res.Nodes)
 	watched := newWatch(t, local.Config, "", &corev1.Pod{}, &sandboxv1beta1.Sandbox{}, &extv1beta1.SandboxClaim{}, &extv1beta1.SandboxWarmPool{})
 	startWatch(t, watched)
@@ -118,12 +116,7 @@ func benchScaleController(t *testing.T, res *ScaleResult, claims int) {
 	ns := mkNamespace(t, c, "scale")
 	pr := ctrl.begin(t, "scale_cold")
 	cpu := cpuByProcess(clusterDirOf)
-	start := time.Now()
-	parallel(n, func(i int) error { return c.Create(ctx, benchSandbox(ns, i)) }, t)
-	for countReady(t, watched, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) != n {
-		time.Sleep(50 * time.Millisecond)
-	}
-	res.Cold.Seconds = round2(time.Since(start).Seconds())
+	res.Cold.Seconds = coldWave(t, c, watched, ns, n)
 	res.Cold.RatioToFloor = res.Cold.Seconds / res.Floor.Seconds
 	res.Cold.CPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
 	settle()

@@ -99,10 +99,13 @@ type binding struct {
 	// expired is set once this process expired the claim: final, even
 	// while the cache does not show the expired status yet.
 	expired bool
-	// uncertain is a warm member this process sent the take of without
-	// learning the outcome (the answer was lost: the API server went away
-	// mid-request). The take may have been made, so until the member is
-	// read again the claim takes nothing else (resolveUncertain).
+	// uncertain is a warm member this process sent the take of, or (no
+	// UID) the claim's own Sandbox it sent the create of, without learning
+	// the outcome (the answer was lost: the API server went away
+	// mid-request). The write may have been made, so until the Sandbox is
+	// read again the claim takes nothing else (resolveUncertain): a create
+	// made and not yet in the cache, then a member taken, would give the
+	// claim two Sandboxes.
 	uncertain *sandboxv1beta1.Sandbox
 }
 

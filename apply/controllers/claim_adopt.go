@@ -120,7 +120,9 @@ func outcomeUnknown(err error) bool {
 // readTaken reads member m past the cache after a take whose outcome is
 // unknown: the member as read when the claim took it (live), or, when it
 // is known not taken (gone, another object, or not the claim's), nil and
-// known; an error when it cannot be read.
+// known; an error when it cannot be read. An m without a UID is the
+// claim's own Sandbox after a create whose outcome is unknown: it is the
+// claim's when one of its name exists that the claim controls.
 func (r *ClaimReconciler) readTaken(ctx context.Context, claim *extv1beta1.SandboxClaim, m *sandboxv1beta1.Sandbox) (live *sandboxv1beta1.Sandbox, known bool, err error) {
 	got := &sandboxv1beta1.Sandbox{}
 	switch err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), got); {
@@ -129,27 +131,32 @@ func (r *ClaimReconciler) readTaken(ctx context.Context, claim *extv1beta1.Sandb
 	case err != nil:
 		return nil, false, err
 	}
-	if got.UID == m.UID && extv1beta1.IsClaimedBy(got, claim) {
+	if (m.UID == "" || got.UID == m.UID) && extv1beta1.IsClaimedBy(got, claim) {
 		return got, true, nil
 	}
 	return nil, true, nil
 }
 
-// resolveUncertain settles a take whose outcome this process does not know
-// (binding.uncertain) before the claim binds anything: the member, if the
-// claim took it, else nil; an error while it cannot be read.
+// resolveUncertain settles a write whose outcome this process does not
+// know (binding.uncertain: a take, or the create of the claim's own
+// Sandbox) before the claim binds anything: the Sandbox, if the write was
+// made, else nil; an error while it cannot be read.
 func (r *ClaimReconciler) resolveUncertain(ctx context.Context, claim *extv1beta1.SandboxClaim, b *binding, now time.Time) (*sandboxv1beta1.Sandbox, error) {
 	m := b.uncertain
+	what, launch := "the take of warm Sandbox", sandboxv1beta1.LaunchTypeWarm
+	if m.UID == "" {
+		what, launch = "the create of the claim's Sandbox", sandboxv1beta1.LaunchTypeCold
+	}
 	live, _, err := r.readTaken(ctx, claim, m)
 	if err != nil {
-		return nil, fmt.Errorf("the take of warm Sandbox %s may have been made, and reading it failed: %w", m.Name, err)
+		return nil, fmt.Errorf("%s %s may have been made, and reading it failed: %w", what, m.Name, err)
 	}
 	b.uncertain = nil
 	if live == nil {
-		log.FromContext(ctx).Info("a warm Sandbox whose take was not answered was not taken", "sandbox", m.Name)
+		log.FromContext(ctx).Info("a write whose answer was lost was not made", "write", what, "sandbox", m.Name)
 		return nil, nil
 	}
-	log.FromContext(ctx).Info("a warm Sandbox whose take was not answered was taken", "sandbox", m.Name)
-	bindTo(b, live, sandboxv1beta1.LaunchTypeWarm, now)
+	log.FromContext(ctx).Info("a write whose answer was lost was made", "write", what, "sandbox", m.Name)
+	bindTo(b, live, launch, now)
 	return live, nil
 }

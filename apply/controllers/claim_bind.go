@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -123,6 +124,11 @@ func (r *ClaimReconciler) serve(ctx context.Context, claim *extv1beta1.SandboxCl
 			}
 			m, retried = next, again
 		case step.Action == render.ActionCreate:
+			if outcomeUnknown(err) {
+				// The create may have been made: the claim takes no
+				// warm member before it knows (resolveUncertain).
+				b.uncertain = &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: step.Namespace, Name: step.Name}}
+			}
 			return r.failed(ctx, claim, b, in, err)
 		case step.Action == render.ActionStatus && apierrors.IsConflict(err):
 			live := &extv1beta1.SandboxClaim{}

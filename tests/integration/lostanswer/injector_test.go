@@ -2,6 +2,7 @@ package lostanswer
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -15,15 +16,21 @@ import (
 // naming a SandboxClaim as owner) to the API server, drops the answer,
 // fails the next read of that Sandbox, and holds back every Sandbox watch
 // event for a while: the controller learns nothing of its own write but
-// by asking again.
+// by asking again. Armed for creates (armCreate), it does the same to the
+// first create of a claim's own Sandbox there, after running a hook while
+// the create waits.
 type injector struct {
 	mu        sync.Mutex
 	ns        string // armed for this namespace; "" disarmed
-	lost      string // the Sandbox whose take's answer was lost
+	lost      string // the Sandbox whose take's (or create's) answer was lost
 	readFails int    // reads of it still to fail
 	reads     int    // reads of it made after the loss
 	heldUntil time.Time
 	hold      time.Duration // how long watch events are held after the loss
+	// create arms the injector for the claim's create instead of a take;
+	// before runs ahead of that create (nothing is held yet).
+	create bool
+	before func()
 }
 
 // errLost is what the controller sees instead of the answer.
@@ -33,7 +40,17 @@ func (f *injector) arm(ns string, readFails int, hold time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ns, f.readFails, f.heldUntil = ns, readFails, time.Time{}
-	f.hold = hold
+	f.hold, f.create, f.before, f.lost, f.reads = hold, false, nil, "", 0
+}
+
+// armCreate arms the injector for the first create of a claim's own
+// Sandbox in ns: before runs while that create waits, then the create is
+// made, its answer dropped and the Sandbox watch held for hold.
+func (f *injector) armCreate(ns string, hold time.Duration, before func()) {
+	f.arm(ns, 0, hold)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.create, f.before = true, before
 }
 
 func (f *injector) result() (lost string, reads int) {
@@ -60,8 +77,13 @@ func (f *injector) wrap(rt http.RoundTripper) http.RoundTripper {
 		prefix := "/apis/agents.x-k8s.io/v1beta1/namespaces/" + f.ns + "/sandboxes/"
 		ours := f.ns != "" && strings.HasPrefix(path, prefix)
 		name := strings.TrimPrefix(path, prefix)
+		collection := f.ns != "" && path == strings.TrimSuffix(prefix, "/")
 		switch {
-		case ours && req.Method == http.MethodPatch && f.lost == "":
+		case collection && req.Method == http.MethodPost && f.create && f.lost == "":
+			before := f.before
+			f.mu.Unlock()
+			return f.loseCreate(rt, req, before)
+		case ours && req.Method == http.MethodPatch && f.lost == "" && !f.create:
 			f.mu.Unlock()
 			body, err := io.ReadAll(req.Body)
 			if err != nil {
@@ -96,6 +118,40 @@ func (f *injector) wrap(rt http.RoundTripper) http.RoundTripper {
 		f.mu.Unlock()
 		return rt.RoundTrip(req)
 	})
+}
+
+// loseCreate makes a create of a claim's own Sandbox (any other create
+// goes through) after running before, holds the watch from before the
+// write, and loses the answer.
+func (f *injector) loseCreate(rt http.RoundTripper, req *http.Request, before func()) (*http.Response, error) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	var sb struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if !bytes.Contains(body, []byte(`"kind":"SandboxClaim"`)) || json.Unmarshal(body, &sb) != nil {
+		return rt.RoundTrip(req)
+	}
+	if before != nil {
+		before()
+	}
+	f.mu.Lock()
+	f.heldUntil = time.Now().Add(f.hold)
+	f.mu.Unlock()
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	_ = resp.Body.Close()
+	f.mu.Lock()
+	f.lost = sb.Metadata.Name
+	f.mu.Unlock()
+	return nil, errLost
 }
 
 // heldBody delays a watch stream's bytes while the injector holds events

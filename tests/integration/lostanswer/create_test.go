@@ -1,0 +1,92 @@
+package lostanswer
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	"github.com/agentsandbox/reconciler/tests/envtest"
+)
+
+// TestLostCreateAnswerIsReadBack: a claim finds its pool empty and creates
+// its own Sandbox; while the create is on its way the pool gets a Ready
+// member, the API server makes the create but its answer is lost, and the
+// controller's cache shows nothing of it for seconds. The claim must end
+// bound to its own Sandbox and must never control a second one: the
+// create's outcome is read back before the claim takes the member the
+// queue now offers. Before the fix, the claim took the member (found by
+// the API server restart fault scenario: two claims controlled a second
+// Sandbox).
+func TestLostCreateAnswerIsReadBack(t *testing.T) {
+	ns := env.Namespace(t)
+	env.StartKubelet(t, ns)
+	ctx := t.Context()
+	c := env.Client
+	env.CreatePool(t, ns, "pool", 0)
+	pool := client.ObjectKey{Namespace: ns, Name: "pool"}
+
+	controlled := watchClaimed(t, ns)
+	memberReady := false
+	faults.armCreate(ns, 3*time.Second, func() {
+		// While the claim's create waits: one Ready member, in the
+		// controller's cache (the pool reports it).
+		var p extv1beta1.SandboxWarmPool
+		if err := c.Get(ctx, pool, &p); err != nil {
+			t.Error(err)
+			return
+		}
+		p.Spec.Replicas = ptr.To[int32](1)
+		if err := c.Update(ctx, &p); err != nil {
+			t.Error(err)
+			return
+		}
+		deadline := time.Now().Add(time.Minute)
+		for time.Now().Before(deadline) {
+			if err := c.Get(ctx, pool, &p); err == nil && p.Status.ReadyReplicas == 1 {
+				memberReady = true
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	t.Cleanup(func() { faults.arm("", 0, 0) })
+	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "claim"},
+		Spec: extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: "pool"}}}
+	if err := c.Create(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	var got extv1beta1.SandboxClaim
+	envtest.Eventually(t, time.Minute, "the claim Ready", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(claim), &got); err != nil {
+			return err
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == extv1beta1.ConditionReady && cond.Status == metav1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %v", got.Status.Conditions)
+	})
+	lost, reads := faults.result()
+	switch {
+	case lost == "":
+		t.Fatal("no create's answer was lost: the scenario did not happen")
+	case !memberReady:
+		t.Fatal("the pool had no Ready member while the create waited: the scenario did not happen")
+	}
+	if reads < 1 {
+		t.Errorf("the Sandbox whose create was not answered was read %d times, want one that settled it", reads)
+	}
+	if got.Status.Sandbox.Name != lost {
+		t.Errorf("claim bound to %q; its create of %q was made", got.Status.Sandbox.Name, lost)
+	}
+	time.Sleep(2 * time.Second)
+	if n := controlled(got.UID); len(n) != 1 {
+		t.Errorf("the claim controlled %d Sandboxes over time: %v; want only %s", len(n), n, lost)
+	}
+}

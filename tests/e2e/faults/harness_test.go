@@ -429,6 +429,8 @@ type recorder struct {
 	// firstController is each Sandbox's controller reference as first
 	// seen (nil: none): who made it.
 	firstController map[types.UID]*metav1.OwnerReference
+	// names are the Sandboxes' names by UID, for the details.
+	names map[types.UID]string
 	// details say which objects broke an invariant, for the log.
 	details []string
 	stop    []func()
@@ -438,7 +440,7 @@ func record(t *testing.T, ns string) *recorder {
 	t.Helper()
 	r := &recorder{podsBySandbox: map[types.UID]map[types.UID]bool{}, sandboxByClaim: map[types.UID]map[types.UID]bool{},
 		deletedPVCOwner: map[string]types.UID{}, claimedDeleted: map[types.UID]map[string]bool{},
-		firstController: map[types.UID]*metav1.OwnerReference{}}
+		firstController: map[types.UID]*metav1.OwnerReference{}, names: map[types.UID]string{}}
 	wc, err := client.NewWithWatch(local.Config, client.Options{Scheme: envtest.Scheme()})
 	if err != nil {
 		t.Fatal(err)
@@ -492,6 +494,7 @@ func (r *recorder) observe(typ watch.EventType, o client.Object) {
 			add(r.podsBySandbox, ref.UID, o.UID)
 		}
 	case *sandboxv1beta1.Sandbox:
+		r.names[o.UID] = o.Name
 		if _, seen := r.firstController[o.UID]; !seen {
 			r.firstController[o.UID] = ref
 		}
@@ -535,9 +538,14 @@ func (r *recorder) count(inv *invariants, sbs []sandboxv1beta1.Sandbox) {
 			r.details = append(r.details, fmt.Sprintf("Sandbox %s (controller %v) had Pods %v", s.Name, metav1.GetControllerOf(s), slices.Collect(maps.Keys(pods))))
 		}
 	}
-	for _, sbs := range r.sandboxByClaim {
+	for claim, sbs := range r.sandboxByClaim {
 		if len(sbs) > 1 {
 			inv.ClaimsWithSecondSandbox++
+			var which []string
+			for uid := range sbs {
+				which = append(which, fmt.Sprintf("%s (first controller %v, exists %t)", r.names[uid], r.firstController[uid], exists[uid] != nil))
+			}
+			r.details = append(r.details, fmt.Sprintf("claim %s controlled Sandboxes %v", claim, which))
 		}
 	}
 	for _, owner := range r.deletedPVCOwner {

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
 // goneThenUp is a transport whose Pod is not found for the first tries,
@@ -45,5 +47,34 @@ func TestStartingWaitsForThePod(t *testing.T) {
 	drainClose(resp)
 	if n := rt.tries.Load(); n != 4 {
 		t.Errorf("starting: %d tries, want 4 (3 with no Pod, then the answer)", n)
+	}
+}
+
+// TestResumeWaitsPastAStaleReady: a Sandbox suspended a moment ago whose
+// status still says Ready (the controller has not reported the suspend:
+// Ready's observedGeneration is the spec's previous one) is resumed by
+// Open, which waits for a Ready observed at the resumed spec before it
+// connects: no call goes to a Pod that is not there yet.
+func TestResumeWaitsPastAStaleReady(t *testing.T) {
+	f := newFakeCluster(t, "sb-stale-ready", optedIn, false)
+	f.mu.Lock()
+	f.sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeSuspended
+	f.sb.Generation++
+	f.rv++
+	f.podEvents = append(f.podEvents, podEvent{"DELETED", f.podUID, f.rv})
+	f.podUID = ""
+	f.bumpLocked() // Ready=True still, observed at the generation before
+	f.mu.Unlock()
+	f.pf.drop()
+
+	sb := f.open(t)
+	if n := len(f.recordedPatches()); n != 1 {
+		t.Fatalf("%d PATCHes; want one resume", n)
+	}
+	if n := f.refusedPortForwards(); n != 0 {
+		t.Errorf("%d port-forwards found no Pod: Open took the Ready from before the suspend as the resumed Sandbox's", n)
+	}
+	if res, err := sb.Run(ctxFor(t), "echo up"); err != nil || res.Stdout != "up\n" {
+		t.Fatalf("Run = %+v, %v", res, err)
 	}
 }

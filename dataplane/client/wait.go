@@ -36,7 +36,8 @@ func (c *Client) waitForClaim(ctx context.Context, claim *extv1beta1.SandboxClai
 	return obj.(*extv1beta1.SandboxClaim), nil
 }
 
-// waitForSandbox watches the Sandbox until its Ready condition is True.
+// waitForSandbox watches the Sandbox until it is Ready for its current
+// spec (readyNow).
 func (c *Client) waitForSandbox(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*sandboxv1beta1.Sandbox, error) {
 	last := sb
 	obj, err := waitFor(ctx, c.sandboxes, "sandboxes", sb, func(o runtime.Object) bool {
@@ -44,13 +45,27 @@ func (c *Client) waitForSandbox(ctx context.Context, sb *sandboxv1beta1.Sandbox)
 		if ok {
 			last = s
 		}
-		return ok && meta.IsStatusConditionTrue(s.Status.Conditions, sandboxv1beta1.ConditionReady)
+		return ok && readyNow(s)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sandbox %s/%s: not ready (%s): %w", sb.Namespace, sb.Name,
-			readyCondition(last.Status.Conditions), err)
+		state := readyCondition(last.Status.Conditions)
+		if c := meta.FindStatusCondition(last.Status.Conditions, sandboxv1beta1.ConditionReady); c != nil && c.ObservedGeneration != 0 && c.ObservedGeneration < last.Generation {
+			state += fmt.Sprintf(", observed at generation %d, the spec is at %d", c.ObservedGeneration, last.Generation)
+		}
+		return nil, fmt.Errorf("sandbox %s/%s: not ready (%s): %w", sb.Namespace, sb.Name, state, err)
 	}
 	return obj.(*sandboxv1beta1.Sandbox), nil
+}
+
+// readyNow says whether a Sandbox's Ready condition is True and was
+// observed at its current generation: a Ready written before its spec last
+// changed (a suspend the controller has not reported yet, then the SDK's
+// own resume) says nothing about the Pod the spec asks for now. A Ready
+// without an observedGeneration (a controller that does not set it) is
+// taken as it is.
+func readyNow(sb *sandboxv1beta1.Sandbox) bool {
+	c := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && (c.ObservedGeneration == 0 || c.ObservedGeneration >= sb.Generation)
 }
 
 func readyCondition(conds []metav1.Condition) string {

@@ -69,7 +69,13 @@ func CacheOptions(managers []string) cache.Options {
 
 // keepManagedFields is a cache transform that keeps only the managedFields
 // entries of managers (all of them when managers is nil).
+// The entries kept share their bytes with equal ones of other cached
+// objects (fieldsInterner).
 func keepManagedFields(managers []string) toolscache.TransformFunc {
+	return keepManagedFieldsIn(managers, newFieldsInterner())
+}
+
+func keepManagedFieldsIn(managers []string, shared *fieldsInterner) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		o, ok := obj.(client.Object)
 		if !ok || managers == nil {
@@ -88,8 +94,10 @@ func keepManagedFields(managers []string) toolscache.TransformFunc {
 		}
 		if len(kept) < len(entries) {
 			// A fresh slice: the dropped entries' memory is released.
-			o.SetManagedFields(append([]metav1.ManagedFieldsEntry(nil), kept...))
+			kept = append([]metav1.ManagedFieldsEntry(nil), kept...)
+			o.SetManagedFields(kept)
 		}
+		shared.entries(kept)
 		return obj, nil
 	}
 }

@@ -76,7 +76,7 @@ var versionPattern = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[
 // the cache of API key Secrets it reads (nil without
 // --e2b-api-key-namespace), for the caller to start.
 func e2bFront(o e2bOptions, cfg *rest.Config, cache client.Reader, proxy *router.Handler, tr *router.TokenReview,
-	limits router.Limits, resolveWait time.Duration, log logr.Logger) (http.Handler, ctrlcache.Cache, error) {
+	limits router.Limits, resolveWait time.Duration, changes *router.Changes, log logr.Logger) (http.Handler, ctrlcache.Cache, error) {
 	scheme := runtime.NewScheme()
 	if err := extv1beta1.AddToScheme(scheme); err != nil {
 		return nil, nil, err
@@ -110,7 +110,7 @@ func e2bFront(o e2bOptions, cfg *rest.Config, cache client.Reader, proxy *router
 	}
 	eo := e2b.Options{Client: cl, Cache: cache, Sandboxes: sandboxes, Proxy: proxy, DefaultNamespace: o.namespace,
 		Tokens: tokens, EnvdVersion: o.envd, ReadyTimeout: o.readyTimeout, MaxSandboxTimeout: o.maxTTL,
-		ResolveWait: resolveWait, MaxRequestTimeout: limits.MaxTimeout, Log: log.WithName("e2b")}
+		ResolveWait: resolveWait, Changes: changes, MaxRequestTimeout: limits.MaxTimeout, Log: log.WithName("e2b")}
 	var keyCache ctrlcache.Cache
 	if o.keyNamespace != "" {
 		sel := labels.SelectorFromSet(labels.Set{e2b.LabelAPIKey: "true"})

@@ -272,7 +272,8 @@ func run(ctx context.Context, o options) error {
 	metrics := router.NewMetrics(reg)
 
 	var pf *router.PortForward
-	cacheOpts := router.CacheOptions{Namespaces: splitList(o.namespaces), Claims: o.e2b.enabled, TrimClaim: e2b.TrimClaim}
+	cacheOpts := router.CacheOptions{Namespaces: splitList(o.namespaces), Claims: o.e2b.enabled, TrimClaim: e2b.TrimClaim,
+		Changes: &router.Changes{}}
 	if o.transport == "port-forward" {
 		dial, err := router.APIServerDialer(cfg)
 		if err != nil {
@@ -346,6 +347,7 @@ func run(ctx context.Context, o options) error {
 		RuntimeToken:         runtimeToken,
 		Limits:               limits,
 		ResolveWait:          o.resolveWait,
+		Changes:              cacheOpts.Changes,
 		Resume:               writer,
 		ResumeTimeout:        o.resumeTimeout,
 		Events:               broadcaster.NewRecorder(eventScheme, "sandbox-router"),
@@ -361,7 +363,7 @@ func run(ctx context.Context, o options) error {
 	var front http.Handler
 	var keyCache ctrlcache.Cache
 	if o.e2b.enabled {
-		if front, keyCache, err = e2bFront(o.e2b, cfg, cache, handler, tr, limits, o.resolveWait, log); err != nil {
+		if front, keyCache, err = e2bFront(o.e2b, cfg, cache, handler, tr, limits, o.resolveWait, cacheOpts.Changes, log); err != nil {
 			return err
 		}
 	}

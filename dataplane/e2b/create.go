@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
+	"github.com/agentsandbox/reconciler/dataplane/router"
 )
 
 // DefaultSandboxTimeout is a sandbox's lifetime when create names none
@@ -212,6 +213,7 @@ func (s *Server) awaitReady(ctx context.Context, claim *extv1beta1.SandboxClaim)
 	defer cancel()
 	var why string
 	for {
+		changed := s.o.Changes.Wait()
 		var cur extv1beta1.SandboxClaim
 		err := s.o.Cache.Get(wctx, client.ObjectKeyFromObject(claim), &cur)
 		if err == nil && cur.UID == claim.UID {
@@ -232,10 +234,7 @@ func (s *Server) awaitReady(ctx context.Context, claim *extv1beta1.SandboxClaim)
 			why = fmt.Sprintf("not ready within %s (%s)", s.o.ReadyTimeout, why)
 			break
 		}
-		select {
-		case <-wctx.Done():
-		case <-time.After(pollInterval):
-		}
+		router.Pause(wctx, changed, pollInterval)
 	}
 	s.deleteClaim(context.WithoutCancel(ctx), claim)
 	return errorf(http.StatusBadRequest, "sandbox could not be started: %s", why)

@@ -88,6 +88,7 @@ func (s *Server) requestTimeout(r *http.Request) time.Duration {
 func (s *Server) cachedClaim(ctx context.Context, ns, name string) *extv1beta1.SandboxClaim {
 	deadline := time.Now().Add(s.o.ResolveWait)
 	for {
+		changed := s.o.Changes.Wait()
 		var c extv1beta1.SandboxClaim
 		err := s.o.Cache.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &c)
 		if err == nil {
@@ -96,13 +97,9 @@ func (s *Server) cachedClaim(ctx context.Context, ns, name string) *extv1beta1.S
 			}
 			return &c
 		}
-		if !apierrors.IsNotFound(err) || time.Now().Add(pollInterval).After(deadline) {
+		left := time.Until(deadline)
+		if !apierrors.IsNotFound(err) || left <= 0 || !router.Pause(ctx, changed, min(left, pollInterval)) {
 			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(pollInterval):
 		}
 	}
 }

@@ -228,16 +228,15 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
 	wctx, cancel := context.WithTimeout(ctx, s.o.ReadyTimeout)
 	defer cancel()
 	for {
+		changed := s.o.Changes.Wait()
 		var pod corev1.Pod
 		err := s.o.Cache.Get(wctx, types.NamespacedName{Namespace: sb.Namespace, Name: router.PodName(sb)}, &pod)
 		if apierrors.IsNotFound(err) || (err == nil && !sandboxv1beta1.IsControlledBy(&pod, sb, sandboxv1beta1.SandboxKind)) {
 			break
 		}
-		select {
-		case <-wctx.Done():
+		if !router.Pause(wctx, changed, pollInterval) {
 			writeAPIError(w, errorf(http.StatusGatewayTimeout, "sandbox %s was paused but its pod did not stop within %s", id, s.o.ReadyTimeout))
 			return
-		case <-time.After(pollInterval):
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -286,6 +285,7 @@ func (s *Server) resume(ctx context.Context, claim *extv1beta1.SandboxClaim) (bo
 	defer cancel()
 	resumed := false
 	for {
+		changed := s.o.Changes.Wait()
 		sb := s.sandboxOf(wctx, claim)
 		if sb != nil && sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended && !resumed {
 			if err := s.setMode(wctx, sb.Namespace, sb.Name, sb.UID, sandboxv1beta1.SandboxOperatingModeRunning); err != nil {
@@ -299,15 +299,17 @@ func (s *Server) resume(ctx context.Context, claim *extv1beta1.SandboxClaim) (bo
 			if err := s.o.Cache.Get(wctx, types.NamespacedName{Namespace: sb.Namespace, Name: router.PodName(sb)}, &pod); err != nil {
 				p = nil
 			}
-			if _, rerr := router.Route(sb, p, router.Target{ID: sb.Name, Namespace: sb.Namespace, Port: 1, ClaimUID: claim.UID}); rerr == nil &&
-				s.healthy(wctx, claim, sb) {
-				return resumed, nil
+			if _, rerr := router.Route(sb, p, router.Target{ID: sb.Name, Namespace: sb.Namespace, Port: 1, ClaimUID: claim.UID}); rerr == nil {
+				if s.healthy(wctx, claim, sb) {
+					return resumed, nil
+				}
+				// Routable, its runtime still starting: no change of
+				// the cache tells when it answers; poll.
+				changed = nil
 			}
 		}
-		select {
-		case <-wctx.Done():
+		if !router.Pause(wctx, changed, pollInterval) {
 			return resumed, errorf(http.StatusGatewayTimeout, "sandbox %s did not become ready within %s", id, s.o.ReadyTimeout)
-		case <-time.After(pollInterval):
 		}
 	}
 }

@@ -72,6 +72,10 @@ type Options struct {
 	// ResolveWait is how long a data-plane request for a claim the cache
 	// does not show yet waits for it (default 2s).
 	ResolveWait time.Duration
+	// Changes, if set, tells of every change Cache takes in: a wait for
+	// the cache (a claim Ready, a Pod gone) looks again at once rather than
+	// at the next poll. Nil: waits poll.
+	Changes *router.Changes
 	// MaxRequestTimeout caps a data-plane request's Connect-Timeout-Ms
 	// (the router's --max-timeout); requests without one get the router's
 	// default timeout.

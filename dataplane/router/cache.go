@@ -36,6 +36,9 @@ type CacheOptions struct {
 	Claims bool
 	// TrimClaim reduces a cached SandboxClaim; nil keeps it whole.
 	TrimClaim func(any) (any, error)
+	// Changes, if set, is told of every Sandbox and Pod event (and, with
+	// Claims, SandboxClaim event) the cache takes in.
+	Changes *Changes
 }
 
 // NewCache returns a watch cache of what the router reads, no more:
@@ -81,17 +84,29 @@ func NewCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (cache.Cach
 	if err != nil {
 		return nil, fmt.Errorf("router cache: %w", err)
 	}
-	if _, err := c.GetInformer(ctx, sandbox); err != nil {
+	sandboxes, err := c.GetInformer(ctx, sandbox)
+	if err != nil {
 		return nil, fmt.Errorf("router cache: sandboxes (is the Sandbox CRD installed?): %w", err)
 	}
+	var claims cache.Informer
 	if o.Claims {
-		if _, err := c.GetInformer(ctx, &extv1beta1.SandboxClaim{}); err != nil {
+		if claims, err = c.GetInformer(ctx, &extv1beta1.SandboxClaim{}); err != nil {
 			return nil, fmt.Errorf("router cache: sandboxclaims (is the SandboxClaim CRD installed?): %w", err)
 		}
 	}
 	pods, err := c.GetInformer(ctx, &corev1.Pod{})
 	if err != nil {
 		return nil, fmt.Errorf("router cache: pods: %w", err)
+	}
+	if o.Changes != nil {
+		for _, inf := range []cache.Informer{sandboxes, pods, claims} {
+			if inf == nil {
+				continue
+			}
+			if _, err := inf.AddEventHandler(o.Changes.handler()); err != nil {
+				return nil, fmt.Errorf("router cache: change events: %w", err)
+			}
+		}
 	}
 	if o.OnPodGone != nil {
 		if _, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {

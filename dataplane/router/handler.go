@@ -37,6 +37,10 @@ type Options struct {
 	// (yet) routable waits for the cache to catch up: a client that just saw
 	// its claim Ready may be a moment ahead of the router's watch.
 	ResolveWait time.Duration
+	// Changes, if set, is told of every change the resolver's cache takes
+	// in (CacheOptions.Changes): a waiting request looks again at once
+	// rather than at the next poll (resolvePoll).
+	Changes *Changes
 	// WebSocketMaxLifetime ends upgraded connections (WebSockets) after
 	// this long; zero means no limit. X-Sandbox-Timeout bounds only their
 	// handshake.
@@ -103,8 +107,37 @@ var (
 	errLifetime = errors.New("the WebSocket's maximum lifetime passed")
 )
 
-// resolvePoll is how often a waiting request looks at the cache again.
-const resolvePoll = 50 * time.Millisecond
+// resolvePoll is how often a waiting request looks at the cache again
+// when the cache tells of no change (Options.Changes). A variable for the
+// tests alone.
+var resolvePoll = 50 * time.Millisecond
+
+// changeSettle is how long a waiting request told of a change waits before
+// it looks (a burst of events makes one look, not one each).
+const changeSettle = 2 * time.Millisecond
+
+// Pause waits until changed (Changes.Wait, taken before the last look at
+// the cache) is closed, then changeSettle more, or d passes, or ctx ends;
+// false when ctx ended. A nil changed waits d.
+func Pause(ctx context.Context, changed <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	case <-changed:
+	}
+	s := time.NewTimer(changeSettle)
+	defer s.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-s.C:
+		return true
+	}
+}
 
 // deadlineGrace is added to a request's timeout for the deadlines of the
 // client connection, so that a timed-out request can still be answered 504.
@@ -203,23 +236,24 @@ func (h *Handler) serveTarget(rec *recorder, r *http.Request, start time.Time, r
 // resume on connect is resumed, or waited for, until it is routable, up to
 // ResumeTimeout and the request's deadline (awaitResume).
 func (h *Handler) resolve(ctx context.Context, t Target, requestDeadline time.Time) (Endpoint, *Error) {
-	deadline := earliest(time.Now().Add(h.o.ResolveWait), requestDeadline)
-	for {
+	start := time.Now()
+	deadline := earliest(start.Add(h.o.ResolveWait), requestDeadline)
+	for looks := 1; ; looks++ {
+		changed := h.o.Changes.Wait()
 		ep, err := h.o.Resolver.Resolve(ctx, t)
 		if err == nil {
+			if looks > 1 {
+				h.o.Metrics.resolveWaited(time.Since(start).Seconds())
+			}
 			return ep, nil
 		}
 		e := AsError(err)
 		if e.Resume != nil {
 			return h.awaitResume(ctx, t, e, requestDeadline)
 		}
-		if !e.Retry || time.Now().Add(resolvePoll).After(deadline) {
+		left := time.Until(deadline)
+		if !e.Retry || left <= 0 || !Pause(ctx, changed, min(left, resolvePoll)) {
 			return ep, e
-		}
-		select {
-		case <-ctx.Done():
-			return ep, e
-		case <-time.After(resolvePoll):
 		}
 	}
 }

@@ -24,6 +24,7 @@ type Metrics struct {
 	resumes            *prometheus.CounterVec
 	resumeDuration     prometheus.Histogram
 	resumeWaits        prometheus.Counter
+	resolveWaits       prometheus.Histogram
 	activityWrites     *prometheus.CounterVec
 }
 
@@ -98,6 +99,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "sandbox_router_requests_waited_for_resume_total",
 			Help: "Requests that waited for their Sandbox to resume (or, opted in to resume on connect, to start).",
 		}),
+		resolveWaits: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sandbox_router_resolve_wait_seconds",
+			Help:    "Time a request waited for the router's cache to show its Sandbox routable, of the requests that waited (a client a moment ahead of the router's watch); resumes are sandbox_router_resume_duration_seconds.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
 		activityWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandbox_router_activity_writes_total",
 			Help: "Writes of the last-activity annotation of Sandboxes with idle suspend, by result (ok, error, gone).",
@@ -109,7 +115,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.resumes.WithLabelValues(r)
 	}
 	reg.MustRegister(m.requests, m.duration, m.inflight, m.connections, m.resolutionFailures, m.authFailures, m.reviews, m.upstreamErrors, m.portForwards,
-		m.resumes, m.resumeDuration, m.resumeWaits, m.activityWrites)
+		m.resumes, m.resumeDuration, m.resumeWaits, m.resolveWaits, m.activityWrites)
 	return m
 }
 
@@ -169,6 +175,12 @@ func (m *Metrics) resumed(result string, seconds float64) {
 	m.resumes.WithLabelValues(result).Inc()
 	if result == resumeResumed {
 		m.resumeDuration.Observe(seconds)
+	}
+}
+
+func (m *Metrics) resolveWaited(seconds float64) {
+	if m != nil {
+		m.resolveWaits.Observe(seconds)
 	}
 }
 

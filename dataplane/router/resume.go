@@ -59,6 +59,7 @@ func (h *Handler) awaitResume(ctx context.Context, t Target, first *Error, reque
 	wctx, cancel := context.WithDeadline(ctx, requestDeadline)
 	defer cancel()
 	e := first
+	changed := h.o.Changes.Wait()
 	for {
 		if e.Resume.Suspended {
 			if rerr := h.resumeShared(wctx, t, e.Resume.Key); rerr != nil {
@@ -70,11 +71,9 @@ func (h *Handler) awaitResume(ctx context.Context, t Target, first *Error, reque
 				return Endpoint{}, &Error{Status: http.StatusGatewayTimeout, Reason: ReasonResumeTimeout,
 					Detail: fmt.Sprintf("Timed out waiting for sandbox %s to become ready. %s", name, e.Detail)}
 			}
-			select {
-			case <-wctx.Done():
-			case <-time.After(min(left, resolvePoll)):
-			}
+			Pause(wctx, changed, min(left, resolvePoll))
 		}
+		changed = h.o.Changes.Wait()
 		ep, err := h.o.Resolver.Resolve(wctx, t)
 		if err == nil {
 			ep.Resumed = true
@@ -120,6 +119,7 @@ func (h *Handler) resumeOnce(ctx context.Context, probe Target, key resume.Key) 
 	log := h.o.Log.WithValues("sandbox", key.String(), "uid", key.UID)
 	var wrote time.Time
 	for {
+		changed := h.o.Changes.Wait()
 		_, err := h.o.Resolver.Resolve(ctx, probe)
 		if err == nil {
 			break
@@ -141,14 +141,12 @@ func (h *Handler) resumeOnce(ctx context.Context, probe Target, key resume.Key) 
 			wrote = time.Now()
 			log.Info("resuming on connect")
 		}
-		select {
-		case <-ctx.Done():
+		if !Pause(ctx, changed, resolvePoll) {
 			if !wrote.IsZero() {
 				h.o.Metrics.resumed(resumeTimeout, 0)
 				log.Info("resume on connect timed out", "after", time.Since(wrote).String())
 			}
 			return errResumeTimeout
-		case <-time.After(resolvePoll):
 		}
 	}
 	if wrote.IsZero() {

@@ -73,9 +73,16 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 CONTROLLER_LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 
+# GO_TAGS are the build tags of the controller and of every test run:
+# fieldsv1string makes apimachinery hold managedFields field sets as
+# interned strings, one copy for every cached object with the same set
+# (most of a Sandbox's, Pod's and Service's are), and their deep copies
+# free. The image builds the controller with them too (Dockerfile).
+GO_TAGS := fieldsv1string
+
 .PHONY: controller
 controller: ## Build bin/sandbox-controller (version stamped from git).
-	go build -ldflags "$(CONTROLLER_LDFLAGS)" -o $(BIN)/sandbox-controller ./cmd/sandbox-controller
+	go build -tags $(GO_TAGS) -ldflags "$(CONTROLLER_LDFLAGS)" -o $(BIN)/sandbox-controller ./cmd/sandbox-controller
 
 .PHONY: cli
 cli: ## Build bin/kubectl-sandbox and its completion hook bin/kubectl_complete-sandbox (put bin/ on PATH to use them as `kubectl sandbox`).
@@ -119,7 +126,7 @@ test: verify lint test-go ## Run everything CI checks: generation drift, lint, u
 .PHONY: test-go
 test-go: $(CLUSTER_BINS) ## Run all Go tests (unit, golden, integration, e2e) without the verify and lint steps.
 	@$(E2B_SDK_CHECK)
-	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $$(go list ./... | grep -v /tests/e2e/faults)
+	go test -count=1 -tags $(GO_TAGS) -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $$(go list ./... | grep -v /tests/e2e/faults)
 	$(MAKE) --no-print-directory test-faults
 
 # TestE2BSDK (tests/e2e) runs the e2b SDK from npm (tests/e2b) with Node.js;
@@ -132,24 +139,24 @@ E2B_SDK_CHECK := command -v node >/dev/null && command -v npm >/dev/null || \
 # next to them can miss its startup deadline.
 .PHONY: test-faults
 test-faults: $(CLUSTER_BINS) ## Run the reliability scenarios (crash, API server restart, failover, other writers, hostile input).
-	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./tests/e2e/faults/
+	go test -count=1 -tags $(GO_TAGS) -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./tests/e2e/faults/
 
 .PHONY: test-docs
 test-docs: $(CLUSTER_BINS) ## Run every command README.md and docs/*.md show, against one local cluster (DOCS_PAGES="docs/x.md" for some pages), and check their links.
-	go test -count=1 -timeout 20m -v ./tests/docs/ 2>&1 | grep -v '^=== RUN'
+	go test -count=1 -tags $(GO_TAGS) -timeout 20m -v ./tests/docs/ 2>&1 | grep -v '^=== RUN'
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no API server (render, api, golden).
-	go test -count=1 -short $(GO_TEST_FLAGS) ./...
+	go test -count=1 -tags $(GO_TAGS) -short $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-integration
 test-integration: $(ENVTEST_ASSETS) ## Run the envtest integration tests (real kube-apiserver + etcd).
-	go test -count=1 $(GO_TEST_FLAGS) ./tests/integration/...
+	go test -count=1 -tags $(GO_TAGS) $(GO_TEST_FLAGS) ./tests/integration/...
 
 .PHONY: test-e2e
 test-e2e: $(CLUSTER_BINS) ## Run the end-to-end tests on a local kwok cluster (then the fault scenarios).
 	@$(E2B_SDK_CHECK)
-	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./tests/e2e/
+	go test -count=1 -tags $(GO_TAGS) -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./tests/e2e/
 	$(MAKE) --no-print-directory test-faults
 
 FUZZTIME ?= 30s
@@ -169,7 +176,7 @@ bench: $(CLUSTER_BINS) ## Run the benchmarks on a local cluster and print JSON (
 	AGENT_SANDBOX_BENCH=1 BENCH_N=$${BENCH_N:-500} BENCH_OUT=$${BENCH_OUT:-$(WORK)/bench.json} \
 		BENCH_DATAPLANE_OUT=$${BENCH_DATAPLANE_OUT:-$(WORK)/bench-dataplane.json} \
 		BENCH_E2B_OUT=$${BENCH_E2B_OUT:-$(WORK)/bench-e2b.json} \
-		go test -count=1 -timeout 180m -run "$${BENCH_RUN:-TestBench}" -v ./tests/bench/ 2>&1 | grep -v '^=== RUN'
+		go test -count=1 -tags $(GO_TAGS) -timeout 180m -run "$${BENCH_RUN:-TestBench}" -v ./tests/bench/ 2>&1 | grep -v '^=== RUN'
 
 .PHONY: golden
 golden: ## Rewrite golden files from the current code (review the diff like code).

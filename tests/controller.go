@@ -8,10 +8,14 @@ import (
 	"github.com/agentsandbox/reconciler/localcluster"
 )
 
+// BuildTags are the build tags the controller is built with (GO_TAGS in
+// the Makefile, and the image's build): tests that build it use them.
+const BuildTags = "fieldsv1string"
+
 // BuildController builds cmd/sandbox-controller into dir and returns its path.
 func BuildController(dir string) (string, error) {
 	bin := filepath.Join(dir, "sandbox-controller")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/sandbox-controller")
+	cmd := exec.Command("go", "build", "-tags", BuildTags, "-o", bin, "./cmd/sandbox-controller")
 	cmd.Dir = RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building the controller: %w\n%s", err, out)

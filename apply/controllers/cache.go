@@ -69,13 +69,10 @@ func CacheOptions(managers []string) cache.Options {
 
 // keepManagedFields is a cache transform that keeps only the managedFields
 // entries of managers (all of them when managers is nil).
-// The entries kept share their bytes with equal ones of other cached
-// objects (fieldsInterner).
+// The entries kept share their strings with those of other cached objects
+// (managedStrings).
 func keepManagedFields(managers []string) toolscache.TransformFunc {
-	return keepManagedFieldsIn(managers, newFieldsInterner())
-}
-
-func keepManagedFieldsIn(managers []string, shared *fieldsInterner) toolscache.TransformFunc {
+	shared := newManagedStrings()
 	return func(obj any) (any, error) {
 		o, ok := obj.(client.Object)
 		if !ok || managers == nil {

@@ -39,7 +39,7 @@ type controller struct {
 func startController(t *testing.T, kubeconfig string) *controller {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "sandbox-controller")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/sandbox-controller")
+	build := exec.Command("go", "build", "-tags", tests.BuildTags, "-o", bin, "./cmd/sandbox-controller")
 	build.Dir = tests.RepoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the controller: %v\n%s", err, out)

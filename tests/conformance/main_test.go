@@ -155,7 +155,7 @@ func setUp() (*Suite, func() error, error) {
 
 // buildBinaries builds what `make run` runs, from this tree, into dir.
 func buildBinaries(dir string) error {
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+	cmd := exec.Command("go", "build", "-tags", tests.BuildTags, "-o", dir+string(filepath.Separator),
 		"./cmd/sandbox-controller", "./cmd/sandbox-runtime", "./cmd/sandbox-router", "./cmd/kubectl-sandbox")
 	cmd.Dir = tests.RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -156,7 +156,7 @@ func checkoutLike(t *testing.T) string {
 		}
 	}
 	bin := filepath.Join(root, "bin")
-	build := exec.Command("go", append([]string{"build", "-o", bin + "/"}, binaries...)...)
+	build := exec.Command("go", append([]string{"build", "-tags", tests.BuildTags, "-o", bin + "/"}, binaries...)...)
 	build.Dir = repo
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

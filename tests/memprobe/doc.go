@@ -11,7 +11,7 @@
 // profile than the default 512 KiB sampling). The figures are printed,
 // never asserted; it runs only with AGENT_SANDBOX_MEMPROBE=1:
 //
-//	go build -o /tmp/sandbox-controller ./cmd/sandbox-controller
+//	go build -tags fieldsv1string -o /tmp/sandbox-controller ./cmd/sandbox-controller
 //	AGENT_SANDBOX_MEMPROBE=1 MEMPROBE_BIN=/tmp/sandbox-controller go test -v -run TestMemProbe ./tests/memprobe/
 //
 // The stand-in kubelet's Pods are smaller than a real kubelet's or kwok's

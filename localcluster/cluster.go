@@ -258,10 +258,24 @@ func (c *Cluster) ScaleNodes(ctx context.Context, n int) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d Ready nodes: %w", n, errors.Join(ctx.Err(), err))
+			seen := "no node list"
+			if nodes != nil {
+				seen = fmt.Sprintf("%d nodes, %d Ready", len(nodes.Items), countReady(nodes.Items))
+			}
+			return fmt.Errorf("waiting for %d Ready nodes (%s; kwok-controller's log ends: %s): %w", n, seen,
+				c.logTail("kwok-controller", 8), errors.Join(ctx.Err(), err))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// logTail is the last n lines of a component's log, or why there are none.
+func (c *Cluster) logTail(component string, n int) string {
+	b, err := os.ReadFile(filepath.Join(c.dir(), "logs", component+".log"))
+	if err != nil {
+		return err.Error()
+	}
+	return lastLines(string(b), n)
 }
 
 func countReady(nodes []corev1.Node) int {

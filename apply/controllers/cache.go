@@ -47,7 +47,11 @@ func controlledBy(owner client.Object, gk schema.GroupKind) client.MatchingField
 // Sandbox) was half of what each cached object cost. A cached object is
 // therefore never the source of a whole managedFields list: an ownership
 // upgrade (ssa.Engine.UpgradeOwnership) is made from an object read past
-// the cache. nil managers keeps every entry.
+// the cache. nil managers keeps every entry. What cached objects repeat is
+// one copy: the kept entries' strings (managedStrings) and the Pod
+// template spec of Sandboxes made from one template (podSpecs); cached
+// objects are therefore read-only, as controller-runtime's deep copies
+// make them for every reader but UnsafeDisableDeepCopy lists.
 func CacheOptions(managers []string) cache.Options {
 	trim := keepManagedFields(managers)
 	return cache.Options{
@@ -61,9 +65,22 @@ func CacheOptions(managers []string) cache.Options {
 			}},
 			&corev1.Service{}:             {Transform: trim},
 			&networkingv1.NetworkPolicy{}: {Transform: trim},
-			&sandboxv1beta1.Sandbox{}:     {Transform: trim},
+			&sandboxv1beta1.Sandbox{}:     {Transform: shareSpecs(trim)},
 			&extv1beta1.SandboxClaim{}:    {Transform: trim},
 		},
+	}
+}
+
+// shareSpecs is next followed by a transform that shares the Pod template
+// spec of Sandboxes made from one template (podSpecs).
+func shareSpecs(next toolscache.TransformFunc) toolscache.TransformFunc {
+	specs := newPodSpecs()
+	return func(obj any) (any, error) {
+		obj, err := next(obj)
+		if sb, ok := obj.(*sandboxv1beta1.Sandbox); ok && err == nil {
+			specs.share(sb)
+		}
+		return obj, err
 	}
 }
 

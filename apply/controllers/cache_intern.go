@@ -3,7 +3,11 @@ package controllers
 import (
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
 // managedStrings shares the short strings of cached objects' managedFields
@@ -50,4 +54,48 @@ func (in *managedStrings) str(s string) string {
 		in.strs[s] = s
 	}
 	return s
+}
+
+// podSpecs shares the Pod template spec among cached Sandboxes made from
+// one template (the template-ref-hash label, in one namespace): a warm
+// pool's members and its claims' Sandboxes repeat their template's spec,
+// and a decoder gives each its own containers, ports, resources and
+// strings. A Sandbox whose spec equals the one held for its template gets
+// that spec's contents (a shallow copy: the inner slices, maps and strings
+// are one copy); one that differs (a claim's own environment, a template
+// changed since) is held in its place. Sandboxes without the label are
+// left as they are.
+//
+// As with every cached object, the shared contents are never written: a
+// reader that changes a Sandbox changes a deep copy.
+type podSpecs struct {
+	mu    sync.Mutex
+	byKey map[string]*corev1.PodSpec
+}
+
+// maxPodSpecs bounds the specs a podSpecs holds (one per template and
+// namespace); past the bound, Sandboxes of other templates are left as
+// they are.
+const maxPodSpecs = 1024
+
+func newPodSpecs() *podSpecs { return &podSpecs{byKey: map[string]*corev1.PodSpec{}} }
+
+// share gives sb the held spec of its template when equal.
+func (p *podSpecs) share(sb *sandboxv1beta1.Sandbox) {
+	hash := sb.Labels[sandboxv1beta1.LabelSandboxTemplateRefHash]
+	if hash == "" {
+		return
+	}
+	key := sb.Namespace + "/" + hash
+	spec := &sb.Spec.PodTemplate.Spec
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	held, ok := p.byKey[key]
+	switch {
+	case ok && apiequality.Semantic.DeepEqual(held, spec):
+		*spec = *held
+	case ok || len(p.byKey) < maxPodSpecs:
+		c := *spec
+		p.byKey[key] = &c
+	}
 }

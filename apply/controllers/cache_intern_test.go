@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
 // podWithEntry is a Pod with one managedFields entry of manager, its
@@ -51,5 +53,62 @@ func TestManagedStringsShared(t *testing.T) {
 	}
 	if n := len(in.strs); n != maxManagedStrings {
 		t.Errorf("%d strings kept; want the bound, %d", n, maxManagedStrings)
+	}
+}
+
+// templateSandbox is a Sandbox of template hash h in ns whose spec is
+// decoded on its own, with image.
+func templateSandbox(ns, name, h, image string) *sandboxv1beta1.Sandbox {
+	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if h != "" {
+		sb.Labels = map[string]string{sandboxv1beta1.LabelSandboxTemplateRefHash: h}
+	}
+	sb.Spec.PodTemplate.Spec = corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "agent", Image: image, Ports: []corev1.ContainerPort{{ContainerPort: 8888}}}}}
+	return sb
+}
+
+func containersOf(sb *sandboxv1beta1.Sandbox) *corev1.Container {
+	return &sb.Spec.PodTemplate.Spec.Containers[0]
+}
+
+// TestPodSpecsShared: Sandboxes of one template in one namespace with
+// equal specs share one copy of the spec's contents; another namespace,
+// another spec (a template changed, a claim's own environment), or no
+// template label keeps its own; a deep copy is the reader's own.
+func TestPodSpecsShared(t *testing.T) {
+	share := shareSpecs(func(o any) (any, error) { return o, nil })
+	got := func(sb *sandboxv1beta1.Sandbox) *sandboxv1beta1.Sandbox {
+		o, err := share(sb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.(*sandboxv1beta1.Sandbox)
+	}
+	a := got(templateSandbox("ns", "a", "h1", "python:3"))
+	b := got(templateSandbox("ns", "b", "h1", "python:3"))
+	if containersOf(a) != containersOf(b) {
+		t.Error("two Sandboxes of one template with equal specs hold copies of their own")
+	}
+	if b.Spec.PodTemplate.Spec.Containers[0].Image != "python:3" || b.Name != "b" {
+		t.Errorf("shared spec changed the Sandbox: %+v", b)
+	}
+	other := got(templateSandbox("other", "c", "h1", "python:3"))
+	changed := got(templateSandbox("ns", "d", "h1", "python:4"))
+	bare := got(templateSandbox("ns", "e", "", "python:3"))
+	for _, sb := range []*sandboxv1beta1.Sandbox{other, changed, bare} {
+		if containersOf(sb) == containersOf(a) {
+			t.Errorf("Sandbox %s/%s shares the spec of another namespace, spec or none", sb.Namespace, sb.Name)
+		}
+	}
+	if containersOf(changed).Image != "python:4" {
+		t.Errorf("a changed spec was replaced: %s", containersOf(changed).Image)
+	}
+	// The changed spec is now the one held: the next of it shares it.
+	if next := got(templateSandbox("ns", "f", "h1", "python:4")); containersOf(next) != containersOf(changed) {
+		t.Error("the template's new spec is not shared")
+	}
+	if cp := a.DeepCopy(); containersOf(cp) == containersOf(a) {
+		t.Error("a deep copy shares the cached spec")
 	}
 }

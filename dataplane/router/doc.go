@@ -13,7 +13,9 @@
 //     the named Sandbox (and the X-Sandbox-UID, when sent), Ready, and the
 //     Sandbox standalone or claimed, never an unclaimed warm member.
 //     Addresses are checked, never trusted: X-Sandbox-Pod-IP must be the
-//     Pod's, and the DNS fallback dials the address it checked.
+//     Pod's, and the DNS fallback dials the address it checked. A request
+//     the cache cannot route yet waits for the cache's next event
+//     (Changes), not for a poll.
 //   - Authorization and a client's X-Sandbox-Runtime-Token never reach the
 //     sandbox; a router on a developer's machine runs behind LocalGuard.
 //   - Its only writes: spec.operatingMode Running on an opted-in Suspended

@@ -29,8 +29,9 @@ func newReceiver(t *testing.T) (*otlpsink.Sink, string) {
 }
 
 // chain runs a runtime behind a router (each tracing with tp, nil for off)
-// and returns the router's URL.
-func chain(t *testing.T, tp trace.TracerProvider) string {
+// and returns the router's URL and a stop that closes both once their
+// requests are done (so that their spans have ended).
+func chain(t *testing.T, tp trace.TracerProvider) (string, func()) {
 	t.Helper()
 	rt := httptest.NewServer(runtime.New(runtime.Options{BaseDir: t.TempDir(), Tracer: tp}))
 	t.Cleanup(rt.Close)
@@ -47,7 +48,7 @@ func chain(t *testing.T, tp trace.TracerProvider) string {
 	})
 	rs := httptest.NewServer(h)
 	t.Cleanup(rs.Close)
-	return rs.URL
+	return rs.URL, func() { rs.Close(); rt.Close() }
 }
 
 func run(t *testing.T, ctx context.Context, routerURL string) {
@@ -78,7 +79,8 @@ func TestOffExportsNothing(t *testing.T) {
 	if span.SpanContext().IsValid() || span.IsRecording() {
 		t.Fatalf("the global tracer provider records with tracing off")
 	}
-	run(t, ctx, chain(t, nil))
+	url, _ := chain(t, nil)
+	run(t, ctx, url)
 	span.End()
 	if err := shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -100,8 +102,12 @@ func TestTraceSDKRouterRuntime(t *testing.T) {
 		t.Fatalf("Setup: enabled=%v err=%v", enabled, err)
 	}
 	ctx, root := otel.Tracer("test").Start(context.Background(), "test.root")
-	run(t, ctx, chain(t, otel.GetTracerProvider()))
+	url, stop := chain(t, otel.GetTracerProvider())
+	run(t, ctx, url)
 	root.End()
+	// A hop's span ends after its answer is sent: the servers are closed
+	// (their handlers returned) before the spans are flushed.
+	stop()
 	if err := shutdown(context.Background()); err != nil { // flushes
 		t.Fatal(err)
 	}

@@ -1,16 +1,13 @@
 package lostanswer
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
-	"github.com/agentsandbox/reconciler/tests/envtest"
 )
 
 // TestLostCreateAnswerIsReadBack: a claim finds its pool empty and creates
@@ -55,23 +52,7 @@ func TestLostCreateAnswerIsReadBack(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { faults.arm("", 0, 0) })
-	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "claim"},
-		Spec: extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: "pool"}}}
-	if err := c.Create(ctx, claim); err != nil {
-		t.Fatal(err)
-	}
-	var got extv1beta1.SandboxClaim
-	envtest.Eventually(t, time.Minute, "the claim Ready", func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(claim), &got); err != nil {
-			return err
-		}
-		for _, cond := range got.Status.Conditions {
-			if cond.Type == extv1beta1.ConditionReady && cond.Status == metav1.ConditionTrue {
-				return nil
-			}
-		}
-		return fmt.Errorf("conditions %v", got.Status.Conditions)
-	})
+	got := claimReady(t, ns, "pool")
 	lost, reads := faults.result()
 	switch {
 	case lost == "":

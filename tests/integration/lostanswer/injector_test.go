@@ -85,28 +85,14 @@ func (f *injector) wrap(rt http.RoundTripper) http.RoundTripper {
 			return f.loseCreate(rt, req, before)
 		case ours && req.Method == http.MethodPatch && f.lost == "" && !f.create:
 			f.mu.Unlock()
-			body, err := io.ReadAll(req.Body)
-			if err != nil {
+			body, err := readBody(req)
+			switch {
+			case err != nil:
 				return nil, err
-			}
-			req.Body = io.NopCloser(bytes.NewReader(body))
-			if !bytes.Contains(body, []byte(`"kind":"SandboxClaim"`)) {
+			case !bytes.Contains(body, []byte(`"kind":"SandboxClaim"`)):
 				return rt.RoundTrip(req)
 			}
-			// Held from before the write: its watch event must not
-			// reach the cache ahead of the controller's next look.
-			f.mu.Lock()
-			f.heldUntil = time.Now().Add(f.hold)
-			f.mu.Unlock()
-			resp, err := rt.RoundTrip(req)
-			if err != nil {
-				return nil, err
-			}
-			_ = resp.Body.Close()
-			f.mu.Lock()
-			f.lost = name
-			f.mu.Unlock()
-			return nil, errLost
+			return f.lose(rt, req, name)
 		case ours && req.Method == http.MethodGet && name == f.lost:
 			f.reads++
 			if f.readFails > 0 {
@@ -124,11 +110,10 @@ func (f *injector) wrap(rt http.RoundTripper) http.RoundTripper {
 // goes through) after running before, holds the watch from before the
 // write, and loses the answer.
 func (f *injector) loseCreate(rt http.RoundTripper, req *http.Request, before func()) (*http.Response, error) {
-	body, err := io.ReadAll(req.Body)
+	body, err := readBody(req)
 	if err != nil {
 		return nil, err
 	}
-	req.Body = io.NopCloser(bytes.NewReader(body))
 	var sb struct {
 		Metadata struct {
 			Name string `json:"name"`
@@ -140,6 +125,13 @@ func (f *injector) loseCreate(rt http.RoundTripper, req *http.Request, before fu
 	if before != nil {
 		before()
 	}
+	return f.lose(rt, req, sb.Metadata.Name)
+}
+
+// lose makes req's write on the API server, holding the watch from before
+// it (its event must not reach the cache ahead of the controller's next
+// look), and loses the answer: the write to name is recorded as lost.
+func (f *injector) lose(rt http.RoundTripper, req *http.Request, name string) (*http.Response, error) {
 	f.mu.Lock()
 	f.heldUntil = time.Now().Add(f.hold)
 	f.mu.Unlock()
@@ -149,9 +141,19 @@ func (f *injector) loseCreate(rt http.RoundTripper, req *http.Request, before fu
 	}
 	_ = resp.Body.Close()
 	f.mu.Lock()
-	f.lost = sb.Metadata.Name
+	f.lost = name
 	f.mu.Unlock()
 	return nil, errLost
+}
+
+// readBody reads req's body and puts it back for the write.
+func readBody(req *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	return body, nil
 }
 
 // heldBody delays a watch stream's bytes while the injector holds events

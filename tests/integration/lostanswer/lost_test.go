@@ -44,23 +44,7 @@ func TestLostTakeAnswerIsReadBack(t *testing.T) {
 	controlled := watchClaimed(t, ns)
 	faults.arm(ns, 1, 3*time.Second)
 	t.Cleanup(func() { faults.arm("", 0, 0) })
-	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "claim"},
-		Spec: extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: "pool"}}}
-	if err := c.Create(ctx, claim); err != nil {
-		t.Fatal(err)
-	}
-	var got extv1beta1.SandboxClaim
-	envtest.Eventually(t, time.Minute, "the claim Ready", func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(claim), &got); err != nil {
-			return err
-		}
-		for _, cond := range got.Status.Conditions {
-			if cond.Type == extv1beta1.ConditionReady && cond.Status == metav1.ConditionTrue {
-				return nil
-			}
-		}
-		return fmt.Errorf("conditions %v", got.Status.Conditions)
-	})
+	got := claimReady(t, ns, "pool")
 	lost, reads := faults.result()
 	if lost == "" {
 		t.Fatal("no take's answer was lost: the scenario did not happen")
@@ -76,6 +60,31 @@ func TestLostTakeAnswerIsReadBack(t *testing.T) {
 	if n := controlled(got.UID); len(n) != 1 {
 		t.Errorf("the claim controlled %d Sandboxes over time: %v; want only %s", len(n), n, lost)
 	}
+}
+
+// claimReady creates the claim "claim" of pool in ns and returns it once
+// Ready.
+func claimReady(t *testing.T, ns, pool string) extv1beta1.SandboxClaim {
+	t.Helper()
+	ctx, c := t.Context(), env.Client
+	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "claim"},
+		Spec: extv1beta1.SandboxClaimSpec{WarmPoolRef: extv1beta1.SandboxWarmPoolRef{Name: pool}}}
+	if err := c.Create(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	var got extv1beta1.SandboxClaim
+	envtest.Eventually(t, time.Minute, "the claim Ready", func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(claim), &got); err != nil {
+			return err
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == extv1beta1.ConditionReady && cond.Status == metav1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %v", got.Status.Conditions)
+	})
+	return got
 }
 
 // watchClaimed records, from its own watch (not the controller's), every

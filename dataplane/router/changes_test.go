@@ -80,3 +80,41 @@ func TestResolveLooksAgainOnChange(t *testing.T) {
 		t.Errorf("%d looks; want 3 (not routable, a change that did not help, the change that did)", n)
 	}
 }
+
+// TestRefusedCallerNeverWaitsOnChanges plays the attacker: a caller the
+// authorizer refuses, asking for a Sandbox the cache shows not yet
+// routable while the cache keeps changing, is answered 403 at once; the
+// cache is never looked at for it, so the new wait cannot be used to learn
+// when another tenant's Sandbox becomes routable.
+func TestRefusedCallerNeverWaitsOnChanges(t *testing.T) {
+	changes := &Changes{}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				changes.Changed()
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	r := newTestRouter(t, func(o *Options) {
+		o.ResolveWait, o.Changes = time.Hour, changes
+		o.Authorizer = authorizerFunc(func(context.Context, *http.Request, string, string) *Error {
+			return &Error{Status: http.StatusForbidden, Reason: "forbidden", Detail: "no exec on this sandbox"}
+		})
+		o.Resolver = ResolverFunc(func(context.Context, Target) (Endpoint, error) {
+			return Endpoint{}, &Error{Status: http.StatusConflict, Reason: ReasonNotReady, Detail: "not yet", Retry: true}
+		})
+	})
+	headers := map[string]string{"X-Sandbox-ID": "someone-elses", "X-Sandbox-Namespace": "team-b", "X-Sandbox-Port": "8888", "X-Sandbox-Timeout": "10"}
+	if resp, _ := do(t, r, http.MethodGet, "/", headers, nil); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("refused caller got %d; want 403", resp.StatusCode)
+	}
+	if n := r.resolves.Load(); n != 0 {
+		t.Errorf("the cache was looked at %d times for a refused caller; want 0", n)
+	}
+}

@@ -44,6 +44,14 @@ type Dataplane struct {
 	// no Kubernetes (Commands["floor"], one at a time), p50 to p50 and p99
 	// to p99. FirstCommand's *_ratio_to_first_command_floor are to it.
 	FirstCommandFloor map[string]Latency `json:"first_command_floor"`
+	// Reach is the first contact with a Sandbox nobody reached before,
+	// measured alone by pacing and way ("paced_direct", ...; see Reach),
+	// and ReachFloor ClaimReady of the same pacing plus that contact and
+	// its first command: what claim -> first command cannot go below on
+	// this cluster, where reaching a Pod takes a port-forward.
+	// FirstCommand's *_ratio_to_reach_floor are to it.
+	Reach      map[string]Reach   `json:"reach"`
+	ReachFloor map[string]Latency `json:"first_command_reach_floor"`
 	// Commands is "echo hi" on already claimed sandboxes: "floor" (the same
 	// SDK calls against sandbox-runtime processes on 127.0.0.1, no
 	// Kubernetes), "direct" and "router". Ratios are to "floor".
@@ -65,6 +73,9 @@ type Latency struct {
 	// Ratios to FirstCommandFloor (claim -> first command only).
 	RatioP50ToFirstCommandFloor float64 `json:"p50_ratio_to_first_command_floor,omitempty"`
 	RatioP99ToFirstCommandFloor float64 `json:"p99_ratio_to_first_command_floor,omitempty"`
+	// Ratios to ReachFloor of the same key (claim -> first command only).
+	RatioP50ToReachFloor float64 `json:"p50_ratio_to_reach_floor,omitempty"`
+	RatioP99ToReachFloor float64 `json:"p99_ratio_to_reach_floor,omitempty"`
 	// SDKSteps is where claim -> first command's time went, by the Go
 	// SDK's spans (claim -> first command only).
 	SDKSteps map[string]Step `json:"sdk_steps,omitempty"`
@@ -112,7 +123,7 @@ func TestBenchDataplane(t *testing.T) {
 	// Room for the pool, a burst of claimed members and their refill.
 	res := Dataplane{Pool: pool, Nodes: 3*pool/100 + 2,
 		ClaimReady: map[string]Latency{}, FirstCommand: map[string]Latency{}, FirstCommandFloor: map[string]Latency{},
-		Commands: map[string]Commands{}}
+		Commands: map[string]Commands{}, Reach: map[string]Reach{}, ReachFloor: map[string]Latency{}}
 	steps := recordSDKSteps(t)
 
 	ctx := context.Background()
@@ -227,6 +238,21 @@ func TestBenchDataplane(t *testing.T) {
 	for _, sb := range append(routed, owned...) {
 		if err := sb.Close(ctx); err != nil {
 			t.Error(err)
+		}
+	}
+	// First contact alone, with Sandboxes nobody reached, last.
+	for _, p := range []struct {
+		name  string
+		n     int
+		every time.Duration
+	}{{"paced", paced, 200 * time.Millisecond}, {"burst", burst, 0}} {
+		for way, sc := range map[string]*sdk.Client{"direct": direct, "router": viaRouter} {
+			key := p.name + "_" + way
+			waitPool(t, watched, ns, pool)
+			r := reachPhase(t, c, sc, steps, watched, ns, key, p.n, p.every)
+			res.Reach[key] = r
+			logJSON(t, "reach_"+key, r)
+			res.FirstCommand[key], res.ReachFloor[key] = withReach(res.FirstCommand[key], res.ClaimReady[p.name], r)
 		}
 	}
 	report(t, res, "BENCH_DATAPLANE_OUT")

@@ -16,8 +16,11 @@
 // measures the
 // data plane on a local cluster with the stand-in kubelet: claim -> first
 // command (SDK Create then Run, paced and at once, by port-forward and
-// through bin/sandbox-router) as a ratio to claim Ready, and commands per
-// second as a ratio to sandbox-runtime processes reached without Kubernetes.
+// through bin/sandbox-router) as a ratio to claim Ready, to claim Ready plus
+// one command on a runtime alone, and to claim Ready plus the first contact
+// with a fresh Sandbox measured alone (its port-forward and first command:
+// the reach floor), and commands per second as a ratio to sandbox-runtime
+// processes reached without Kubernetes.
 // TestBenchScale, only when named, measures what a large N is for (cold
 // create against the floor's, idle, claims next to N against both claims
 // floors, memory per Sandbox, a restart) and leaves the rest out; the

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,15 +57,16 @@ func (in *managedStrings) str(s string) string {
 	return s
 }
 
-// podSpecs shares the Pod template spec among cached Sandboxes made from
-// one template (the template-ref-hash label, in one namespace): a warm
-// pool's members and its claims' Sandboxes repeat their template's spec,
-// and a decoder gives each its own containers, ports, resources and
-// strings. A Sandbox whose spec equals the one held for its template gets
-// that spec's contents (a shallow copy: the inner slices, maps and strings
-// are one copy); one that differs (a claim's own environment, a template
-// changed since) is held in its place. Sandboxes without the label are
-// left as they are.
+// podSpecs shares the Pod template spec among cached Sandboxes that
+// repeat one: those made from one template (the template-ref-hash label,
+// in one namespace: a warm pool's members and its claims' Sandboxes), and
+// Sandboxes made without a template whose containers (names and images)
+// and runtime class match, in one namespace (a client that creates many
+// alike). A decoder gives each its own containers, ports, resources and
+// strings. A Sandbox whose spec equals the one held for its key gets that
+// spec's contents (a shallow copy: the inner slices, maps and strings are
+// one copy); one that differs (a claim's own environment, a template
+// changed since, another environment) is held in its place.
 //
 // As with every cached object, the shared contents are never written: a
 // reader that changes a Sandbox changes a deep copy.
@@ -74,20 +76,16 @@ type podSpecs struct {
 }
 
 // maxPodSpecs bounds the specs a podSpecs holds (one per template and
-// namespace); past the bound, Sandboxes of other templates are left as
-// they are.
+// namespace, one per kind of Sandbox made without a template); past the
+// bound, Sandboxes of other keys are left as they are.
 const maxPodSpecs = 1024
 
 func newPodSpecs() *podSpecs { return &podSpecs{byKey: map[string]*corev1.PodSpec{}} }
 
-// share gives sb the held spec of its template when equal.
+// share gives sb the held spec of its key when equal.
 func (p *podSpecs) share(sb *sandboxv1beta1.Sandbox) {
-	hash := sb.Labels[sandboxv1beta1.LabelSandboxTemplateRefHash]
-	if hash == "" {
-		return
-	}
-	key := sb.Namespace + "/" + hash
 	spec := &sb.Spec.PodTemplate.Spec
+	key := specKey(sb.Namespace, sb.Labels[sandboxv1beta1.LabelSandboxTemplateRefHash], spec)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	held, ok := p.byKey[key]
@@ -98,4 +96,27 @@ func (p *podSpecs) share(sb *sandboxv1beta1.Sandbox) {
 		c := *spec
 		p.byKey[key] = &c
 	}
+}
+
+// specKey is where podSpecs holds a Sandbox's spec: by namespace and
+// template hash, or for a Sandbox made without a template by namespace,
+// runtime class and its containers' names and images (equality is checked
+// on the whole spec before anything is shared).
+func specKey(namespace, templateHash string, spec *corev1.PodSpec) string {
+	if templateHash != "" {
+		return namespace + "/" + templateHash
+	}
+	var b strings.Builder
+	b.WriteString(namespace)
+	b.WriteString("//")
+	if spec.RuntimeClassName != nil {
+		b.WriteString(*spec.RuntimeClassName)
+	}
+	for _, c := range spec.Containers {
+		b.WriteByte(0)
+		b.WriteString(c.Name)
+		b.WriteByte(0)
+		b.WriteString(c.Image)
+	}
+	return b.String()
 }

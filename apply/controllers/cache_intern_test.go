@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
@@ -75,7 +76,9 @@ func containersOf(sb *sandboxv1beta1.Sandbox) *corev1.Container {
 // TestPodSpecsShared: Sandboxes of one template in one namespace with
 // equal specs share one copy of the spec's contents; another namespace,
 // another spec (a template changed, a claim's own environment), or no
-// template label keeps its own; a deep copy is the reader's own.
+// template label keeps its own; a deep copy is the reader's own. Sandboxes
+// made alike without a template share theirs; another environment or
+// runtime class keeps its own.
 func TestPodSpecsShared(t *testing.T) {
 	share := shareSpecs(func(o any) (any, error) { return o, nil })
 	got := func(sb *sandboxv1beta1.Sandbox) *sandboxv1beta1.Sandbox {
@@ -110,5 +113,20 @@ func TestPodSpecsShared(t *testing.T) {
 	}
 	if cp := a.DeepCopy(); containersOf(cp) == containersOf(a) {
 		t.Error("a deep copy shares the cached spec")
+	}
+	// Sandboxes made without a template share by their containers and
+	// runtime class once the whole spec is equal.
+	if alike := got(templateSandbox("ns", "g", "", "python:3")); containersOf(alike) != containersOf(bare) {
+		t.Error("two Sandboxes made alike without a template hold copies of their own")
+	}
+	env := templateSandbox("ns", "h", "", "python:3")
+	env.Spec.PodTemplate.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "TASK", Value: "h"}}
+	if got(env); containersOf(env) == containersOf(bare) || len(containersOf(env).Env) != 1 {
+		t.Error("a Sandbox with its own environment was given another's spec")
+	}
+	gvisor := templateSandbox("ns", "i", "", "python:3")
+	gvisor.Spec.PodTemplate.Spec.RuntimeClassName = ptr.To("gvisor")
+	if got(gvisor); containersOf(gvisor) == containersOf(bare) || gvisor.Spec.PodTemplate.Spec.RuntimeClassName == nil {
+		t.Error("a Sandbox of another runtime class was given another's spec")
 	}
 }

@@ -45,7 +45,11 @@ func startController(t *testing.T, kubeconfig string) *controller {
 		t.Fatalf("building the controller: %v\n%s", err, out)
 	}
 	probe, metrics, pprof := freeAddr(t), freeAddr(t), freeAddr(t)
-	logFile, err := os.Create(filepath.Join(t.TempDir(), "controller.log"))
+	logPath := filepath.Join(t.TempDir(), "controller.log")
+	if p := os.Getenv("BENCH_CONTROLLER_LOG"); p != "" {
+		logPath = p // kept after the run
+	}
+	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,9 +47,9 @@ func startController(t *testing.T, kubeconfig string) *controller {
 	probe, metrics, pprof := freeAddr(t), freeAddr(t), freeAddr(t)
 	logPath := filepath.Join(t.TempDir(), "controller.log")
 	if p := os.Getenv("BENCH_CONTROLLER_LOG"); p != "" {
-		logPath = p // kept after the run
+		logPath = p // kept after the run; each controller started appends
 	}
-	logFile, err := os.Create(logPath)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,13 +19,11 @@ import (
 // been quiet for a while, one collection that returns every free page
 // (debug.FreeOSMemory) brings resident memory down to what is live.
 const (
-	// releaseEvery is how often allocation is looked at (reading the
-	// runtime's metrics costs microseconds).
-	releaseEvery = 2 * time.Second
+	// releaseEvery is how often allocation is looked at.
+	releaseEvery = 5 * time.Second
 	// quietBytes is the most a quiet controller allocates in releaseEvery
-	// (an idle one allocates well under 1 MiB a second; the tail of a wave
-	// of 1000 creates allocated 4-10 MiB a second).
-	quietBytes = 4 << 20
+	// (an idle one allocates a few hundred KiB: metrics scrapes, resyncs).
+	quietBytes = 8 << 20
 	// busyBytes is how much must have been allocated since the last
 	// release (or start) for another to be worth a collection.
 	busyBytes = 256 << 20

@@ -13,7 +13,7 @@ func TestReleaserDecides(t *testing.T) {
 		why             string
 	}{
 		{0, 100 * mib, false, "the first look only starts counting"},
-		{3 * mib, 100 * mib, false, "quiet, but nothing busy came before"},
+		{4 * mib, 100 * mib, false, "quiet, but nothing busy came before"},
 		{200 * mib, 100 * mib, false, "busy"},
 		{400 * mib, 100 * mib, false, "still busy"},
 		{402 * mib, 8 * mib, false, "quiet after a busy spell, but little is free"},

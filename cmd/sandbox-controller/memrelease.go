@@ -27,11 +27,8 @@ const (
 	// busyBytes is how much must have been allocated since the last
 	// release (or start) for another to be worth a collection.
 	busyBytes = 256 << 20
-	// freeBytes is the least a collection must be expected to give back:
-	// the heap's free pages not yet returned to the kernel, and what its
-	// objects hold beyond what was live at the last collection (the
-	// wave's garbage, which only a collection frees: an idle controller
-	// allocates too little to start one).
+	// freeBytes is the least the heap must hold free and not yet returned
+	// to the kernel.
 	freeBytes = 16 << 20
 )
 
@@ -43,9 +40,8 @@ type releaser struct {
 	started     bool
 }
 
-// decide is given the cumulative bytes allocated and the heap bytes a
-// collection would be expected to give back (freeBytes); it reports
-// whether to release now.
+// decide is given the cumulative bytes allocated and the free heap bytes
+// not yet returned; it reports whether to release now.
 func (r *releaser) decide(allocated, free uint64) bool {
 	if !r.started {
 		r.started, r.last, r.since = true, allocated, allocated
@@ -62,21 +58,16 @@ func (r *releaser) decide(allocated, free uint64) bool {
 
 // releaseIdleMemory releases memory as releaser decides until ctx ends.
 func releaseIdleMemory(ctx context.Context, log logr.Logger) {
-	samples := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/memory/classes/heap/free:bytes"},
-		{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	samples := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
 	var r releaser
 	tick := time.NewTicker(releaseEvery)
 	defer tick.Stop()
 	for {
 		metrics.Read(samples)
-		free := samples[1].Value.Uint64()
-		if objects, live := samples[2].Value.Uint64(), samples[3].Value.Uint64(); objects > live {
-			free += objects - live
-		}
-		if r.decide(samples[0].Value.Uint64(), free) {
+		if r.decide(samples[0].Value.Uint64(), samples[1].Value.Uint64()) {
 			began := time.Now()
 			debug.FreeOSMemory()
-			log.Info("quiet after a busy spell: free memory returned to the kernel", "reclaimableBytes", free, "took", time.Since(began))
+			log.V(1).Info("quiet: free memory returned", "freeBytes", samples[1].Value.Uint64(), "took", time.Since(began))
 		}
 		select {
 		case <-ctx.Done():

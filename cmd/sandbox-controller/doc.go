@@ -5,7 +5,5 @@
 // so existing deployments keep working; flags of its own are added, never
 // changed. Without GOMEMLIMIT it sets the Go runtime's soft memory limit
 // from its container's memory limit, and without GOGC the collector's
-// target to --gc-percent (memlimit.go); once quiet after a busy spell it
-// returns the heap's free memory to the kernel (--release-idle-memory,
-// memrelease.go).
+// target to --gc-percent (memlimit.go).
 package main

@@ -54,7 +54,6 @@ type options struct {
 	policyReload            time.Duration
 	memoryLimitRatio        float64
 	gcPercent               int
-	releaseIdleMemory       bool
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -111,8 +110,6 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Without GOMEMLIMIT, the Go runtime's soft memory limit as this share of the container's memory limit (cgroup), so the collector works harder before the container is killed; 0 leaves it unset.")
 	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent,
 		"Without GOGC, the Go collector's target: how far the heap may grow past what was live after the last collection, in percent (Go's default is 100); 0 leaves it unset.")
-	fs.BoolVar(&o.releaseIdleMemory, "release-idle-memory", true,
-		"Once the controller is quiet after a busy spell (a wave of creates, suspends or resumes), collect and return the heap's free memory to the kernel, so resident memory comes down to what is live.")
 	fs.DurationVar(&o.warmPoolGrace, "warm-pool-grace-period", 5*time.Minute,
 		"How long a warm pool member may take to become Ready before its pool reports it (Progressing=False and a WarmPoolNotProgressing event).")
 }

@@ -100,10 +100,6 @@ func run(o options) error {
 	} else {
 		log.V(1).Info("Go collector target left alone", "because", why)
 	}
-	var quiet everyReplica
-	if o.releaseIdleMemory {
-		quiet = func(ctx context.Context) error { releaseIdleMemory(ctx, ctrl.Log.WithName("memory")); return nil }
-	}
 	scheme := clientgoscheme.Scheme
 	for _, add := range []func(*k8sruntime.Scheme) error{sandboxv1beta1.AddToScheme, extv1beta1.AddToScheme, apiextensionsv1.AddToScheme} {
 		if err := add(scheme); err != nil {
@@ -159,11 +155,6 @@ func run(o options) error {
 	set, err := policy.LoadConfig(policyConfig)
 	if err != nil {
 		return err
-	}
-	if quiet != nil {
-		if err := mgr.Add(quiet); err != nil {
-			return err
-		}
 	}
 	policies.Set(set)
 	metrics.PolicyLoaded(set.Policies())

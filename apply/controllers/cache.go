@@ -49,7 +49,8 @@ func controlledBy(owner client.Object, gk schema.GroupKind) client.MatchingField
 // upgrade (ssa.Engine.UpgradeOwnership) is made from an object read past
 // the cache. nil managers keeps every entry. What cached objects repeat is
 // one copy: the kept entries' strings (managedStrings) and the Pod
-// template spec of Sandboxes made from one template (podSpecs); cached
+// template spec of Sandboxes made from one template or made alike without
+// one (podSpecs); cached
 // objects are therefore read-only, as controller-runtime's deep copies
 // make them for every reader but UnsafeDisableDeepCopy lists.
 func CacheOptions(managers []string) cache.Options {
@@ -72,7 +73,7 @@ func CacheOptions(managers []string) cache.Options {
 }
 
 // shareSpecs is next followed by a transform that shares the Pod template
-// spec of Sandboxes made from one template (podSpecs).
+// spec of Sandboxes that repeat one (podSpecs).
 func shareSpecs(next toolscache.TransformFunc) toolscache.TransformFunc {
 	specs := newPodSpecs()
 	return func(obj any) (any, error) {

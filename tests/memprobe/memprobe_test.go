@@ -15,6 +15,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -120,6 +122,12 @@ func TestMemProbe(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	env.StartKubelet(t, ns)
+	// Runtime isolation is enforced by default: the Sandboxes name gVisor,
+	// as the bench's do, and the API server must know the class.
+	gvisor := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "runsc"}
+	if err := env.Client.Create(ctx, gvisor); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
 	for i := 0; i < n; i++ {
@@ -133,7 +141,8 @@ func TestMemProbe(t *testing.T) {
 				Spec: sandboxv1beta1.SandboxSpec{SandboxBlueprint: sandboxv1beta1.SandboxBlueprint{
 					Service: ptr.To(true),
 					PodTemplate: sandboxv1beta1.PodTemplate{Spec: corev1.PodSpec{
-						Containers: []corev1.Container{{Name: "agent", Image: "python:3.13-slim", Ports: []corev1.ContainerPort{{ContainerPort: 8888}}}},
+						RuntimeClassName: ptr.To("gvisor"),
+						Containers:       []corev1.Container{{Name: "agent", Image: "python:3.13-slim", Ports: []corev1.ContainerPort{{ContainerPort: 8888}}}},
 					}},
 				}},
 			}

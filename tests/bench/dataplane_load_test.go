@@ -268,12 +268,8 @@ func firstCommandPhase(t *testing.T, sc *sdk.Client, ns string, n int, every tim
 			return 0, err
 		}
 		sbs[i] = sb
-		res, err := sb.Run(ctx, "echo hi")
-		d := time.Since(began)
-		if err == nil && (res.ExitCode != 0 || res.Stdout != "hi\n") {
-			err = fmt.Errorf("echo hi: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
-		}
-		return d, err
+		err = echoHi(ctx, sb)
+		return time.Since(began), err
 	}, t)
 	parallel(n, func(i int) error {
 		if sbs[i] == nil {
@@ -282,6 +278,15 @@ func firstCommandPhase(t *testing.T, sc *sdk.Client, ns string, n int, every tim
 		return sbs[i].Close(context.Background())
 	}, t)
 	return l
+}
+
+// echoHi runs "echo hi" on sb: an error unless it exits 0 and prints hi.
+func echoHi(ctx context.Context, sb *sdk.Sandbox) error {
+	res, err := sb.Run(ctx, "echo hi")
+	if err == nil && (res.ExitCode != 0 || res.Stdout != "hi\n") {
+		err = fmt.Errorf("echo hi: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	return err
 }
 
 // commandPhase runs "echo hi" 100 times one after the other on the first

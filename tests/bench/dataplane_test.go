@@ -168,6 +168,12 @@ func TestBenchDataplane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One claim every 200 ms, then all at once.
+	pacings := []struct {
+		name  string
+		n     int
+		every time.Duration
+	}{{"paced", paced, 200 * time.Millisecond}, {"burst", burst, 0}}
 	// Each phase starts on a full pool; the floor and the SDK alternate so
 	// that a drift of the machine affects them alike.
 	phase := func(key string, n int, every time.Duration, floor bool, sc *sdk.Client) {
@@ -188,11 +194,7 @@ func TestBenchDataplane(t *testing.T) {
 		}
 		logJSON(t, key, l)
 	}
-	for _, p := range []struct {
-		name  string
-		n     int
-		every time.Duration
-	}{{"paced", paced, 200 * time.Millisecond}, {"burst", burst, 0}} {
+	for _, p := range pacings {
 		phase(p.name, p.n, p.every, true, nil)
 		phase(p.name+"_direct", p.n, p.every, false, direct)
 		phase(p.name+"_router", p.n, p.every, false, viaRouter)
@@ -241,11 +243,7 @@ func TestBenchDataplane(t *testing.T) {
 		}
 	}
 	// First contact alone, with Sandboxes nobody reached, last.
-	for _, p := range []struct {
-		name  string
-		n     int
-		every time.Duration
-	}{{"paced", paced, 200 * time.Millisecond}, {"burst", burst, 0}} {
+	for _, p := range pacings {
 		for way, sc := range map[string]*sdk.Client{"direct": direct, "router": viaRouter} {
 			key := p.name + "_" + way
 			waitPool(t, watched, ns, pool)

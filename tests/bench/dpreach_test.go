@@ -64,10 +64,7 @@ func reachPhase(t *testing.T, c client.Client, sc *sdk.Client, steps *sdkSteps, 
 			return 0, err
 		}
 		sbs[i] = sb
-		res, err := sb.Run(ctx, "echo hi")
-		if err == nil && (res.ExitCode != 0 || res.Stdout != "hi\n") {
-			err = fmt.Errorf("echo hi: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
-		}
+		err = echoHi(ctx, sb)
 		return time.Since(began), err
 	}, t)
 	st := steps.since()

@@ -63,11 +63,5 @@ func TestLostCreateAnswerIsReadBack(t *testing.T) {
 	if reads < 1 {
 		t.Errorf("the Sandbox whose create was not answered was read %d times, want one that settled it", reads)
 	}
-	if got.Status.Sandbox.Name != lost {
-		t.Errorf("claim bound to %q; its create of %q was made", got.Status.Sandbox.Name, lost)
-	}
-	time.Sleep(2 * time.Second)
-	if n := controlled(got.UID); len(n) != 1 {
-		t.Errorf("the claim controlled %d Sandboxes over time: %v; want only %s", len(n), n, lost)
-	}
+	boundOnlyTo(t, got, lost, "create", controlled)
 }

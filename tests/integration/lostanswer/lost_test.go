@@ -52,8 +52,16 @@ func TestLostTakeAnswerIsReadBack(t *testing.T) {
 	if reads < 2 {
 		t.Errorf("the member whose take was not answered was read %d times, want a failed read and one that settled it", reads)
 	}
+	boundOnlyTo(t, got, lost, "take", controlled)
+}
+
+// boundOnlyTo checks that claim got is bound to lost, the Sandbox whose
+// write (what: "take", "create") lost its answer, and that it never
+// controlled another (controlled: watchClaimed's record).
+func boundOnlyTo(t *testing.T, got extv1beta1.SandboxClaim, lost, what string, controlled func(types.UID) []string) {
+	t.Helper()
 	if got.Status.Sandbox.Name != lost {
-		t.Errorf("claim bound to %q; its take of %q was made", got.Status.Sandbox.Name, lost)
+		t.Errorf("claim bound to %q; its %s of %q was made", got.Status.Sandbox.Name, what, lost)
 	}
 	// Let any second take or cold start show up before counting.
 	time.Sleep(2 * time.Second)

@@ -258,12 +258,22 @@ func claimReadyPhase(t *testing.T, c client.Client, w *claimWatch, ns, key strin
 // until the output is back; the sandboxes are closed (their claims deleted)
 // afterwards.
 func firstCommandPhase(t *testing.T, sc *sdk.Client, ns string, n int, every time.Duration) Latency {
+	l, closeAll := openAndEcho(t, n, every, func(ctx context.Context, _ int) (*sdk.Sandbox, error) {
+		return sc.Create(ctx, ns, "pool")
+	})
+	closeAll()
+	return l
+}
+
+// openAndEcho times, for n sandboxes every apart (0: all at once), open
+// then "echo hi" until its output is back. closeAll closes the sandboxes
+// opened (their context lasts until then, as for any SDK user).
+func openAndEcho(t *testing.T, n int, every time.Duration, open func(ctx context.Context, i int) (*sdk.Sandbox, error)) (_ Latency, closeAll func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	sbs := make([]*sdk.Sandbox, n)
 	l := schedule(n, every, func(i int) (time.Duration, error) {
 		began := time.Now()
-		sb, err := sc.Create(ctx, ns, "pool")
+		sb, err := open(ctx, i)
 		if err != nil {
 			return 0, err
 		}
@@ -271,13 +281,15 @@ func firstCommandPhase(t *testing.T, sc *sdk.Client, ns string, n int, every tim
 		err = echoHi(ctx, sb)
 		return time.Since(began), err
 	}, t)
-	parallel(n, func(i int) error {
-		if sbs[i] == nil {
-			return nil
-		}
-		return sbs[i].Close(context.Background())
-	}, t)
-	return l
+	return l, func() {
+		defer cancel()
+		parallel(n, func(i int) error {
+			if sbs[i] == nil {
+				return nil
+			}
+			return sbs[i].Close(context.Background())
+		}, t)
+	}
 }
 
 // echoHi runs "echo hi" on sb: an error unless it exits 0 and prints hi.

@@ -53,27 +53,12 @@ func reachPhase(t *testing.T, c client.Client, sc *sdk.Client, steps *sdkSteps, 
 	}, t)
 	waitReady(t, watched, ns, names)
 	settle()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	sbs := make([]*sdk.Sandbox, n)
 	steps.since()
-	l := schedule(n, every, func(i int) (time.Duration, error) {
-		began := time.Now()
-		sb, err := sc.Open(ctx, ns, names[i])
-		if err != nil {
-			return 0, err
-		}
-		sbs[i] = sb
-		err = echoHi(ctx, sb)
-		return time.Since(began), err
-	}, t)
+	l, closeAll := openAndEcho(t, n, every, func(ctx context.Context, i int) (*sdk.Sandbox, error) {
+		return sc.Open(ctx, ns, names[i])
+	})
 	st := steps.since()
-	parallel(n, func(i int) error {
-		if sbs[i] == nil {
-			return nil
-		}
-		return sbs[i].Close(context.Background()) // Open's Sandbox: only disconnects
-	}, t)
+	closeAll() // Open's Sandboxes: only disconnects
 	return Reach{Sandboxes: n, Errors: l.Errors, Seconds: l.Seconds, Health: st["sandbox.health"], Run: st["sandbox.run"]}
 }
 

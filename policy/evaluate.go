@@ -39,6 +39,24 @@ func (s *Set) Check(ctx context.Context, o Object) []Decision {
 	if ns := obj.GetNamespace(); ns != "" {
 		what = fmt.Sprintf("%s %s/%s", gvk.Kind, ns, obj.GetName())
 	}
+	key, keyed := s.memo.key(ctx, s, o, op)
+	if keyed {
+		if ds, ok := s.memo.get(key, what); ok {
+			return ds
+		}
+	}
+	decisions := s.check(ctx, o, op, what)
+	if keyed {
+		s.memo.put(key, decisions)
+	}
+	return decisions
+}
+
+// check evaluates every policy that matches o (see Check); what names o in
+// the decisions.
+func (s *Set) check(ctx context.Context, o Object, op admissionregistrationv1.OperationType, what string) []Decision {
+	obj := o.Object
+	gvk := obj.GroupVersionKind()
 	var old runtime.Object
 	if o.OldObject != nil {
 		old = o.OldObject

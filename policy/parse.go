@@ -114,6 +114,7 @@ func Load(sources ...Source) (*Set, error) {
 	for _, name := range order {
 		set.policies = append(set.policies, policies[name])
 	}
+	set.memo = newMemo(readsOf(set.policies))
 	return set, nil
 }
 

@@ -96,7 +96,8 @@ func (e *LoadError) Error() string {
 }
 
 // Set is a compiled set of policies, bindings and params, ready to check
-// objects. It is immutable and safe for concurrent use.
+// objects. It is immutable (but for the verdicts it remembers) and safe
+// for concurrent use.
 type Set struct {
 	policies []*compiled
 	// digest identifies the sources the set was loaded from.
@@ -104,6 +105,9 @@ type Set struct {
 	// defaults are the bundles' modes where a check names no namespace
 	// modes (nil: bindings' own actions).
 	defaults Modes
+	// memo remembers decisions by what the policies observe of an object
+	// (nil: they observe all of it).
+	memo *memo
 }
 
 type compiled struct {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -329,17 +330,33 @@ func TestWarnAndAudit(t *testing.T) {
 
 // BenchmarkCheckRenderedPod is the policy check of a rendered sandbox Pod
 // with every built-in bundle on.
+// BenchmarkCheckRenderedPod judges a rendered sandbox Pod by the three
+// bundles: evaluated (no memory) and remembered (a Pod alike but for its
+// name, as the next Sandbox of a template renders it).
 func BenchmarkCheckRenderedPod(b *testing.B) {
-	s := loadBundles(b, BundleRuntimeIsolation, BundleBaseline, BundleRestricted)
-	o, err := ObjectOf(sandboxPod())
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if ds := s.Check(ctx, o); len(ds) != 0 {
-			b.Fatal(ds)
-		}
+	for _, remember := range []bool{false, true} {
+		b.Run(map[bool]string{false: "evaluated", true: "remembered"}[remember], func(b *testing.B) {
+			s := loadBundles(b, BundleRuntimeIsolation, BundleBaseline, BundleRestricted)
+			if !remember {
+				s.memo = nil
+			}
+			ctx := context.Background()
+			objs := make([]Object, 2)
+			for i := range objs {
+				o, err := ObjectOf(sandboxPod(func(p *corev1.Pod) { p.Name = fmt.Sprintf("box-%d", i) }))
+				if err != nil {
+					b.Fatal(err)
+				}
+				objs[i] = o
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				if ds := s.Check(ctx, objs[i%2]); len(ds) != 0 {
+					b.Fatal(ds)
+				}
+			}
+		})
 	}
 }

@@ -150,12 +150,17 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if c.exists() {
 		_ = c.kwok(ctx, "delete", "cluster", "--name", opts.Name)
 	}
+	unlock, err := lockCreate(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 1; ; attempt++ {
 		err := c.kwok(ctx, args...)
 		if err == nil {
 			break
 		}
 		if attempt == createAttempts || ctx.Err() != nil {
+			unlock()
 			_ = c.Stop(context.WithoutCancel(ctx))
 			return nil, fmt.Errorf("creating local cluster %q: %w", opts.Name, err)
 		}
@@ -164,6 +169,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		_, _ = fmt.Fprintf(c.log, "creating local cluster %q failed, deleting it and trying again: %v\n", opts.Name, err)
 		_ = c.kwok(context.WithoutCancel(ctx), "delete", "cluster", "--name", opts.Name)
 	}
+	unlock()
 	if err := c.setup(ctx, opts); err != nil {
 		_ = c.Stop(context.WithoutCancel(ctx))
 		return nil, err

@@ -27,7 +27,10 @@
 // behind it whose port 8080 leads to that router, so upstream's SDKs find
 // the router in their port-forward modes (the router starts first for
 // that). The local router and the runtimes refuse requests a web page could
-// make (--allowed-hosts). With Kind set it creates a kind
+// make (--allowed-hosts). Clusters on one machine are created one at a
+// time (a lock file in the temporary directory, held while kwokctl
+// creates one): kwokctl picks ports free at that moment, and two created
+// at once could pick the same. With Kind set it creates a kind
 // cluster instead (Docker needed).
 //
 // It is a library of its own (not under cmd/, which holds flags and wiring

@@ -5,5 +5,7 @@
 // so existing deployments keep working; flags of its own are added, never
 // changed. Without GOMEMLIMIT it sets the Go runtime's soft memory limit
 // from its container's memory limit, and without GOGC the collector's
-// target to --gc-percent (memlimit.go).
+// target to --gc-percent (memlimit.go); on Linux, once quiet after starting
+// and after each busy spell, it unmaps the read-only pages of its own
+// executable (--release-code-pages, codepages.go).
 package main

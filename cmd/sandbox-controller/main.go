@@ -148,6 +148,14 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	if o.releaseCodePages && runtime.GOOS == "linux" {
+		if err := mgr.Add(everyReplica(func(ctx context.Context) error {
+			releaseCodePages(ctx, ctrl.Log.WithName("memory"))
+			return nil
+		})); err != nil {
+			return err
+		}
+	}
 	policies := &policy.Holder{
 		NamespaceLabels: controllers.NamespaceLabels(mgr.GetClient()),
 		Exempt:          []string{o.controllerNamespace, metav1.NamespaceSystem},

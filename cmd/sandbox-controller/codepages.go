@@ -15,63 +15,62 @@ import (
 // Sandboxes created, suspended or deleted) run code that a quiet
 // controller does not run again, and the kernel maps in more around each
 // page it faults in. Those pages of the executable stay mapped: measured
-// with 500 Sandboxes, 52 MiB of the executable resident of 94 MiB in all,
-// of which 30 MiB came back once unmapped. They are clean copies of the
-// file, so unmapping them loses nothing: the page cache keeps them, and
-// what runs again is mapped again by a minor fault.
+// with 500 Sandboxes (tests/memprobe), 52 MiB of the executable resident
+// of 94 MiB in all; unmapped once started, the wave making the 500 mapped
+// 22 MiB again, and a quiet controller keeps 7 MiB mapped. They are clean
+// copies of the file, so unmapping them loses nothing: the page cache
+// keeps them, and what runs again is mapped again by a minor fault.
 const (
-	// codeLookEvery is how often allocation is looked at (reading the
-	// runtime's metrics costs microseconds).
+	// codeLookEvery is how often allocation and the executable's resident
+	// pages are looked at (reading both costs tens of microseconds).
 	codeLookEvery = 2 * time.Second
 	// codeQuietBytes is the most a quiet controller allocates in
 	// codeLookEvery (an idle one allocates well under 1 MiB a second).
 	codeQuietBytes = 4 << 20
-	// codeBusyBytes is how much must have been allocated since the last
-	// release (or since the process started) for another: a busy spell.
-	codeBusyBytes = 64 << 20
+	// codeGrownBytes is how far the file-backed resident pages must have
+	// grown since the last release (or from none, at start) for another.
+	codeGrownBytes = 16 << 20
 )
 
-// spells tells, from the runtime's cumulative allocation, when a busy
-// spell has ended: at the first quiet look after codeBusyBytes were
-// allocated since the last release. Starting is the first spell.
-type spells struct {
-	last, since uint64
-	started     bool
+// codeReleaser tells when to unmap the executable's pages: at a quiet
+// look (little allocated since the last) once the file-backed resident
+// pages have grown by codeGrownBytes since they were last unmapped.
+type codeReleaser struct {
+	last    uint64 // bytes allocated at the last look
+	base    int64  // file-backed resident bytes after the last release
+	started bool
 }
 
-// decide is given the cumulative bytes allocated; it reports whether to
-// release now.
-func (s *spells) decide(allocated uint64) bool {
-	if !s.started {
-		s.started, s.last = true, allocated
+// decide is given the cumulative bytes allocated and the file-backed
+// resident bytes; it reports whether to release now.
+func (c *codeReleaser) decide(allocated uint64, resident int64) bool {
+	if !c.started {
+		c.started, c.last = true, allocated
 		return false
 	}
-	quiet := allocated-s.last < codeQuietBytes
-	s.last = allocated
-	if !quiet || allocated-s.since < codeBusyBytes {
-		return false
-	}
-	s.since = allocated
-	return true
+	quiet := allocated-c.last < codeQuietBytes
+	c.last = allocated
+	return quiet && resident-c.base >= codeGrownBytes
 }
 
-// releaseCodePages unmaps the executable's read-only pages at the end of
-// each busy spell until ctx ends.
+// releaseCodePages unmaps the executable's read-only pages as
+// codeReleaser decides until ctx ends.
 func releaseCodePages(ctx context.Context, log logr.Logger) {
 	samples := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	var s spells
+	var c codeReleaser
 	tick := time.NewTicker(codeLookEvery)
 	defer tick.Stop()
 	for {
 		metrics.Read(samples)
-		if s.decide(samples[0].Value.Uint64()) {
+		if c.decide(samples[0].Value.Uint64(), rssFile()) {
 			began := time.Now()
 			before, after, err := releaseExecutablePages()
 			if err != nil {
 				log.Error(err, "unmapping the executable's pages")
 				return
 			}
-			log.Info("quiet after a busy spell: the executable's pages unmapped", "residentBefore", before, "residentAfter", after, "took", time.Since(began))
+			c.base = after
+			log.Info("quiet: the executable's pages unmapped", "residentBefore", before, "residentAfter", after, "took", time.Since(began))
 		}
 		select {
 		case <-ctx.Done():

@@ -6,28 +6,33 @@ import (
 	"testing"
 )
 
-// The executable's pages are unmapped at the first quiet look after a busy
-// spell (starting is one), once per spell.
-func TestSpellsDecide(t *testing.T) {
+// The executable's pages are unmapped at a quiet look once they have grown
+// back by codeGrownBytes since the last release (from none at start).
+func TestCodeReleaserDecides(t *testing.T) {
 	const mib = 1 << 20
-	var s spells
+	var c codeReleaser
 	steps := []struct {
-		allocated uint64
-		want      bool
-		why       string
+		allocated       uint64
+		resident, after int64 // after: resident once released
+		want            bool
+		why             string
 	}{
-		{70 * mib, false, "the first look only starts counting"},
-		{72 * mib, true, "quiet after starting, which allocated 70 MiB"},
-		{73 * mib, false, "released already: nothing busy since"},
-		{100 * mib, false, "busy, but less than a spell's worth since the release"},
-		{101 * mib, false, "quiet, not enough allocated since the release"},
-		{300 * mib, false, "busy"},
-		{302 * mib, true, "quiet after the spell"},
-		{303 * mib, false, "quiet, released already"},
+		{70 * mib, 45 * mib, 0, false, "the first look only starts counting"},
+		{90 * mib, 46 * mib, 0, false, "busy: still starting"},
+		{92 * mib, 47 * mib, 8 * mib, true, "quiet after starting, 47 MiB of the executable resident"},
+		{93 * mib, 8 * mib, 0, false, "quiet, unmapped already"},
+		{200 * mib, 30 * mib, 0, false, "a wave runs"},
+		{201 * mib, 30 * mib, 9 * mib, true, "quiet after the wave, grown by 22 MiB"},
+		{202 * mib, 9 * mib, 0, false, "quiet, unmapped already"},
+		{300 * mib, 12 * mib, 0, false, "busy"},
+		{301 * mib, 12 * mib, 0, false, "quiet, but grown by 3 MiB only"},
 	}
 	for i, st := range steps {
-		if got := s.decide(st.allocated); got != st.want {
-			t.Errorf("step %d (%s): decide(%d MiB) = %v, want %v", i, st.why, st.allocated/mib, got, st.want)
+		if got := c.decide(st.allocated, st.resident); got != st.want {
+			t.Errorf("step %d (%s): decide(%d MiB, %d MiB) = %v, want %v", i, st.why, st.allocated/mib, st.resident/mib, got, st.want)
+		}
+		if st.want {
+			c.base = st.after
 		}
 	}
 }

@@ -6,6 +6,6 @@
 // changed. Without GOMEMLIMIT it sets the Go runtime's soft memory limit
 // from its container's memory limit, and without GOGC the collector's
 // target to --gc-percent (memlimit.go); on Linux, once quiet after starting
-// and after each busy spell, it unmaps the read-only pages of its own
-// executable (--release-code-pages, codepages.go).
+// or a wave, it unmaps the read-only pages of its own executable
+// (--release-code-pages, codepages.go).
 package main

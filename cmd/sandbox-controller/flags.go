@@ -112,7 +112,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent,
 		"Without GOGC, the Go collector's target: how far the heap may grow past what was live after the last collection, in percent (Go's default is 100); 0 leaves it unset.")
 	fs.BoolVar(&o.releaseCodePages, "release-code-pages", true,
-		"On Linux, once quiet after starting and after each busy spell, unmap the executable's read-only pages (code the spell ran that a quiet controller does not run again); the page cache keeps them and what runs again is mapped again.")
+		"On Linux, once quiet after starting or a wave, unmap the executable's read-only pages (code run once and not again); the page cache keeps them and what runs again is mapped again.")
 	fs.DurationVar(&o.warmPoolGrace, "warm-pool-grace-period", 5*time.Minute,
 		"How long a warm pool member may take to become Ready before its pool reports it (Progressing=False and a WarmPoolNotProgressing event).")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -165,6 +166,7 @@ func TestReadsOf(t *testing.T) {
 		{"size(object) > 0", nil},
 		{"variables.x.all(object, object.spec.nodeName == '')", map[string]any{"spec": map[string]any{"nodeName": "x"}}},
 		{"request.name == 'n'", map[string]any{}},
+		{"authorizer.requestResource.check('get').allowed()", map[string]any{}},
 		{"this is not CEL (", nil},
 	}
 	for _, c := range cases {
@@ -182,6 +184,9 @@ func TestReadsOf(t *testing.T) {
 		}
 		if got := r.project(pod); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s: projection %v, want %v", c.expr, got, c.want)
+		}
+		if names := strings.Contains(c.expr, "request") || strings.Contains(c.expr, "authorizer"); r.name != names {
+			t.Errorf("%s: reads the name = %v, want %v", c.expr, r.name, names)
 		}
 	}
 }

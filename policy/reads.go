@@ -132,7 +132,9 @@ func (r *reads) walk(e ast.Expr, ranged bool) {
 		switch e.AsIdent() {
 		case "object", "oldObject":
 			r.all = true
-		case "request":
+		case "request", "authorizer":
+			// The request's attributes (and an authorizer's checks of
+			// them) name the object: as its name is read.
 			r.name = true
 		}
 	case ast.SelectKind:

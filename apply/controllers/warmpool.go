@@ -251,7 +251,13 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, pool *extv1beta1.San
 		Policies: r.Policy.Get() != nil, Defaults: render.CurrentDefaults(r.Defaults),
 		Previous: poolStatus.previous(&r.memory.status, pool), NotProgressingReported: reported, Grace: r.Grace, Now: now,
 	}
-	plan, err := render.PlanWarmPool(in)
+	// Whether to wait is decided on a plan of one new member at most:
+	// while claims take members one by one, the pool looks again and
+	// again, and rendering every member it lacks each time (up to a whole
+	// burst's worth) only to wait was most of its CPU.
+	probe := in
+	probe.MaxBatch = 1
+	plan, err := render.PlanWarmPool(probe)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -261,6 +267,11 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, pool *extv1beta1.San
 			// judged or written now, not even status; the pool looks
 			// again shortly.
 			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+	}
+	if in.MaxBatch != 1 {
+		if plan, err = render.PlanWarmPool(in); err != nil {
+			return reconcile.Result{}, err
 		}
 	}
 	if len(plan.Checks) > 0 {

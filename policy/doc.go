@@ -18,6 +18,10 @@
 //     never by replacing text.
 //   - Decisions are data (policy, binding, rule, action, message). The
 //     package never talks to a cluster.
+//   - A set remembers its decisions by what its policies can read of an
+//     object (reads.go: worked out from the CEL and the selectors at load;
+//     memo.go): objects alike in all of it are judged once. Whatever the
+//     analysis cannot follow reads the whole object.
 //
 // The user's guide is docs/policies.md.
 package policy

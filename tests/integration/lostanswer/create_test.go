@@ -4,7 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/utils/ptr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -32,13 +33,11 @@ func TestLostCreateAnswerIsReadBack(t *testing.T) {
 	faults.armCreate(ns, 3*time.Second, func() {
 		// While the claim's create waits: one Ready member, in the
 		// controller's cache (the pool reports it).
-		var p extv1beta1.SandboxWarmPool
-		if err := c.Get(ctx, pool, &p); err != nil {
-			t.Error(err)
-			return
-		}
-		p.Spec.Replicas = ptr.To[int32](1)
-		if err := c.Update(ctx, &p); err != nil {
+		// A merge patch, not an update: the controller writes the pool's
+		// status meanwhile, and an update of the pool read before that
+		// conflicts.
+		p := extv1beta1.SandboxWarmPool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool"}}
+		if err := c.Patch(ctx, &p, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`))); err != nil {
 			t.Error(err)
 			return
 		}

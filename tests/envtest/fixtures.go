@@ -1,9 +1,13 @@
 package envtest
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,4 +38,15 @@ func (e *Env) CreatePool(t testing.TB, ns, name string, replicas int32) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// EnsureGVisor makes the cluster-wide RuntimeClass gvisor (handler runsc)
+// unless it exists: runtime isolation is enforced by default, so sandbox
+// Pods name it, and the API server's RuntimeClass admission wants it.
+func (e *Env) EnsureGVisor(ctx context.Context) error {
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "runsc"}
+	if err := e.Client.Create(ctx, rc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating RuntimeClass gvisor: %w", err)
+	}
+	return nil
 }

@@ -15,8 +15,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	nodev1 "k8s.io/api/node/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -124,8 +122,7 @@ func TestMemProbe(t *testing.T) {
 	env.StartKubelet(t, ns)
 	// Runtime isolation is enforced by default: the Sandboxes name gVisor,
 	// as the bench's do, and the API server must know the class.
-	gvisor := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "runsc"}
-	if err := env.Client.Create(ctx, gvisor); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := env.EnsureGVisor(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

@@ -6,9 +6,6 @@ import (
 	"os"
 	"testing"
 
-	nodev1 "k8s.io/api/node/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/agentsandbox/reconciler/apply/controllers"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
@@ -34,8 +31,7 @@ func TestMain(m *testing.M) {
 		policies.NamespaceLabels = controllers.NamespaceLabels(e.Client)
 		policies.Exempt = []string{"kube-system"}
 		// The API server's RuntimeClass admission wants the class to exist.
-		rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "runsc"}
-		if err := e.Client.Create(context.Background(), rc); err != nil {
+		if err := e.EnsureGVisor(context.Background()); err != nil {
 			return nil, err
 		}
 		running, err = manager.Start(e.Config, e.Scheme, manager.Options{

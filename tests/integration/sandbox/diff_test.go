@@ -10,9 +10,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	nodev1 "k8s.io/api/node/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/agentsandbox/reconciler/tests"
 )
@@ -31,8 +28,7 @@ func TestKubectlSandboxDiff(t *testing.T) {
 	}
 	kubeconfig := env.Kubeconfig(t)
 	ns := env.Namespace(t)
-	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "runsc"}
-	if err := env.Client.Create(context.Background(), rc); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := env.EnsureGVisor(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	manifest := func(image, extra string) string {

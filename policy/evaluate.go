@@ -26,18 +26,17 @@ type Object struct {
 // Check evaluates every policy that matches the object and returns the
 // failed validations, one decision per binding action.
 func (s *Set) Check(ctx context.Context, o Object) []Decision {
-	if s == nil || o.Object == nil {
-		return nil
+	if s == nil || o.Object == nil || !s.Wants(o.GVR) {
+		return nil // nothing to judge, nor to key a memory by
 	}
 	op := o.Operation
 	if op == "" {
 		op = admissionregistrationv1.Create
 	}
-	obj := o.Object
-	gvk := obj.GroupVersionKind()
-	what := fmt.Sprintf("%s %s", gvk.Kind, obj.GetName())
-	if ns := obj.GetNamespace(); ns != "" {
-		what = fmt.Sprintf("%s %s/%s", gvk.Kind, ns, obj.GetName())
+	gvk := o.Object.GroupVersionKind()
+	what := fmt.Sprintf("%s %s", gvk.Kind, o.Object.GetName())
+	if ns := o.Object.GetNamespace(); ns != "" {
+		what = fmt.Sprintf("%s %s/%s", gvk.Kind, ns, o.Object.GetName())
 	}
 	key, keyed := s.memo.key(ctx, s, o, op)
 	if keyed {

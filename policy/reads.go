@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/common/ast"
@@ -214,7 +215,7 @@ func comparedToNull(c ast.CallExpr) (ast.Expr, bool) {
 // (object.spec.x: spec, x), and whether its last select is a presence test.
 // Both roots share one tree: a projection applies it to either.
 func chain(e ast.Expr) (path []string, test, ok bool) {
-	var rev []string
+	var rev []string // the fields, last first
 	for i := 0; e.Kind() == ast.SelectKind; i++ {
 		s := e.AsSelect()
 		if s.IsTestOnly() {
@@ -229,11 +230,8 @@ func chain(e ast.Expr) (path []string, test, ok bool) {
 	if e.Kind() != ast.IdentKind || (e.AsIdent() != "object" && e.AsIdent() != "oldObject") {
 		return nil, false, false
 	}
-	path = make([]string, len(rev))
-	for i, f := range rev {
-		path[len(rev)-1-i] = f
-	}
-	return path, test, true
+	slices.Reverse(rev)
+	return rev, test, true
 }
 
 // project is what of v the reads observe: read values whole, maps reduced

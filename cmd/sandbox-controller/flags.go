@@ -55,6 +55,7 @@ type options struct {
 	memoryLimitRatio        float64
 	gcPercent               int
 	releaseCodePages        bool
+	releaseFreeHeap         bool
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -113,6 +114,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Without GOGC, the Go collector's target: how far the heap may grow past what was live after the last collection, in percent (Go's default is 100); 0 leaves it unset.")
 	fs.BoolVar(&o.releaseCodePages, "release-code-pages", true,
 		"On Linux, once quiet after starting or a wave, unmap the executable's read-only pages (code run once and not again); the page cache keeps them and what runs again is mapped again.")
+	fs.BoolVar(&o.releaseFreeHeap, "release-free-heap", true,
+		"Once quiet after a wave, collect the heap and return its free pages to the operating system at once (instead of within minutes) when that gives back at least 8 MiB or a quarter of the live heap, whichever is more.")
 	fs.DurationVar(&o.warmPoolGrace, "warm-pool-grace-period", 5*time.Minute,
 		"How long a warm pool member may take to become Ready before its pool reports it (Progressing=False and a WarmPoolNotProgressing event).")
 }

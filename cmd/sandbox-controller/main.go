@@ -148,9 +148,9 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	if o.releaseCodePages && runtime.GOOS == "linux" {
+	if code := o.releaseCodePages && runtime.GOOS == "linux"; code || o.releaseFreeHeap {
 		if err := mgr.Add(everyReplica(func(ctx context.Context) error {
-			releaseCodePages(ctx, ctrl.Log.WithName("memory"))
+			releaseWhenQuiet(ctx, ctrl.Log.WithName("memory"), code, o.releaseFreeHeap)
 			return nil
 		})); err != nil {
 			return err

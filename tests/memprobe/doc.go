@@ -8,7 +8,8 @@
 // (MEMPROBE_CYCLE set) and once they are deleted. MEMPROBE_ENV passes
 // environment variables to the controller (GOGC=100, say) and
 // MEMPROBE_GODEBUG a GODEBUG (memprofilerate=4096 for a finer heap
-// profile than the default 512 KiB sampling). The figures are printed,
+// profile than the default 512 KiB sampling); MEMPROBE_LOG keeps the
+// controller's log at that path. The figures are printed,
 // never asserted; it runs only with AGENT_SANDBOX_MEMPROBE=1:
 //
 //	go build -tags fieldsv1string -o /tmp/sandbox-controller ./cmd/sandbox-controller

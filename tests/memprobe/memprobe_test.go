@@ -97,7 +97,11 @@ func TestMemProbe(t *testing.T) {
 	pp, _ := tests.FreeAddr()
 	cmd := exec.Command(bin, "--kubeconfig", kc, "--leader-elect=false", "--extensions", "--enable-webhook=false",
 		"--metrics-bind-address", met, "--health-probe-bind-address", probe, "--enable-pprof", "--pprof-bind-address", pp)
-	logf, _ := os.Create(filepath.Join(t.TempDir(), "log"))
+	logPath := os.Getenv("MEMPROBE_LOG") // the controller's log, kept there
+	if logPath == "" {
+		logPath = filepath.Join(t.TempDir(), "log")
+	}
+	logf, _ := os.Create(logPath)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), strings.Fields(os.Getenv("MEMPROBE_ENV"))...)
 	if g := os.Getenv("MEMPROBE_GODEBUG"); g != "" {

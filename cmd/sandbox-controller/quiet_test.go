@@ -1,0 +1,89 @@
+package main
+
+import (
+	"os"
+	"runtime"
+	"runtime/debug"
+	"testing"
+)
+
+// At a quiet look, the executable's pages are unmapped once they have
+// grown back by codeGrownBytes since the last release (from none at
+// start), and the heap is collected and returned once that gives back
+// heapGainBytes or a heapGainShare-th of the live heap, whichever is more.
+func TestQuietReleaserDecides(t *testing.T) {
+	const mib = 1 << 20
+	var q quietReleaser
+	steps := []struct {
+		look               quietLook
+		after              int64 // the executable's resident bytes once released
+		wantCode, wantHeap bool
+		why                string
+	}{
+		{quietLook{70 * mib, 45 * mib, 9 * mib, 9 * mib}, 0, false, false, "the first look only starts counting"},
+		{quietLook{90 * mib, 46 * mib, 9 * mib, 12 * mib}, 0, false, false, "busy: still starting"},
+		{quietLook{92 * mib, 47 * mib, 9 * mib, 12 * mib}, 8 * mib, true, true, "quiet after starting: 47 MiB of the executable resident, 12 MiB to give back"},
+		{quietLook{93 * mib, 8 * mib, 9 * mib, 1 * mib}, 0, false, false, "quiet, all given back already"},
+		{quietLook{200 * mib, 30 * mib, 20 * mib, 30 * mib}, 0, false, false, "a wave runs"},
+		{quietLook{201 * mib, 30 * mib, 20 * mib, 9 * mib}, 9 * mib, true, true, "quiet after the wave: grown by 22 MiB, 9 MiB to give back"},
+		{quietLook{202 * mib, 9 * mib, 20 * mib, 1 * mib}, 0, false, false, "quiet, all given back already"},
+		{quietLook{300 * mib, 12 * mib, 20 * mib, 7 * mib}, 0, false, false, "busy"},
+		{quietLook{301 * mib, 12 * mib, 20 * mib, 7 * mib}, 0, false, false, "quiet, but grown by 3 MiB and 7 MiB to give back only"},
+		{quietLook{302 * mib, 16 * mib, 200 * mib, 40 * mib}, 0, false, false, "quiet, 40 MiB to give back, less than a quarter of 200 MiB live"},
+		{quietLook{303 * mib, 16 * mib, 200 * mib, 50 * mib}, 9 * mib, false, true, "quiet, 50 MiB to give back, a quarter of 200 MiB live"},
+		{quietLook{304 * mib, -1, 200 * mib, 0}, 0, false, false, "both off: nothing looked at"},
+	}
+	for i, st := range steps {
+		code, heap := q.decide(st.look)
+		if code != st.wantCode || heap != st.wantHeap {
+			t.Errorf("step %d (%s): decide = %v, %v, want %v, %v", i, st.why, code, heap, st.wantCode, st.wantHeap)
+		}
+		if code {
+			q.codeBase = st.after
+		}
+	}
+}
+
+// A heap look sees the garbage of allocations since the last collection,
+// and a collection with free pages returned takes it away.
+func TestHeapLookSeesGarbage(t *testing.T) {
+	samples := heapSamples()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no collection but ours
+	debug.FreeOSMemory()
+	before := heapLook(samples)
+	for range 64 {
+		sink = make([]byte, 256<<10) // 16 MiB of garbage
+	}
+	sink = nil
+	grown := heapLook(samples)
+	if grown.heapGain < before.heapGain+15<<20 || grown.allocated < before.allocated+16<<20 {
+		t.Fatalf("after allocating 16 MiB: %+v, before %+v", grown, before)
+	}
+	debug.FreeOSMemory()
+	if after := heapLook(samples); after.heapGain >= grown.heapGain-8<<20 {
+		t.Fatalf("after a collection: %+v, before it %+v", after, grown)
+	}
+}
+
+// sink keeps the allocations of TestHeapLookSeesGarbage from being
+// optimised away.
+var sink []byte
+
+// Unmapping the executable's pages brings its resident pages down, and the
+// code runs on (what it needs is mapped again).
+func TestReleaseExecutablePages(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux unmaps the executable's pages")
+	}
+	before, after, err := releaseExecutablePages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before <= 0 || after <= 0 || after >= before {
+		t.Fatalf("resident file-backed bytes %d before, %d after", before, after)
+	}
+	if _, err := os.ReadFile("/proc/self/status"); err != nil { // runs on
+		t.Fatal(err)
+	}
+	t.Logf("file-backed resident %d KiB → %d KiB", before>>10, after>>10)
+}

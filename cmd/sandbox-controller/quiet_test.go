@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// At a quiet look, the executable's pages are unmapped once they have
+// At a quiet look (the second in a row), the executable's pages are unmapped once they have
 // grown back by codeGrownBytes since the last release (from none at
 // start), and the heap is collected and returned once that gives back
 // heapGainBytes or a heapGainShare-th of the live heap, whichever is more.
@@ -22,16 +22,21 @@ func TestQuietReleaserDecides(t *testing.T) {
 	}{
 		{quietLook{70 * mib, 45 * mib, 9 * mib, 9 * mib}, 0, false, false, "the first look only starts counting"},
 		{quietLook{90 * mib, 46 * mib, 9 * mib, 12 * mib}, 0, false, false, "busy: still starting"},
-		{quietLook{92 * mib, 47 * mib, 9 * mib, 12 * mib}, 8 * mib, true, true, "quiet after starting: 47 MiB of the executable resident, 12 MiB to give back"},
-		{quietLook{93 * mib, 8 * mib, 9 * mib, 1 * mib}, 0, false, false, "quiet, all given back already"},
+		{quietLook{90 * mib, 47 * mib, 9 * mib, 12 * mib}, 0, false, false, "quiet once only"},
+		{quietLook{90*mib + 512<<10, 47 * mib, 9 * mib, 12 * mib}, 8 * mib, true, true, "quiet twice after starting: 47 MiB of the executable resident, 12 MiB to give back"},
+		{quietLook{91 * mib, 8 * mib, 9 * mib, 1 * mib}, 0, false, false, "quiet, all given back already"},
 		{quietLook{200 * mib, 30 * mib, 20 * mib, 30 * mib}, 0, false, false, "a wave runs"},
-		{quietLook{201 * mib, 30 * mib, 20 * mib, 9 * mib}, 9 * mib, true, true, "quiet after the wave: grown by 22 MiB, 9 MiB to give back"},
+		{quietLook{200 * mib, 30 * mib, 20 * mib, 9 * mib}, 0, false, false, "a pause in the wave"},
+		{quietLook{202 * mib, 30 * mib, 20 * mib, 9 * mib}, 0, false, false, "the wave goes on"},
+		{quietLook{202 * mib, 30 * mib, 20 * mib, 9 * mib}, 0, false, false, "quiet once only"},
+		{quietLook{202 * mib, 30 * mib, 20 * mib, 9 * mib}, 9 * mib, true, true, "quiet twice after the wave: grown by 22 MiB, 9 MiB to give back"},
 		{quietLook{202 * mib, 9 * mib, 20 * mib, 1 * mib}, 0, false, false, "quiet, all given back already"},
 		{quietLook{300 * mib, 12 * mib, 20 * mib, 7 * mib}, 0, false, false, "busy"},
-		{quietLook{301 * mib, 12 * mib, 20 * mib, 7 * mib}, 0, false, false, "quiet, but grown by 3 MiB and 7 MiB to give back only"},
-		{quietLook{302 * mib, 16 * mib, 200 * mib, 40 * mib}, 0, false, false, "quiet, 40 MiB to give back, less than a quarter of 200 MiB live"},
-		{quietLook{303 * mib, 16 * mib, 200 * mib, 50 * mib}, 9 * mib, false, true, "quiet, 50 MiB to give back, a quarter of 200 MiB live"},
-		{quietLook{304 * mib, -1, 200 * mib, 0}, 0, false, false, "both off: nothing looked at"},
+		{quietLook{300 * mib, 12 * mib, 20 * mib, 7 * mib}, 0, false, false, "quiet once"},
+		{quietLook{300 * mib, 12 * mib, 20 * mib, 7 * mib}, 0, false, false, "quiet, but grown by 3 MiB and 7 MiB to give back only"},
+		{quietLook{300 * mib, 16 * mib, 200 * mib, 40 * mib}, 0, false, false, "quiet, 40 MiB to give back, less than a quarter of 200 MiB live"},
+		{quietLook{300 * mib, 16 * mib, 200 * mib, 50 * mib}, 9 * mib, false, true, "quiet, 50 MiB to give back, a quarter of 200 MiB live"},
+		{quietLook{300 * mib, -1, 200 * mib, 0}, 0, false, false, "both off: nothing looked at"},
 	}
 	for i, st := range steps {
 		code, heap := q.decide(st.look)

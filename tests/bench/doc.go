@@ -5,7 +5,8 @@
 // directly), cold create, a metadata-only touch, suspend, resume and
 // delete of N Sandboxes, each as a ratio to the floor with the controller's API requests by verb, CPU-seconds, RSS and a
 // CPU and heap profile (.work/bench-profiles/), the controller's resident
-// memory at start and once the run is over split into anon and file pages
+// memory at start and once the run is over and it has been quiet for
+// memorySettle, split into anon and file pages
 // (controller_start_rss_split_mb, controller_end_rss_mb); suspend and resume also as
 // ratios to their own floors (the floor's Sandboxes suspended and resumed
 // by the same client), and warm claims, at once and paced, next to the N

@@ -47,6 +47,8 @@ func (c *controller) begin(t *testing.T, name string) *probe {
 // claims): it is called after the phase's settle(), so that its tail counts.
 func (pr *probe) end(t *testing.T, p *Phase, n int) {
 	t.Helper()
+	// Resident memory first: serving metrics and profiles maps in code.
+	p.ControllerRSSMB, p.ControllerPeakRSSMB = pr.ctrl.rssMB()
 	p.ControllerCPUSeconds = round2(procCPU(pr.ctrl.cmd.Process.Pid) - pr.cpu)
 	p.ByVerb = diff(pr.ctrl.requestsByVerb(t), pr.requests)
 	p.Applies = diff(pr.ctrl.series(t, "agent_sandbox_apply_total"), pr.applies)
@@ -56,7 +58,6 @@ func (pr *probe) end(t *testing.T, p *Phase, n int) {
 		p.Requests += v
 	}
 	p.RequestsPerSandbox = float64(p.Requests) / float64(n)
-	p.ControllerRSSMB, p.ControllerPeakRSSMB = pr.ctrl.rssMB()
 	path, err := pr.prof.finish(pr.name)
 	if err != nil {
 		t.Fatal(err)
@@ -210,6 +211,12 @@ func settle() {
 		prev = cur
 	}
 }
+
+// memorySettle is how long the controller is left quiet before its
+// settled memory is read (at start, at the end of TestBench): a controller
+// quiet for two looks 2 s apart gives back its executable's pages and its
+// heap's free pages (--release-code-pages, --release-free-heap).
+const memorySettle = 6 * time.Second
 
 // quietCores is the CPU use (in cores) below which settle counts the
 // cluster as quiet, and settleMax how long past its first 3 s it waits

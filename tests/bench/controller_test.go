@@ -57,6 +57,9 @@ func startController(t *testing.T, kubeconfig string) *controller {
 	c.cmd = exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=false", "--extensions", "--enable-webhook=false",
 		"--metrics-bind-address", metrics, "--health-probe-bind-address", probe,
 		"--enable-pprof", "--pprof-bind-address", pprof)
+	// Flags of a variant to compare with the defaults, say
+	// BENCH_CONTROLLER_ARGS="--release-code-pages=false".
+	c.cmd.Args = append(c.cmd.Args, strings.Fields(os.Getenv("BENCH_CONTROLLER_ARGS"))...)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	c.started = time.Now()
 	if err := c.cmd.Start(); err != nil {

@@ -5,7 +5,8 @@
 // so existing deployments keep working; flags of its own are added, never
 // changed. Without GOMEMLIMIT it sets the Go runtime's soft memory limit
 // from its container's memory limit, and without GOGC the collector's
-// target to --gc-percent (memlimit.go); on Linux, once quiet after starting
-// or a wave, it unmaps the read-only pages of its own executable
-// (--release-code-pages, codepages.go).
+// target to --gc-percent (memlimit.go); once quiet after starting or a
+// wave, it collects the heap and returns its free pages
+// (--release-free-heap) and, on Linux, unmaps the read-only pages of its
+// own executable (--release-code-pages): quiet.go.
 package main

@@ -34,8 +34,8 @@ func TestQuietReleaserDecides(t *testing.T) {
 		{quietLook{300 * mib, 12 * mib, 20 * mib, 7 * mib}, 0, false, false, "busy"},
 		{quietLook{300 * mib, 12 * mib, 20 * mib, 7 * mib}, 0, false, false, "quiet once"},
 		{quietLook{300 * mib, 12 * mib, 20 * mib, 7 * mib}, 0, false, false, "quiet, but grown by 3 MiB and 7 MiB to give back only"},
-		{quietLook{300 * mib, 16 * mib, 200 * mib, 40 * mib}, 0, false, false, "quiet, 40 MiB to give back, less than a quarter of 200 MiB live"},
-		{quietLook{300 * mib, 16 * mib, 200 * mib, 50 * mib}, 9 * mib, false, true, "quiet, 50 MiB to give back, a quarter of 200 MiB live"},
+		{quietLook{300 * mib, 16 * mib, 200 * mib, 20 * mib}, 0, false, false, "quiet, 20 MiB to give back, less than an eighth of 200 MiB live"},
+		{quietLook{300 * mib, 16 * mib, 200 * mib, 25 * mib}, 9 * mib, false, true, "quiet, 25 MiB to give back, an eighth of 200 MiB live"},
 		{quietLook{300 * mib, -1, 200 * mib, 0}, 0, false, false, "both off: nothing looked at"},
 	}
 	for i, st := range steps {

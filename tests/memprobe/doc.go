@@ -2,15 +2,15 @@
 // local cluster `make bench` starts: TestMemProbe runs the real
 // sandbox-controller binary (MEMPROBE_BIN) against an envtest API server
 // with the stand-in kubelet, and logs its resident memory split into anon
-// and file pages (/proc), its Go memory gauges and heap profiles
-// (os.TempDir()/memprobe-<stage>.pprof) at start, with MEMPROBE_N Ready
+// and file pages and its CPU so far (/proc), its Go memory gauges and heap
+// profiles (os.TempDir()/memprobe-<stage>.pprof) at start, with MEMPROBE_N Ready
 // Sandboxes (default 500), after each is suspended and resumed
 // (MEMPROBE_CYCLE set) and once they are deleted. MEMPROBE_ENV passes
 // environment variables to the controller (GOGC=100, say) and
 // MEMPROBE_GODEBUG a GODEBUG (memprofilerate=4096 for a finer heap
-// profile than the default 512 KiB sampling); MEMPROBE_LOG keeps the
-// controller's log at that path. The figures are printed,
-// never asserted; it runs only with AGENT_SANDBOX_MEMPROBE=1:
+// profile than the default 512 KiB sampling); MEMPROBE_ARGS adds flags;
+// MEMPROBE_LOG keeps the controller's log at that path. The figures are
+// printed, never asserted; it runs only with AGENT_SANDBOX_MEMPROBE=1:
 //
 //	go build -tags fieldsv1string -o /tmp/sandbox-controller ./cmd/sandbox-controller
 //	AGENT_SANDBOX_MEMPROBE=1 MEMPROBE_BIN=/tmp/sandbox-controller go test -v -run TestMemProbe ./tests/memprobe/

@@ -37,6 +37,17 @@ func status(pid int) string {
 			}
 		}
 	}
+	// CPU so far (utime + stime, fields 14 and 15 of /proc/pid/stat after
+	// the command's closing parenthesis), in clock ticks of 10 ms.
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		if i := strings.LastIndexByte(string(st), ')'); i > 0 {
+			if f := strings.Fields(string(st[i+1:])); len(f) > 13 {
+				u, _ := strconv.Atoi(f[11])
+				k, _ := strconv.Atoi(f[12])
+				out = append(out, fmt.Sprintf("CPU: %.2f s", float64(u+k)/100))
+			}
+		}
+	}
 	return strings.Join(out, "; ")
 }
 
@@ -97,6 +108,7 @@ func TestMemProbe(t *testing.T) {
 	pp, _ := tests.FreeAddr()
 	cmd := exec.Command(bin, "--kubeconfig", kc, "--leader-elect=false", "--extensions", "--enable-webhook=false",
 		"--metrics-bind-address", met, "--health-probe-bind-address", probe, "--enable-pprof", "--pprof-bind-address", pp)
+	cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("MEMPROBE_ARGS"))...)
 	logPath := os.Getenv("MEMPROBE_LOG") // the controller's log, kept there
 	if logPath == "" {
 		logPath = filepath.Join(t.TempDir(), "log")

@@ -2,8 +2,8 @@
 // local cluster `make bench` starts: TestMemProbe runs the real
 // sandbox-controller binary (MEMPROBE_BIN) against an envtest API server
 // with the stand-in kubelet, and logs its resident memory split into anon
-// and file pages and its CPU so far (/proc), its Go memory gauges and heap
-// profiles (os.TempDir()/memprobe-<stage>.pprof) at start, with MEMPROBE_N Ready
+// and file pages, its CPU and minor faults so far (/proc), its Go memory
+// gauges and heap profiles (os.TempDir()/memprobe-<stage>.pprof) at start, with MEMPROBE_N Ready
 // Sandboxes (default 500), after each is suspended and resumed
 // (MEMPROBE_CYCLE set) and once they are deleted. MEMPROBE_ENV passes
 // environment variables to the controller (GOGC=100, say) and

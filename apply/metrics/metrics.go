@@ -1,13 +1,10 @@
 package metrics
 
 import (
-	"context"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -199,73 +196,6 @@ func template(sb *sandboxv1beta1.Sandbox) string {
 		return v
 	}
 	return none
-}
-
-// SandboxCollector reports agent_sandboxes, the number of Sandboxes by
-// namespace, Ready status, launch type, template and owner kind, counted from
-// the controller's cache at scrape time.
-type SandboxCollector struct {
-	Reader client.Reader
-}
-
-var sandboxesDesc = prometheus.NewDesc("agent_sandboxes",
-	"Sandboxes by namespace, Ready condition status, launch type, template and owner kind.",
-	[]string{"namespace", "ready_condition", "launch_type", "sandbox_template", "owned_by"}, nil)
-
-// Describe implements prometheus.Collector.
-func (c *SandboxCollector) Describe(ch chan<- *prometheus.Desc) { ch <- sandboxesDesc }
-
-// Collect implements prometheus.Collector.
-func (c *SandboxCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var list sandboxv1beta1.SandboxList
-	// Read only: the cache's objects are counted, not copied (a scrape
-	// would otherwise copy every Sandbox).
-	if err := c.Reader.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		ch <- prometheus.NewInvalidMetric(sandboxesDesc, err)
-		return
-	}
-	type key struct{ ns, ready, launch, tpl, owner string }
-	counts := map[key]int{}
-	byNamespace, byTemplate, byOwner := map[string]int{}, map[string]int{}, map[string]int{}
-	for i := range list.Items {
-		sb := &list.Items[i]
-		ready := string(metav1.ConditionUnknown)
-		for _, cond := range sb.Status.Conditions {
-			if cond.Type == sandboxv1beta1.ConditionReady {
-				ready = knownOr(string(cond.Status), string(metav1.ConditionTrue), string(metav1.ConditionFalse), string(metav1.ConditionUnknown))
-			}
-		}
-		owner := none
-		if ref := metav1.GetControllerOfNoCopy(sb); ref != nil {
-			owner = truncate(ref.Kind)
-		}
-		k := key{truncate(sb.Namespace), ready, launchType(sb), truncate(template(sb)), owner}
-		counts[k]++
-		byNamespace[k.ns]++
-		byTemplate[k.tpl]++
-		byOwner[k.owner]++
-	}
-	// The gauge is computed afresh at every scrape: the most populated
-	// values keep their series, the rest are summed as other.
-	nsKeep, tplKeep, ownerKeep := topValues(byNamespace, maxNamespaces), topValues(byTemplate, maxTemplates), topValues(byOwner, maxKinds)
-	bounded := map[key]int{}
-	for k, n := range counts {
-		if !nsKeep[k.ns] {
-			k.ns = Other
-		}
-		if !tplKeep[k.tpl] {
-			k.tpl = Other
-		}
-		if !ownerKeep[k.owner] {
-			k.owner = Other
-		}
-		bounded[k] += n
-	}
-	for k, n := range bounded {
-		ch <- prometheus.MustNewConstMetric(sandboxesDesc, prometheus.GaugeValue, float64(n), k.ns, k.ready, k.launch, k.tpl, k.owner)
-	}
 }
 
 // ObserveDecisions counts failed policy validations.

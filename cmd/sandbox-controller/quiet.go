@@ -67,18 +67,13 @@ type quietLook struct {
 // heap's garbage and free pages once they would give back heapGainBytes
 // or a heapGainShare-th of the live heap, whichever is more.
 type quietReleaser struct {
-	last     uint64 // bytes allocated at the last look
+	last     uint64 // bytes allocated at the last look (or at start)
 	quiet    int    // looks in a row that saw little allocated
 	codeBase int64  // file-backed resident bytes after the last release
-	started  bool
 }
 
 // decide reports what to release now.
 func (q *quietReleaser) decide(l quietLook) (code, heap bool) {
-	if !q.started {
-		q.started, q.last = true, l.allocated
-		return false, false
-	}
 	if l.allocated-q.last < quietBytes {
 		q.quiet++
 	} else {
@@ -122,10 +117,15 @@ func heapLook(s []metrics.Sample) quietLook {
 // ends: the executable's pages if code, the heap's free pages if heap.
 func releaseWhenQuiet(ctx context.Context, log logr.Logger, code, heap bool) {
 	samples := heapSamples()
-	var q quietReleaser
+	q := quietReleaser{last: heapLook(samples).allocated}
 	tick := time.NewTicker(quietLookEvery)
 	defer tick.Stop()
 	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 		l := heapLook(samples)
 		if code {
 			l.codeResident = rssFile()
@@ -150,11 +150,6 @@ func releaseWhenQuiet(ctx context.Context, log logr.Logger, code, heap bool) {
 			debug.FreeOSMemory()
 			after := heapLook(samples)
 			log.Info("quiet: heap collected and its free pages returned", "expected", l.heapGain, "liveBefore", l.heapLive, "liveAfter", after.heapLive, "took", time.Since(began))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
 		}
 	}
 }

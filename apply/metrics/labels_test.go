@@ -10,7 +10,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/policy"
@@ -97,11 +96,7 @@ func TestSandboxCollectorBounded(t *testing.T) {
 			Annotations: map[string]string{sandboxv1beta1.AnnotationSandboxTemplateRef: fmt.Sprintf("tpl-%d-%s", i, strings.Repeat("x", 200))},
 		}})
 	}
-	builder := fake.NewClientBuilder().WithScheme(scheme(t))
-	for _, o := range objs {
-		builder = builder.WithObjects(o)
-	}
-	c := &SandboxCollector{Reader: builder.Build()}
+	c := &SandboxCollector{Indexer: indexerOf(t, objs...)}
 	for label, want := range map[string]int{"namespace": maxNamespaces + 1, "sandbox_template": maxTemplates + 1, "launch_type": 1} {
 		got := labelValues(t, c, label)
 		if len(got) > want {

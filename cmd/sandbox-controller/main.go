@@ -231,7 +231,7 @@ func run(o options) error {
 	if err := crmetrics.Registry.Register(buildInfo); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
-	if err := crmetrics.Registry.Register(&metrics.SandboxCollector{Reader: mgr.GetCache(),
+	if err := crmetrics.Registry.Register(&metrics.SandboxCollector{
 		Indexer: metrics.InformerIndexer(mgr.GetCache(), &sandboxv1beta1.Sandbox{})}); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}

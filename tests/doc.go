@@ -1,5 +1,6 @@
 // Package tests holds what the test suites share: locating the repository,
-// its generated CRDs and the binaries `make` builds into bin/.
+// its generated CRDs and the binaries `make` builds into bin/, starting
+// processes and reading what they use (/proc, metrics).
 //
 // Sub-packages: envtest (a real kube-apiserver + etcd per test package),
 // cluster (the local cluster of localcluster, plus fault injection),

@@ -1,8 +1,10 @@
 package tests
 
 import (
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -60,4 +62,26 @@ func MetricChanges(before, after map[string]float64, prefixes ...string) map[str
 		}
 	}
 	return out
+}
+
+// ProcCPU reads what a process has used so far from /proc/<pid>/stat: CPU
+// seconds (utime + stime, fields 14 and 15, in USER_HZ ticks of 10 ms) and
+// minor page faults (field 10), counting fields from the first after the
+// command's closing parenthesis (field 3).
+func ProcCPU(pid int) (cpuSeconds float64, minorFaults int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	var f []string
+	if i := strings.LastIndexByte(string(b), ')'); i >= 0 {
+		f = strings.Fields(string(b[i+1:]))
+	}
+	if len(f) < 13 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: %q", pid, b)
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	minorFaults, _ = strconv.ParseInt(f[7], 10, 64)
+	return (utime + stime) / 100, minorFaults, nil
 }

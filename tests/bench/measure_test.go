@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
 )
 
@@ -274,20 +275,11 @@ func cpuByProcess(clusterDir string) map[string]float64 {
 	return out
 }
 
-// procCPU reads utime+stime of a process from /proc/<pid>/stat.
+// procCPU reads utime+stime of a process from /proc/<pid>/stat (0 if it
+// is gone).
 func procCPU(pid int) float64 {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(fields) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100 // USER_HZ
+	cpu, _, _ := tests.ProcCPU(pid)
+	return cpu
 }
 
 func cpuDiff(after, before map[string]float64) map[string]float64 {

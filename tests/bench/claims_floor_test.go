@@ -64,7 +64,7 @@ type ClaimsFloor struct {
 // members are applied, not timed, by the controller's field manager; they
 // have no Pods (the floor never looks at them). The namespace is gone when
 // it returns.
-func measureClaimsFloor(t *testing.T, cfg *rest.Config, user client.Client, watched cache.Cache, m, paced int) ClaimsFloor {
+func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user client.Client, watched cache.Cache, m, paced int) ClaimsFloor {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c, counts := countingClient(t, cfg)
@@ -157,9 +157,11 @@ func measureClaimsFloor(t *testing.T, cfg *rest.Config, user client.Client, watc
 	var res ClaimsFloor
 	cpu := cpuByProcess(clusterDirOf)
 	counts.reset()
+	api := startAPIServerProfile(t, cfg)
 	start := time.Now()
 	clock.burst(t, user, "claim", m)
 	res.AllReadySec = time.Since(start).Seconds()
+	finishAPIServerProfile(t, api, phase)
 	res.ClaimsPerSecond = float64(m) / res.AllReadySec
 	res.CPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
 	lat, _, _ := clock.latencies("claim", m)

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,7 +92,7 @@ type Claims struct {
 	PacedP99RatioToFloorBeside float64      `json:"paced_claim_ready_p99_ratio_to_floor_next_to_n,omitempty"`
 }
 
-func benchClaims(t *testing.T, c client.Client, watched cache.Cache, ctrl *controller, ns string, m int) Claims {
+func benchClaims(t *testing.T, cfg *rest.Config, c client.Client, watched cache.Cache, ctrl *controller, ns string, m int) Claims {
 	ctx := context.Background()
 	res := Claims{Claims: m}
 	tmpl, pool := claimsTemplate(ns), claimsPool(ns, m)
@@ -135,9 +136,11 @@ func benchClaims(t *testing.T, c client.Client, watched cache.Cache, ctrl *contr
 	appliesBefore, requestsBefore := ctrl.series(t, "agent_sandbox_apply_total"), ctrl.requestsByVerb(t)
 	pr := ctrl.begin(t, "claim_phase")
 	cpu := cpuByProcess(clusterDirOf)
+	api := startAPIServerProfile(t, cfg)
 	start = time.Now()
 	clock.burst(t, c, "claim", m)
 	res.AllReadySeconds = time.Since(start).Seconds()
+	finishAPIServerProfile(t, api, "claim_burst")
 	res.ClaimsPerSecond = float64(m) / res.AllReadySeconds
 	res.BurstCPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
 	res.BurstApplies = diff(ctrl.series(t, "agent_sandbox_apply_total"), appliesBefore)

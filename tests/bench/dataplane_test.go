@@ -160,14 +160,7 @@ func TestBenchDataplane(t *testing.T) {
 	waitPool(t, watched, ns, pool)
 	res.PoolFillSeconds = round2(time.Since(start).Seconds())
 
-	direct, err := sdk.New(local.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	viaRouter, err := sdk.New(local.Config, sdk.WithRouter(routerURL))
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct, viaRouter := sdkClient(t, local.Config), sdkClient(t, local.Config, sdk.WithRouter(routerURL))
 	// One claim every 200 ms, then all at once.
 	pacings := []struct {
 		name  string

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	sdk "github.com/agentsandbox/reconciler/dataplane/client"
 	"github.com/agentsandbox/reconciler/tests"
 	"github.com/agentsandbox/reconciler/tests/cluster"
 	"github.com/agentsandbox/reconciler/tests/envtest"
@@ -86,4 +87,18 @@ func startWatch(t *testing.T, watched cache.Cache) {
 	if !watched.WaitForCacheSync(ctx) {
 		t.Fatal("bench informers did not sync")
 	}
+}
+
+// sdkClient is the Go SDK's Client for the cluster cfg reaches, built as a
+// program gets it from a kubeconfig: with no rate limits chosen (QPS and
+// Burst 0; the cluster's own config turns client-go's limiter off).
+func sdkClient(t *testing.T, cfg *rest.Config, opts ...sdk.Option) *sdk.Client {
+	t.Helper()
+	user := rest.CopyConfig(cfg)
+	user.QPS, user.Burst = 0, 0
+	sc, err := sdk.New(user, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -88,10 +87,7 @@ func TestBenchDataplaneModes(t *testing.T) {
 	settle()
 	res.ClaimReady = claimReadyPhase(t, c, claims, ns, "modes", n, every)
 	for _, mode := range []string{"router", "port_forward", "sandboxd"} {
-		sc, err := sdk.New(dc.local.Config, clients[mode]...)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sc := sdkClient(t, dc.local.Config, clients[mode]...)
 		waitPool(t, watched, ns, n)
 		settle()
 		l := firstCommandPhase(t, sc, ns, n, every)
@@ -103,10 +99,7 @@ func TestBenchDataplaneModes(t *testing.T) {
 	// echo hi on one claimed sandbox, each way.
 	waitPool(t, watched, ns, n)
 	open := func(opts ...sdk.Option) *sdk.Sandbox {
-		sc, err := sdk.New(dc.local.Config, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sc := sdkClient(t, dc.local.Config, opts...)
 		sb, err := sc.Create(ctx, ns, "pool")
 		if err != nil {
 			t.Fatal(err)
@@ -115,7 +108,7 @@ func TestBenchDataplaneModes(t *testing.T) {
 		return sb
 	}
 	legacy, viaSandboxd := open(), open(sdk.WithSandboxd())
-	viaRouter, err := mustClient(t, dc.local.Config, sdk.WithRouter(dc.routerURL)).Open(ctx, ns, legacy.ClaimName())
+	viaRouter, err := sdkClient(t, dc.local.Config, sdk.WithRouter(dc.routerURL)).Open(ctx, ns, legacy.ClaimName())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,15 +170,6 @@ func TestBenchDataplaneModes(t *testing.T) {
 		res.EchoHi[key] = l
 	}
 	report(t, res, "BENCH_DATAPLANE_MODES_OUT")
-}
-
-func mustClient(t *testing.T, cfg *rest.Config, opts ...sdk.Option) *sdk.Client {
-	t.Helper()
-	sc, err := sdk.New(cfg, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sc
 }
 
 // summarize is the Latency of a set of durations in milliseconds.

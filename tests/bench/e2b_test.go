@@ -17,7 +17,6 @@ import (
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
-	sdk "github.com/agentsandbox/reconciler/dataplane/client"
 	"github.com/agentsandbox/reconciler/tests/e2b"
 	"github.com/agentsandbox/reconciler/tests/envtest"
 )
@@ -177,10 +176,7 @@ func TestBenchE2B(t *testing.T) {
 	settle()
 	res.Echo["e2b"] = sequentialOf(node("commands", "pool", fmt.Sprint(calls)).Latencies, calls)
 	logJSON(t, "echo_e2b", res.Echo["e2b"])
-	direct, err := sdk.New(dc.local.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct := sdkClient(t, dc.local.Config)
 	sb, err := direct.Create(ctx, ns, "pool")
 	if err != nil {
 		t.Fatal(err)

@@ -43,11 +43,17 @@ type profileResult struct {
 
 // startProfile starts collecting from the pprof server at addr.
 func startProfile(addr string) *profiler {
+	return startProfileOf(func() (*profile.Profile, error) { return fetchProfile(addr, profileChunk) })
+}
+
+// startProfileOf starts collecting the chunks fetch returns, one after
+// another.
+func startProfileOf(fetch func() (*profile.Profile, error)) *profiler {
 	p := &profiler{stop: make(chan struct{}), done: make(chan profileResult, 1)}
 	go func() {
 		var res profileResult
 		for {
-			chunk, err := fetchProfile(addr, profileChunk)
+			chunk, err := fetch()
 			if err != nil {
 				res.err = err
 				break

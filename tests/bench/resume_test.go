@@ -76,10 +76,7 @@ func TestBenchResume(t *testing.T) {
 		}
 	}
 
-	sc, err := sdk.New(local.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := sdkClient(t, local.Config)
 	suspend := func(count int) {
 		began := time.Now()
 		parallel(count, func(i int) error {

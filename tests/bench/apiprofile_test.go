@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"k8s.io/client-go/rest"
+)
+
+// apiServerChunk is the length of each chunk of an API server profile: a
+// burst of claims lasts 1-3 s, and what follows it (the pool's refill)
+// is not the burst's.
+const apiServerChunk = 1 // seconds
+
+// startAPIServerProfile starts a CPU profile of the API server cfg
+// reaches (its /debug/pprof, as cfg's user) when BENCH_APISERVER_PROFILE=1,
+// to tell where the API server's time goes in a burst of claims, the
+// controller's against its floor's; nil otherwise.
+func startAPIServerProfile(t *testing.T, cfg *rest.Config) *profiler {
+	t.Helper()
+	if os.Getenv("BENCH_APISERVER_PROFILE") != "1" {
+		return nil
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", cfg.Host, apiServerChunk)
+	return startProfileOf(func() (*profile.Profile, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), apiServerChunk*time.Second+30*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		return profile.ParseData(body)
+	})
+}
+
+// finishAPIServerProfile writes p (none when nil) to
+// .work/bench-profiles/apiserver-<phase>.pprof.
+func finishAPIServerProfile(t *testing.T, p *profiler, phase string) {
+	t.Helper()
+	if p == nil {
+		return
+	}
+	path, err := p.finish("apiserver-" + phase)
+	if err != nil {
+		t.Logf("API server profile of %s: %v", phase, err)
+		return
+	}
+	t.Logf("API server profile of %s: %s", phase, path)
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -46,6 +47,9 @@ type ClaimsFloor struct {
 	// CPUSeconds is what each process used during the claims created at
 	// once ("bench" is the floor's client and the bench together).
 	CPUSeconds map[string]float64 `json:"cpu_seconds,omitempty"`
+	// Sizes are the objects the claims' writes change, as sized for the
+	// controller's (Claims.Sizes).
+	Sizes ObjectSizes `json:"object_sizes"`
 }
 
 // measureClaimsFloor serves m claims created at once, then paced ones, from
@@ -60,10 +64,11 @@ type ClaimsFloor struct {
 // resourceVersion) and applies the claim's status naming that member Ready
 // (render.ClaimStatus, guarded by the resourceVersion the annotations
 // left). Three requests per claim, claimWorkers at once as the
-// controller's workers; no events, no refill. The
-// members are applied, not timed, by the controller's field manager; they
-// have no Pods (the floor never looks at them). The namespace is gone when
-// it returns.
+// controller's workers; no events, no refill. The members are made as the
+// contract has a Ready member, not timed: applied by the controller's
+// field manager, then the pod-name annotation and a Ready status
+// (readyMember); they have no Pods (the floor never looks at them). The
+// namespace is gone when it returns.
 func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user client.Client, watched cache.Cache, m, paced int) ClaimsFloor {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -76,6 +81,7 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 		}
 	}
 	free := make(chan *sandboxv1beta1.Sandbox, m+paced)
+	var res ClaimsFloor
 	for i := range m + paced {
 		ac, err := render.WarmPoolMember(render.WarmPoolInputs{Pool: pool, Template: tmpl}, render.MemberName(pool.Name, render.SeededSuffixes(string(pool.UID))(i)))
 		if err != nil {
@@ -87,6 +93,12 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 		sb := &sandboxv1beta1.Sandbox{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: *ac.Name}, sb); err != nil {
 			t.Fatal(err)
+		}
+		if err := readyMember(ctx, c, sb); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			res.Sizes.member(t, user, ns, sb.Name)
 		}
 		free <- sb
 	}
@@ -154,7 +166,6 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 
 	clock, stop := startClaimClock(t, watched, ns)
 	defer stop()
-	var res ClaimsFloor
 	cpu := cpuByProcess(clusterDirOf)
 	counts.reset()
 	api := startAPIServerProfile(t, cfg)
@@ -162,6 +173,7 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 	clock.burst(t, user, "claim", m)
 	res.AllReadySec = time.Since(start).Seconds()
 	finishAPIServerProfile(t, api, phase)
+	res.Sizes.claimed(t, user, ns, "claim-0")
 	res.ClaimsPerSecond = float64(m) / res.AllReadySec
 	res.CPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
 	lat, _, _ := clock.latencies("claim", m)
@@ -175,4 +187,35 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 	res.RequestsPerClaim, res.ByVerb = b.RequestsPerSandbox, b.ByVerb
 	dropNamespace(t, c, ns)
 	return res
+}
+
+// readyMember gives member sb what the contract has on a Ready Sandbox,
+// written as the controller writes it once its Pod is Ready: the pod-name
+// annotation (applyPodName) and the status render.SandboxStatus makes for
+// a Ready Pod with an IP on a node (the Ready, Suspended and PodScheduled
+// conditions, nodeName, podIPs, selector, service, serviceFQDN), under the
+// status manager. Without them the floor's takes would change objects
+// half the size of a real member's (1.9 against 3.6 KB measured). sb is
+// read again after.
+func readyMember(ctx context.Context, c client.Client, sb *sandboxv1beta1.Sandbox) error {
+	if err := applyPodName(ctx, c, sb, sb.Name); err != nil {
+		return err
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: sb.Namespace, Name: sb.Name},
+		Spec:       corev1.PodSpec{NodeName: "kwok-node-0"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1", PodIPs: []corev1.PodIP{{IP: "10.0.0.1"}},
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+			}},
+	}
+	status := render.SandboxStatus(render.SandboxStatusInputs{
+		Sandbox: sb, Pod: pod, Pods: 1, Service: true, ClusterDomain: "cluster.local",
+		Now: metav1.NewTime(time.Now().Truncate(time.Second)),
+	})
+	if err := c.Status().Apply(ctx, status, client.FieldOwner(statusManager), client.ForceOwnership); err != nil {
+		return err
+	}
+	return c.Get(ctx, client.ObjectKeyFromObject(sb), sb)
 }

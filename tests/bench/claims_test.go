@@ -90,6 +90,9 @@ type Claims struct {
 	FloorBeside                *ClaimsFloor `json:"floor_next_to_n,omitempty"`
 	P99RatioToFloorBeside      float64      `json:"claim_ready_p99_ratio_to_floor_next_to_n,omitempty"`
 	PacedP99RatioToFloorBeside float64      `json:"paced_claim_ready_p99_ratio_to_floor_next_to_n,omitempty"`
+	// Sizes are the objects the claims' writes change (a member, taken,
+	// and its claim), read from the API server.
+	Sizes ObjectSizes `json:"object_sizes"`
 }
 
 func benchClaims(t *testing.T, cfg *rest.Config, c client.Client, watched cache.Cache, ctrl *controller, ns string, m int) Claims {
@@ -128,6 +131,11 @@ func benchClaims(t *testing.T, cfg *rest.Config, c client.Client, watched cache.
 		time.Sleep(20 * time.Millisecond)
 	}
 	res.PoolFillSeconds = time.Since(start).Seconds()
+	var members sandboxv1beta1.SandboxList
+	if err := watched.List(ctx, &members, client.InNamespace(ns)); err != nil || len(members.Items) == 0 {
+		t.Fatalf("listing the pool's members: %v (%d)", err, len(members.Items))
+	}
+	res.Sizes.member(t, c, ns, members.Items[0].Name)
 	settle()
 
 	clock, stop := startClaimClock(t, watched, ns)
@@ -141,6 +149,7 @@ func benchClaims(t *testing.T, cfg *rest.Config, c client.Client, watched cache.
 	clock.burst(t, c, "claim", m)
 	res.AllReadySeconds = time.Since(start).Seconds()
 	finishAPIServerProfile(t, api, "claim_burst")
+	res.Sizes.claimed(t, c, ns, "claim-0")
 	res.ClaimsPerSecond = float64(m) / res.AllReadySeconds
 	res.BurstCPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
 	res.BurstApplies = diff(ctrl.series(t, "agent_sandbox_apply_total"), appliesBefore)

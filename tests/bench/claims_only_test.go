@@ -35,8 +35,8 @@ func TestBenchClaims(t *testing.T) {
 	// A first round, not counted, warms the new cluster up (TestBench's
 	// earlier phases do it there): the API server's first writes of each
 	// kind are slower.
-	measureClaimsFloor(t, "claims_floor_warmup", local.Config, c, watched, claims, min(20, claims))
-	floor := measureClaimsFloor(t, "claims_floor", local.Config, c, watched, claims, min(20, claims))
+	measureClaimsFloor(t, "claims_floor_warmup", local.Config, c, watched, claims, pacedClaims(t, claims))
+	floor := measureClaimsFloor(t, "claims_floor", local.Config, c, watched, claims, pacedClaims(t, claims))
 	t.Logf("claims floor done: p99 %.0f ms, paced p99 %.0f ms", floor.P99Ms, floor.PacedP99Ms)
 	ctrl := startController(t, local.Kubeconfig)
 	defer ctrl.stop(t)

@@ -181,7 +181,7 @@ func benchClaims(t *testing.T, cfg *rest.Config, c client.Client, watched cache.
 
 	// Paced claims, once the pool is full again.
 	settle()
-	res.PacedClaims = min(20, m)
+	res.PacedClaims = pacedClaims(t, m)
 	paced := clock.paced(t, c, "paced", res.PacedClaims)
 	res.PacedP50Ms, res.PacedP99Ms = quantile(paced, 0.5), quantile(paced, 0.99)
 	res.Timeline, res.PacedTimeline = clock.timeline("claim", m), clock.timeline("paced", res.PacedClaims)
@@ -232,4 +232,11 @@ func claimsPool(ns string, m int) *extv1beta1.SandboxWarmPool {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool"},
 		Spec:       extv1beta1.SandboxWarmPoolSpec{Replicas: ptr.To(int32(m)), TemplateRef: extv1beta1.SandboxTemplateRef{Name: "agent"}},
 	}
+}
+
+// pacedClaims is how many claims each claims run creates one at a time
+// after its burst of claims (BENCH_PACED_CLAIMS, 100 by default, at most
+// claims): enough for their p99 not to be a single claim's time.
+func pacedClaims(t *testing.T, claims int) int {
+	return min(envInt(t, "BENCH_PACED_CLAIMS", 100), claims)
 }

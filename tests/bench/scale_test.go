@@ -80,10 +80,10 @@ func TestBenchScale(t *testing.T) {
 		watched := newWatch(t, local.Config, "", &corev1.Pod{}, &sandboxv1beta1.Sandbox{}, &extv1beta1.SandboxClaim{}, &extv1beta1.SandboxWarmPool{})
 		startWatch(t, watched)
 		// A first claims floor, not counted, warms the new cluster up.
-		measureClaimsFloor(t, "claims_floor_warmup", local.Config, c, watched, claims, min(20, claims))
-		claimsFloor = measureClaimsFloor(t, "claims_floor", local.Config, c, watched, claims, min(20, claims))
+		measureClaimsFloor(t, "claims_floor_warmup", local.Config, c, watched, claims, pacedClaims(t, claims))
+		claimsFloor = measureClaimsFloor(t, "claims_floor", local.Config, c, watched, claims, pacedClaims(t, claims))
 		res.Floor, _, _ = measureFloor(t, local.Config, c, watched, n, floorOptions{keep: true, beside: func() {
-			besideFloor = measureClaimsFloor(t, "claims_floor_next_to_n", local.Config, c, watched, claims, min(20, claims))
+			besideFloor = measureClaimsFloor(t, "claims_floor_next_to_n", local.Config, c, watched, claims, pacedClaims(t, claims))
 		}})
 		t.Logf("floor done after %.0fs: %.2fs; claims floor p99 %.0f ms, next to %d %.0f ms", time.Since(began).Seconds(),
 			res.Floor.Seconds, claimsFloor.P99Ms, n, besideFloor.P99Ms)

@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -35,21 +33,9 @@ func startAPIServerProfile(t *testing.T, cfg *rest.Config) *profiler {
 	return startProfileOf(func() (*profile.Profile, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), apiServerChunk*time.Second+30*time.Second)
 		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		body, err := httpGetWith(ctx, hc, url)
 		if err != nil {
 			return nil, err
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { _ = resp.Body.Close() }()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return nil, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("%s: %s", url, resp.Status)
 		}
 		return profile.ParseData(body)
 	})

@@ -115,11 +115,16 @@ func fetchProfile(addr string, seconds int) (*profile.Profile, error) {
 
 // httpGet returns the body of a GET of url, an error unless it is 200 OK.
 func httpGet(ctx context.Context, url string) ([]byte, error) {
+	return httpGetWith(ctx, http.DefaultClient, url)
+}
+
+// httpGetWith is httpGet sent by hc.
+func httpGetWith(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -11,12 +11,15 @@
 // ratios to their own floors (the floor's Sandboxes suspended and resumed
 // by the same client), and warm claims, at once and paced, next to the N
 // Running Sandboxes (before they are deleted), as ratios to a claims floor
-// (a client adopting a member and writing the claim's annotations and
-// status) measured twice: next to the floor's own N Running Sandboxes
-// (floor_next_to_n) and on an empty cluster (floor). TestBenchDataplane
-// measures the
+// (a client adopting a member that carries a Ready member's annotation and
+// status, and writing the claim's annotations and status) measured twice:
+// next to the floor's own N Running Sandboxes (floor_next_to_n) and on an
+// empty cluster (floor), with the sizes of the objects the claims change
+// and, with BENCH_APISERVER_PROFILE=1, the API server's CPU profile of each
+// burst. TestBenchDataplane measures the
 // data plane on a local cluster with the stand-in kubelet: claim -> first
-// command (SDK Create then Run, paced and at once, by port-forward and
+// command (SDK Create then Run, the SDK built as from a kubeconfig, paced
+// and at once, by port-forward and
 // through bin/sandbox-router) as a ratio to claim Ready, to claim Ready plus
 // one command on a runtime alone, and to claim Ready plus the first contact
 // with a fresh Sandbox measured alone (its port-forward and first command:

@@ -55,7 +55,7 @@ func (r *SandboxReconciler) run(ctx context.Context, in render.SandboxPlanInputs
 				r.driftReported(sb, "")
 			}
 			var err error
-			result, err = r.settle(ctx, sb, plan, desired, changes, podVersion(in.Pod), now)
+			result, err = r.settle(ctx, sb, plan, desired, changes, in.Pod, now)
 			return true, err
 		},
 		own: func(ctx context.Context, s render.Step) (*ssa.Change, bool, error) {
@@ -135,7 +135,7 @@ func (r *SandboxReconciler) failed(ctx context.Context, in render.SandboxPlanInp
 // settle ends a plan whose steps all ran: the status is written only when
 // they changed nothing, and a transitional one may wait (deferStatus).
 func (r *SandboxReconciler) settle(ctx context.Context, sb *sandboxv1beta1.Sandbox, plan render.Plan,
-	desired *sandboxac.SandboxApplyConfiguration, changes ssa.ChangeSet, pod string, now time.Time) (reconcile.Result, error) {
+	desired *sandboxac.SandboxApplyConfiguration, changes ssa.ChangeSet, pod *corev1.Pod, now time.Time) (reconcile.Result, error) {
 	result := after(plan, changes.Pending(), ssa.CreateExpectation, now)
 	if changes.Changed() {
 		// Every object we just changed is watched; its event brings us back

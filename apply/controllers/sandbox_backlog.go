@@ -24,9 +24,15 @@ import (
 // controller created or deleted a child, or the Pod of a held Sandbox
 // changed (scheduled, started, terminating) since it was held. A burst that
 // stalls (no Pod gets anywhere, say a node is gone) is reported as a quiet
-// controller would, and no status is held longer than busyHold windows after
-// our last write for its Sandbox, so a Pod stuck in Pending in a burst that
-// otherwise moves is still reported. A held Sandbox is looked at again every
+// controller would. A Sandbox whose Pod is only waiting its turn (the
+// scheduler or the kubelet has not got to it yet, podWaitsItsTurn) is held
+// for as long as the burst moves: in a cold create of 20,000 a Pod may wait
+// an hour for the scheduler, and capping its hold turned the burst into
+// 18,451 transitional writes. One whose Pod shows trouble (unschedulable,
+// a container backing off or restarting, terminating past its deadline) is
+// held no longer than busyHold windows after our last write for it, so a
+// Pod stuck in a burst that otherwise moves is still reported. A held
+// Sandbox is looked at again every
 // busyLook windows, or sooner when its Pod changes. The burst counts as over
 // busyFactor windows after the backlog fell to busyBacklog, so that its tail
 // is not written either. Resting statuses are never deferred.
@@ -143,10 +149,14 @@ func (b *statusBacklog) stalled(base time.Duration, now time.Time) bool {
 // wrote for at last waits before it is looked at again, and zero when it is
 // to be written now: base after last when quiet or stalled, or, in a burst
 // that moves, until it is over (looked at again every busyLook windows),
-// but not past busyHold windows after last.
-func (b *statusBacklog) hold(base time.Duration, last, now time.Time) time.Duration {
+// and, unless its Pod is only waiting its turn (turn), not past busyHold
+// windows after last.
+func (b *statusBacklog) hold(base time.Duration, last, now time.Time, turn bool) time.Duration {
 	if !b.busy(base, now) || b.stalled(base, now) {
 		return max(last.Add(base).Sub(now), 0)
+	}
+	if turn {
+		return busyLook * base
 	}
 	wait := last.Add(busyHold * base).Sub(now)
 	if wait <= 0 {

@@ -55,7 +55,7 @@ func TestStatusBacklogHold(t *testing.T) {
 	for _, c := range []struct {
 		after, want time.Duration
 	}{{0, base}, {2 * time.Second, 3 * time.Second}, {base, 0}, {time.Hour, 0}} {
-		if got := quiet.hold(base, last, last.Add(c.after)); got != c.want {
+		if got := quiet.hold(base, last, last.Add(c.after), false); got != c.want {
 			t.Errorf("quiet, %s after the last write: hold %s, want %s", c.after, got, c.want)
 		}
 	}
@@ -74,9 +74,65 @@ func TestStatusBacklogHold(t *testing.T) {
 	} {
 		now := last.Add(c.after)
 		burst.progress(now.Add(-time.Second)) // the burst moves
-		if got := burst.hold(base, last, now); got != c.want {
+		if got := burst.hold(base, last, now, false); got != c.want {
 			t.Errorf("burst, %s after the last write: hold %s, want %s", c.after, got, c.want)
 		}
+	}
+	// A Sandbox whose Pod only waits its turn is held past the bound for
+	// as long as the burst moves, and written once it stalls.
+	for _, after := range []time.Duration{busyHold * base, 10 * busyHold * base} {
+		now := last.Add(after)
+		burst.progress(now.Add(-time.Second))
+		if got := burst.hold(base, last, now, true); got != busyLook*base {
+			t.Errorf("burst, a Pod waiting its turn %s after the last write: hold %s, want %s", after, got, busyLook*base)
+		}
+	}
+	if got := burst.hold(base, last, last.Add(10*busyHold*base+busyStall*base), true); got != 0 {
+		t.Errorf("a stalled burst, a Pod waiting its turn: hold %s, want 0 (written)", got)
+	}
+}
+
+func TestPodWaitsItsTurn(t *testing.T) {
+	now := time.Unix(1000, 0)
+	waiting := func(reason string) corev1.ContainerState {
+		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}
+	}
+	for _, c := range []struct {
+		name string
+		pod  corev1.PodStatus
+		gone *metav1.Time
+		want bool
+	}{
+		{name: "not scheduled yet", want: true},
+		{name: "scheduling", pod: corev1.PodStatus{Phase: corev1.PodPending}, want: true},
+		{name: "unschedulable", pod: corev1.PodStatus{Conditions: []corev1.PodCondition{{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}},
+		{name: "gated", pod: corev1.PodStatus{Conditions: []corev1.PodCondition{{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated}}}},
+		{name: "scheduled, creating", pod: corev1.PodStatus{
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{State: waiting("ContainerCreating")}},
+		}, want: true},
+		{name: "init containers first", pod: corev1.PodStatus{
+			InitContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
+			ContainerStatuses:     []corev1.ContainerStatus{{State: waiting("PodInitializing")}},
+		}, want: true},
+		{name: "image pull backing off", pod: corev1.PodStatus{
+			ContainerStatuses: []corev1.ContainerStatus{{State: waiting("ImagePullBackOff")}}}},
+		{name: "init container crashing", pod: corev1.PodStatus{
+			InitContainerStatuses: []corev1.ContainerStatus{{State: waiting("CrashLoopBackOff"), RestartCount: 3}}}},
+		{name: "running, restarted", pod: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, RestartCount: 1}}}},
+		{name: "terminating, within its grace", gone: &metav1.Time{Time: now.Add(time.Second)}, want: true},
+		{name: "terminating past its deadline", gone: &metav1.Time{Time: now.Add(-time.Second)}},
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: c.gone}, Status: c.pod}
+		if got := podWaitsItsTurn(pod, now); got != c.want {
+			t.Errorf("%s: waits its turn %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !podWaitsItsTurn(nil, now) {
+		t.Errorf("a Pod not in the cache yet does not wait its turn")
 	}
 }
 
@@ -91,22 +147,22 @@ func TestStatusBacklogStall(t *testing.T) {
 		b.wait(backlogKey(i), "", base, start)
 	}
 	last := start
-	if got := b.hold(base, last, start.Add(busyStall*base-time.Second)); got != busyLook*base {
+	if got := b.hold(base, last, start.Add(busyStall*base-time.Second), false); got != busyLook*base {
 		t.Errorf("a burst that began %s ago: hold %s, want %s", busyStall*base-time.Second, got, busyLook*base)
 	}
 	stall := start.Add(busyStall * base)
-	if got := b.hold(base, last, stall); got != 0 {
+	if got := b.hold(base, last, stall, false); got != 0 {
 		t.Errorf("a burst stalled since its start: hold %s, want 0 (written)", got)
 	}
-	if got := b.hold(base, stall.Add(-time.Second), stall); got != base-time.Second {
+	if got := b.hold(base, stall.Add(-time.Second), stall, false); got != base-time.Second {
 		t.Errorf("stalled, written a second ago: hold %s, want %s", got, base-time.Second)
 	}
 	// One Sandbox reaches rest: the burst moves again, and holds again.
 	b.progress(stall)
-	if got := b.hold(base, last, stall.Add(time.Second)); got != busyLook*base {
+	if got := b.hold(base, last, stall.Add(time.Second), false); got != busyLook*base {
 		t.Errorf("moving again: hold %s, want %s", got, busyLook*base)
 	}
-	if got := b.hold(base, last, stall.Add(busyStall*base)); got != 0 {
+	if got := b.hold(base, last, stall.Add(busyStall*base), false); got != 0 {
 		t.Errorf("stalled again: hold %s, want 0", got)
 	}
 	// A new burst long after the last restarts the clock.
@@ -117,7 +173,7 @@ func TestStatusBacklogStall(t *testing.T) {
 	for i := range busyBacklog + 1 {
 		fresh.wait(backlogKey(i), "", base, later)
 	}
-	if got := fresh.hold(base, later, later.Add(time.Second)); got != busyLook*base {
+	if got := fresh.hold(base, later, later.Add(time.Second), false); got != busyLook*base {
 		t.Errorf("a new burst: hold %s, want %s", got, busyLook*base)
 	}
 }
@@ -133,11 +189,11 @@ func TestStatusBacklogPodsMoving(t *testing.T) {
 	}
 	nearly := start.Add(busyStall*base - time.Second)
 	b.wait(backlogKey(0), "1", base, nearly) // held again, its Pod as it was
-	if got := b.hold(base, start, start.Add(busyStall*base)); got != 0 {
+	if got := b.hold(base, start, start.Add(busyStall*base), false); got != 0 {
 		t.Errorf("held Pods that stay put: hold %s, want 0 (stalled)", got)
 	}
 	b.wait(backlogKey(1), "2", base, nearly) // its Pod was scheduled meanwhile
-	if got := b.hold(base, start, start.Add(busyStall*base)); got != busyLook*base {
+	if got := b.hold(base, start, start.Add(busyStall*base), false); got != busyLook*base {
 		t.Errorf("a held Pod moved: hold %s, want %s", got, busyLook*base)
 	}
 	if n := b.n.Load(); n != busyBacklog+1 {
@@ -151,7 +207,7 @@ func TestStatusBacklogPodsMoving(t *testing.T) {
 	}
 	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other", UID: "u2"}}
 	r.changedChildren(sb, nearly)
-	if got := r.backlog.hold(base, start, start.Add(busyStall*base)); got != busyLook*base {
+	if got := r.backlog.hold(base, start, start.Add(busyStall*base), false); got != busyLook*base {
 		t.Errorf("children created in the burst: hold %s, want %s", got, busyLook*base)
 	}
 }
@@ -162,21 +218,33 @@ func TestDeferStatus(t *testing.T) {
 	sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeSuspended
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sb"}}
 	terminating := render.SandboxStatus(render.SandboxStatusInputs{Sandbox: sb, Pod: pod, Pods: 1, Now: metav1.NewTime(now)})
+	troubled := pod.DeepCopy() // terminating past its deadline
+	troubled.DeletionTimestamp = &metav1.Time{Time: now.Add(-time.Minute)}
 	suspended := render.SandboxStatus(render.SandboxStatusInputs{Sandbox: sb, Now: metav1.NewTime(now)})
 
 	r := &SandboxReconciler{StatusCoalesceWindow: base}
 	r.changedChildren(sb, now) // the Pod deleted
-	if got := r.deferStatus(sb, suspended, "", now); got != 0 {
+	if got := r.deferStatus(sb, suspended, nil, now); got != 0 {
 		t.Errorf("a resting status is held %s", got)
 	}
-	if got := r.deferStatus(sb, terminating, "", now.Add(time.Second)); got != base-time.Second {
+	if got := r.deferStatus(sb, terminating, troubled, now.Add(time.Second)); got != base-time.Second {
 		t.Errorf("a transitional status is held %s, want %s", got, base-time.Second)
 	}
 	for i := range busyBacklog + 1 {
 		r.backlog.wait(backlogKey(i), "", base, now)
 	}
-	if got := r.deferStatus(sb, terminating, "", now.Add(base)); got != busyLook*base {
+	if got := r.deferStatus(sb, terminating, troubled, now.Add(base)); got != busyLook*base {
 		t.Errorf("in a burst a transitional status is held %s, want %s", got, busyLook*base)
+	}
+	// Past the bound, one whose Pod is stuck is written; one whose Pod
+	// waits its turn is held on.
+	late := now.Add(busyHold * base)
+	r.backlog.progress(late)
+	if got := r.deferStatus(sb, terminating, troubled, late); got != 0 {
+		t.Errorf("a Pod stuck terminating, %s into a burst: held %s", busyHold*base, got)
+	}
+	if got := r.deferStatus(sb, terminating, pod, late); got != busyLook*base {
+		t.Errorf("a Pod terminating in its turn, %s into a burst: held %s, want %s", busyHold*base, got, busyLook*base)
 	}
 	// What we wrote last is not held (nothing is sent), and does not
 	// count as waiting.
@@ -184,7 +252,7 @@ func TestDeferStatus(t *testing.T) {
 		intent: ssa.IntentOf(terminating), at: now,
 	})
 	r.backlog.done(client.ObjectKeyFromObject(sb))
-	if got := r.deferStatus(sb, terminating, "", now.Add(base)); got != 0 {
+	if got := r.deferStatus(sb, terminating, troubled, now.Add(base)); got != 0 {
 		t.Errorf("the status written last is held %s", got)
 	}
 	if n := r.backlog.n.Load(); n != busyBacklog+1 {
@@ -211,7 +279,7 @@ func TestStatusBacklogStream(t *testing.T) {
 	if !b.busy(base, at) {
 		t.Fatalf("not busy after %d changes within two windows", busyBacklog+1)
 	}
-	if got := b.hold(base, at, at.Add(time.Second)); got != busyLook*base {
+	if got := b.hold(base, at, at.Add(time.Second), false); got != busyLook*base {
 		t.Errorf("in the stream a transitional status is held %s, want %s", got, busyLook*base)
 	}
 	// Two windows later the stream is gone from the counts, and busyFactor

@@ -6,6 +6,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -24,10 +25,10 @@ import (
 // true by then. A Pod that becomes Ready within the window thus costs one
 // status write instead of three, and so does a suspend. While many
 // Sandboxes wait so (a burst), it is held until the burst is over, within a
-// bound (statusBacklog.hold). pod is the resourceVersion of the Sandbox's
-// Pod as observed ("" for none): a held Sandbox whose Pod moved shows the
-// burst making progress.
-func (r *SandboxReconciler) deferStatus(sb *sandboxv1beta1.Sandbox, desired *sandboxac.SandboxApplyConfiguration, pod string, now time.Time) time.Duration {
+// bound unless its Pod is only waiting its turn (statusBacklog.hold). pod
+// is the Sandbox's Pod as observed (nil for none): a held Sandbox whose Pod
+// moved (a new resourceVersion) shows the burst making progress.
+func (r *SandboxReconciler) deferStatus(sb *sandboxv1beta1.Sandbox, desired *sandboxac.SandboxApplyConfiguration, pod *corev1.Pod, now time.Time) time.Duration {
 	if r.StatusCoalesceWindow < 0 || !transitional(desired) {
 		return 0
 	}
@@ -36,9 +37,9 @@ func (r *SandboxReconciler) deferStatus(sb *sandboxv1beta1.Sandbox, desired *san
 		// it must not count as a burst.
 		return 0
 	}
-	if wait := r.backlog.hold(r.StatusCoalesceWindow, r.lastWrite(sb), now); wait > 0 {
+	if wait := r.backlog.hold(r.StatusCoalesceWindow, r.lastWrite(sb), now, podWaitsItsTurn(pod, now)); wait > 0 {
 		// No longer waiting once writeStatus writes it (or forget).
-		r.backlog.wait(client.ObjectKeyFromObject(sb), pod, r.StatusCoalesceWindow, now)
+		r.backlog.wait(client.ObjectKeyFromObject(sb), podVersion(pod), r.StatusCoalesceWindow, now)
 		return wait
 	}
 	return 0

@@ -90,7 +90,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "127.0.0.1:8082", "Address of the pprof endpoint, with --enable-pprof.")
 	fs.StringVar(&o.fieldManager, "field-manager", "agent-sandbox-controller", "Server-side apply field manager of the objects the controller writes; status uses <field-manager>-status.")
 	fs.DurationVar(&o.statusCoalesceWindow, "status-coalesce-window", 5*time.Second,
-		"How long transitional status changes (a Pod starting or terminating) are held after the controller's last write for a Sandbox; while more than 50 Sandboxes wait so (a burst), until the burst is over, up to 24 times as long. Resting states (Ready, Suspended, failed) are written at once. Negative writes every change at once.")
+		"How long transitional status changes (a Pod starting or terminating) are held after the controller's last write for a Sandbox; in a burst (more than 50 Sandboxes waiting so, or having their Pods created or deleted), until the burst is over as long as it makes progress, and at most 120 times as long when a Pod shows trouble (unschedulable, backing off, restarted, terminating past its deadline). Resting states (Ready, Suspended, failed) are written at once. Negative writes every change at once.")
 	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
 		ns = "agent-sandbox-system"

@@ -27,8 +27,9 @@ import (
 // controller would. A Sandbox whose Pod is only waiting its turn (the
 // scheduler or the kubelet has not got to it yet, podWaitsItsTurn) is held
 // for as long as the burst moves: in a cold create of 20,000 a Pod may wait
-// an hour for the scheduler, and capping its hold turned the burst into
-// 18,451 transitional writes. One whose Pod shows trouble (unschedulable,
+// an hour for the scheduler, far past any fixed bound, and each Sandbox
+// written at such a bound is a write in the middle of the burst. One whose
+// Pod shows trouble (unschedulable,
 // a container backing off or restarting, terminating past its deadline) is
 // held no longer than busyHold windows after our last write for it, so a
 // Pod stuck in a burst that otherwise moves is still reported. A held

@@ -168,12 +168,12 @@ func TestBench(t *testing.T) {
 	var besideFloor ClaimsFloor
 	res.Floor, res.FloorSuspend, res.FloorResume = measureFloor(t, local.Config, c, watched, n, floorOptions{cycle: true, beside: func() {
 		besideFloor = measureClaimsFloor(t, "claims_floor_next_to_n", local.Config, c, watched, claims, pacedClaims(t, claims))
-		t.Logf("claims floor next to %d done: p99 %.0f ms, paced p99 %.0f ms", n, besideFloor.P99Ms, besideFloor.PacedP99Ms)
+		t.Logf("claims floor next to %d done: p99 %.0f ms (bursts %v), paced p99 %.0f ms", n, besideFloor.P99Ms, besideFloor.P99sMs, besideFloor.PacedP99Ms)
 	}})
 	t.Logf("floor done: %.2fs (suspend %.2fs, resume %.2fs)", res.Floor.Seconds, res.FloorSuspend.Seconds, res.FloorResume.Seconds)
 	res.Raw.RatioToFloor = res.Raw.Seconds / res.Floor.Seconds
 	claimsFloor := measureClaimsFloor(t, "claims_floor", local.Config, c, watched, claims, pacedClaims(t, claims))
-	t.Logf("claims floor done: p99 %.0f ms, paced p99 %.0f ms", claimsFloor.P99Ms, claimsFloor.PacedP99Ms)
+	t.Logf("claims floor done: p99 %.0f ms (bursts %v), paced p99 %.0f ms", claimsFloor.P99Ms, claimsFloor.P99sMs, claimsFloor.PacedP99Ms)
 
 	ctrl := startController(t, local.Kubeconfig)
 	defer ctrl.stop(t)

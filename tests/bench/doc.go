@@ -9,7 +9,9 @@
 // memorySettle, split into anon and file pages
 // (controller_start_rss_split_mb, controller_end_rss_mb); suspend and resume also as
 // ratios to their own floors (the floor's Sandboxes suspended and resumed
-// by the same client), and warm claims, at once and paced, next to the N
+// by the same client), and warm claims, at once and paced, then more
+// bursts at once (BENCH_CLAIM_BURSTS, 3 in all, with the ratio of the
+// bursts' median p99s), next to the N
 // Running Sandboxes (before they are deleted), as ratios to a claims floor
 // (a client adopting a member that carries a Ready member's annotation and
 // status, and writing the claim's annotations and status) measured twice:

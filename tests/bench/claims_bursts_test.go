@@ -1,0 +1,52 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// claimBursts is how many bursts of claims each claims measurement serves,
+// one after another (BENCH_CLAIM_BURSTS, 3 by default; 1 serves the first
+// only). The p99 of one burst of 100 is its slowest claim but one, and it
+// moved by up to 2× between runs of the same code, floors included; the
+// median of several bursts' p99s is what the ratios are also given of.
+func claimBursts(t *testing.T) int {
+	return max(1, envInt(t, "BENCH_CLAIM_BURSTS", 3))
+}
+
+// moreBursts serves bursts 2 to r of m claims (named claim<b>-<i>), each
+// once full reports the pool full again (nil: at once) and the cluster
+// settled, and returns each burst's p99 after first, the first's.
+func (k *claimClock) moreBursts(t *testing.T, c client.Client, m, r int, first float64, full func() bool) []float64 {
+	t.Helper()
+	p99s := []float64{first}
+	for b := 2; b <= r; b++ {
+		for full != nil && !full() {
+			time.Sleep(20 * time.Millisecond)
+		}
+		settle()
+		prefix := fmt.Sprintf("claim%d", b)
+		k.burst(t, c, prefix, m)
+		lat, _, _ := k.latencies(prefix, m)
+		p99s = append(p99s, quantile(lat, 0.99))
+	}
+	return p99s
+}
+
+// median of values (the mean of the middle two for an even count), 0 for
+// none.
+func median(values []float64) float64 {
+	s := slices.Sorted(slices.Values(values))
+	switch n := len(s); {
+	case n == 0:
+		return 0
+	case n%2 == 1:
+		return s[n/2]
+	default:
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+}

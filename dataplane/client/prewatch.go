@@ -9,12 +9,14 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// earlyWatch is a watch on one name opened in the background, from the
-// most recent version, before the object of that name is created: by the
-// time the create returns it is open, so waiting for the object costs no
-// round trip after it. It may see another object of the name (one being
-// deleted, or someone else's made first): waitFor only heeds the UID the
-// create returned.
+// earlyWatch is a watch on one name opened in the background before the
+// object of that name is created: by the time the create returns it is
+// open, so waiting for the object costs no round trip after it. It starts
+// from any version (resourceVersion 0: the API server's watch cache as it
+// is, with no read of etcd first; the create, if the cache has not seen it
+// yet, comes as an event after). It may see another object of the name
+// (one being deleted, or someone else's made first): waitFor only heeds
+// the UID the create returned.
 type earlyWatch struct {
 	opened chan struct{}
 	w      watch.Interface
@@ -26,8 +28,9 @@ func watchName(ctx context.Context, rc *rest.RESTClient, resource, namespace, na
 	go func() {
 		defer close(e.opened)
 		w, err := rc.Get().Namespace(namespace).Resource(resource).VersionedParams(&metav1.ListOptions{
-			FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
-			Watch:         true,
+			FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
+			ResourceVersion: "0",
+			Watch:           true,
 		}, metav1.ParameterCodec).Watch(ctx)
 		if err == nil {
 			e.w = w

@@ -34,7 +34,11 @@ import (
 // held no longer than busyHold windows after our last write for it, so a
 // Pod stuck in a burst that otherwise moves is still reported. A held
 // Sandbox is looked at again every
-// busyLook windows, or sooner when its Pod changes. The burst counts as over
+// busyLook windows, or sooner when its Pod changes; with more held than
+// busyLooks a second over that (6,000 at the default window), less often,
+// so that looking at Sandboxes whose Pods have not moved stays at
+// busyLooks reconciles a second (a cold create of 20,000 would otherwise
+// be 330 a second for the hour it lasts). The burst counts as over
 // busyFactor windows after the backlog fell to busyBacklog, so that its tail
 // is not written either. Resting statuses are never deferred.
 const (
@@ -43,6 +47,7 @@ const (
 	busyStall   = 12
 	busyLook    = 12
 	busyHold    = 120
+	busyLooks   = 100
 )
 
 // statusBacklog counts the Sandboxes whose transitional status is deferred
@@ -149,19 +154,26 @@ func (b *statusBacklog) stalled(base time.Duration, now time.Time) bool {
 // hold says how long after now a transitional status whose Sandbox we last
 // wrote for at last waits before it is looked at again, and zero when it is
 // to be written now: base after last when quiet or stalled, or, in a burst
-// that moves, until it is over (looked at again every busyLook windows),
-// and, unless its Pod is only waiting its turn (turn), not past busyHold
-// windows after last.
+// that moves, until it is over (looked at again every look), and, unless
+// its Pod is only waiting its turn (turn), not past busyHold windows after
+// last.
 func (b *statusBacklog) hold(base time.Duration, last, now time.Time, turn bool) time.Duration {
 	if !b.busy(base, now) || b.stalled(base, now) {
 		return max(last.Add(base).Sub(now), 0)
 	}
 	if turn {
-		return busyLook * base
+		return b.look(base)
 	}
 	wait := last.Add(busyHold * base).Sub(now)
 	if wait <= 0 {
 		return 0
 	}
-	return min(wait, busyLook*base)
+	return min(wait, b.look(base))
+}
+
+// look is how long a held Sandbox waits before it is looked at again in a
+// burst: busyLook windows, or as long as looking at every one held takes at
+// busyLooks a second.
+func (b *statusBacklog) look(base time.Duration) time.Duration {
+	return max(busyLook*base, time.Duration(b.n.Load())*time.Second/busyLooks)
 }

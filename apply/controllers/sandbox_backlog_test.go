@@ -92,6 +92,37 @@ func TestStatusBacklogHold(t *testing.T) {
 	}
 }
 
+// TestStatusBacklogLooks: with thousands held, each is looked at again
+// less often, so that the looks stay at busyLooks a second.
+func TestStatusBacklogLooks(t *testing.T) {
+	base, last := 5*time.Second, time.Unix(1000, 0)
+	var b statusBacklog
+	held := 20000
+	for i := range held {
+		b.wait(backlogKey(i), "", base, last)
+	}
+	now := last.Add(time.Second)
+	b.progress(now)
+	want := time.Duration(held) * time.Second / busyLooks // 200 s
+	if got := b.hold(base, last, now, true); got != want {
+		t.Errorf("%d held, a Pod waiting its turn: hold %s, want %s", held, got, want)
+	}
+	if got := b.hold(base, last, now, false); got != want {
+		t.Errorf("%d held, a Pod in trouble: hold %s, want %s", held, got, want)
+	}
+	late := last.Add(busyHold*base - time.Second)
+	b.progress(late)
+	if got := b.hold(base, last, late, false); got != time.Second {
+		t.Errorf("%d held, a Pod in trouble near the bound: hold %s, want 1s", held, got)
+	}
+	for i := range held - 6000 {
+		b.done(backlogKey(i))
+	}
+	if got := b.hold(base, last, late, true); got != busyLook*base {
+		t.Errorf("6000 held: hold %s, want %s", got, busyLook*base)
+	}
+}
+
 func TestPodWaitsItsTurn(t *testing.T) {
 	now := time.Unix(1000, 0)
 	waiting := func(reason string) corev1.ContainerState {

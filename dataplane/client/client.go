@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 
@@ -125,9 +126,10 @@ func (o *options) readyContext(ctx context.Context) (context.Context, context.Ca
 // ready one when the pool has one, otherwise the controller starts one from
 // the pool's template) and returns it once it is Ready and its runtime
 // answers. It makes a SandboxClaim (generateName "sandbox-claim-", the
-// agents.x-k8s.io/client-first-requested-at annotation), watches it until
-// status.sandbox.name is set and then the Sandbox until Ready=True (one
-// watch each), and connects. If any of this fails, or ctx ends or the
+// agents.x-k8s.io/client-first-requested-at annotation; its name made here
+// as the API server would make it, so that the claim's watch is opened
+// while the claim is created), watches it until status.sandbox.name is set
+// and then the Sandbox until Ready=True (one watch each), and connects. If any of this fails, or ctx ends or the
 // ready timeout passes first (ErrTimeout), the claim is deleted.
 //
 // Close deletes the claim, and with it the Sandbox.
@@ -149,12 +151,11 @@ func (c *Client) Create(ctx context.Context, namespace, warmPool string, opts ..
 	}
 	wctx, cancel := o.readyContext(ctx)
 	defer cancel()
-	created := &extv1beta1.SandboxClaim{}
-	err = c.extensions.Post().Namespace(namespace).Resource("sandboxclaims").Body(claim).Do(wctx).Into(created)
+	created, early, err := c.createClaim(wctx, claim)
 	if err != nil {
 		return nil, fmt.Errorf("creating a claim on warm pool %s/%s: %w", namespace, warmPool, err)
 	}
-	sb, err := c.openClaim(wctx, &o, created)
+	sb, err := c.openClaim(wctx, &o, created, early)
 	if err != nil {
 		// The claim is ours and useless: remove it even though ctx may be over.
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -168,6 +169,35 @@ func (c *Client) Create(ctx context.Context, namespace, warmPool string, opts ..
 	return sb, nil
 }
 
+// claimNameAttempts is how many names createClaim tries: a name made of
+// five random characters is taken by another claim of the namespace once
+// in millions.
+const claimNameAttempts = 3
+
+// claimSuffix makes the random part of a claim's name.
+var claimSuffix = func() string { return utilrand.String(5) }
+
+// createClaim creates claim under a name made from ClaimGenerateName (five
+// random characters, as the API server makes one; generateName stays set,
+// as upstream's SDKs leave it), with a watch on that name opened at the
+// same time, and returns the claim created and that watch. A name taken
+// already is made again.
+func (c *Client) createClaim(ctx context.Context, claim *extv1beta1.SandboxClaim) (*extv1beta1.SandboxClaim, *earlyWatch, error) {
+	for attempt := 1; ; attempt++ {
+		claim.Name = ClaimGenerateName + claimSuffix()
+		early := watchName(ctx, c.extensions, "sandboxclaims", claim.Namespace, claim.Name)
+		created := &extv1beta1.SandboxClaim{}
+		err := c.extensions.Post().Namespace(claim.Namespace).Resource("sandboxclaims").Body(claim).Do(ctx).Into(created)
+		if err == nil {
+			return created, early, nil
+		}
+		early.stop()
+		if !apierrors.IsAlreadyExists(err) || attempt == claimNameAttempts {
+			return nil, nil, err
+		}
+	}
+}
+
 // Open connects to an existing sandbox: name is a SandboxClaim (its bound
 // Sandbox is used, waiting for it as Create does) or else a Sandbox.
 // Close on a Sandbox from Open only disconnects: the claim and the Sandbox
@@ -179,7 +209,7 @@ func (c *Client) Open(ctx context.Context, namespace, name string, opts ...Optio
 	claim := &extv1beta1.SandboxClaim{}
 	err := c.extensions.Get().Namespace(namespace).Resource("sandboxclaims").Name(name).Do(ctx).Into(claim)
 	if err == nil {
-		return c.openClaim(ctx, &o, claim)
+		return c.openClaim(ctx, &o, claim, nil)
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("getting claim %s/%s: %w", namespace, name, waitError(ctx, err))
@@ -199,9 +229,11 @@ func (c *Client) Open(ctx context.Context, namespace, name string, opts ...Optio
 	return c.openSandbox(ctx, &o, sb, claimName)
 }
 
-func (c *Client) openClaim(ctx context.Context, o *options, claim *extv1beta1.SandboxClaim) (*Sandbox, error) {
+// openClaim waits for claim to be bound (early is a watch on its name
+// opened before it was created, or nil) and opens its Sandbox.
+func (c *Client) openClaim(ctx context.Context, o *options, claim *extv1beta1.SandboxClaim, early *earlyWatch) (*Sandbox, error) {
 	wctx, span := tracer().Start(ctx, "sandbox.wait_bound")
-	bound, err := c.waitForClaim(wctx, claim)
+	bound, err := c.waitForClaim(wctx, claim, early)
 	endSpan(span, nil, err)
 	if err != nil {
 		return nil, err

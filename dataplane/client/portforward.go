@@ -94,13 +94,18 @@ func (p *portForward) connection(ctx context.Context) (httpstream.Connection, er
 			return p.conn, nil
 		}
 	}
+	// The Pod is read while the connection is being made: nothing is sent
+	// over it before both are done.
+	verified := make(chan error, 1)
+	go func() { verified <- p.verify(ctx) }()
 	conn, err := p.upgrade(ctx)
+	verr := <-verified
 	if err != nil {
 		return nil, err
 	}
-	if err := p.verify(ctx); err != nil {
+	if verr != nil {
 		_ = conn.Close()
-		return nil, err
+		return nil, verr
 	}
 	p.conn = conn
 	if p.stopFollowing == nil {
@@ -111,7 +116,7 @@ func (p *portForward) connection(ctx context.Context) (httpstream.Connection, er
 	return conn, nil
 }
 
-// verify checks, once a connection is made and before anything is sent
+// verify checks, while a connection is made and before anything is sent
 // over it, that the Pod of the name is the Sandbox's (its controller a Sandbox, by API group and kind, of the owner UID): a Pod that is missing, or
 // that another Sandbox of the same name made, is gone to this handle
 // (podGone: the caller looks at its Sandbox, by UID).

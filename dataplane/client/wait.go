@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 
@@ -19,10 +20,11 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
-// waitForClaim watches the claim until status.sandbox.name is set.
-func (c *Client) waitForClaim(ctx context.Context, claim *extv1beta1.SandboxClaim) (*extv1beta1.SandboxClaim, error) {
+// waitForClaim watches the claim until status.sandbox.name is set, with
+// early as its first watch when there is one.
+func (c *Client) waitForClaim(ctx context.Context, claim *extv1beta1.SandboxClaim, early *earlyWatch) (*extv1beta1.SandboxClaim, error) {
 	last := claim
-	obj, err := waitFor(ctx, c.extensions, "sandboxclaims", claim, func(o runtime.Object) bool {
+	obj, err := waitFor(ctx, c.extensions, "sandboxclaims", claim, early.take(), func(o runtime.Object) bool {
 		cl, ok := o.(*extv1beta1.SandboxClaim)
 		if ok {
 			last = cl
@@ -40,7 +42,7 @@ func (c *Client) waitForClaim(ctx context.Context, claim *extv1beta1.SandboxClai
 // spec (readyNow).
 func (c *Client) waitForSandbox(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*sandboxv1beta1.Sandbox, error) {
 	last := sb
-	obj, err := waitFor(ctx, c.sandboxes, "sandboxes", sb, func(o runtime.Object) bool {
+	obj, err := waitFor(ctx, c.sandboxes, "sandboxes", sb, nil, func(o runtime.Object) bool {
 		s, ok := o.(*sandboxv1beta1.Sandbox)
 		if ok {
 			last = s
@@ -89,25 +91,34 @@ type object interface {
 }
 
 // waitFor returns obj once done says so, else watches it (one watch, from
-// obj's resourceVersion, by a metadata.name field selector) until done or
-// ctx ends. A watch the server closes is opened again from the last
-// version seen; a version too old for the server (410) starts over from a
-// fresh read.
-func waitFor(ctx context.Context, rc *rest.RESTClient, resource string, obj object, done func(runtime.Object) bool) (runtime.Object, error) {
+// obj's resourceVersion, by a metadata.name field selector; first instead
+// when not nil) until done or ctx ends. Only obj itself counts: another
+// object of its name (another UID) is not it, and obj's deletion ends the
+// wait. A watch the server closes is opened again from the last version
+// seen; a version too old for the server (410) starts over from a fresh
+// read.
+func waitFor(ctx context.Context, rc *rest.RESTClient, resource string, obj object, first watch.Interface, done func(runtime.Object) bool) (runtime.Object, error) {
 	if done(obj) {
+		if first != nil {
+			first.Stop()
+		}
 		return obj, nil
 	}
-	ns, name, rv := obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion()
+	ns, name, rv, uid := obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion(), obj.GetUID()
 	backoff := 100 * time.Millisecond
 	for {
-		w, err := rc.Get().Namespace(ns).Resource(resource).VersionedParams(&metav1.ListOptions{
-			FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
-			ResourceVersion: rv,
-			Watch:           true,
-		}, metav1.ParameterCodec).Watch(ctx)
+		w, err := first, error(nil)
+		if w == nil {
+			w, err = rc.Get().Namespace(ns).Resource(resource).VersionedParams(&metav1.ListOptions{
+				FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
+				ResourceVersion: rv,
+				Watch:           true,
+			}, metav1.ParameterCodec).Watch(ctx)
+		}
+		first = nil
 		if err == nil {
 			var cur runtime.Object
-			cur, rv, err = drain(ctx, w, rv, done)
+			cur, rv, err = drain(ctx, w, uid, rv, done)
 			w.Stop()
 			if cur != nil || err != nil {
 				return cur, err
@@ -128,6 +139,9 @@ func waitFor(ctx context.Context, rc *rest.RESTClient, resource string, obj obje
 				}
 				return nil, waitError(ctx, err)
 			}
+			if uid != "" && fresh.GetUID() != uid {
+				return nil, ErrDeleted // another object of the name now
+			}
 			if done(fresh) {
 				return fresh, nil
 			}
@@ -142,10 +156,12 @@ func waitFor(ctx context.Context, rc *rest.RESTClient, resource string, obj obje
 	}
 }
 
-// drain reads events until done (the object), the object is deleted
-// (ErrDeleted), ctx ends, or the watch closes (nil, nil: watch again from
-// the returned version; "" to read the object afresh).
-func drain(ctx context.Context, w watch.Interface, rv string, done func(runtime.Object) bool) (runtime.Object, string, error) {
+// drain reads events until done (the object of uid, any object when uid
+// is empty), the object is deleted (ErrDeleted), ctx ends, or the watch
+// closes (nil, nil: watch again from the returned version; "" to read the
+// object afresh). Events of other objects of the name only move the
+// version on.
+func drain(ctx context.Context, w watch.Interface, uid types.UID, rv string, done func(runtime.Object) bool) (runtime.Object, string, error) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -154,8 +170,6 @@ func drain(ctx context.Context, w watch.Interface, rv string, done func(runtime.
 			switch {
 			case !ok:
 				return nil, rv, nil
-			case ev.Type == watch.Deleted:
-				return nil, rv, ErrDeleted
 			case ev.Type == watch.Error:
 				err := apierrors.FromObject(ev.Object)
 				var st apierrors.APIStatus
@@ -169,7 +183,11 @@ func drain(ctx context.Context, w watch.Interface, rv string, done func(runtime.
 				continue
 			}
 			rv = o.GetResourceVersion()
-			if done(o) {
+			switch {
+			case uid != "" && o.GetUID() != uid:
+			case ev.Type == watch.Deleted:
+				return nil, rv, ErrDeleted
+			case done(o):
 				return o, rv, nil
 			}
 		}

@@ -15,7 +15,9 @@
 //     headers (WithRouter), so upstream's runtime and router work as ours do.
 //   - A handle is pinned to the Sandbox it resolved (API group, kind, name and
 //     UID) and reaches only a Pod that Sandbox controls: once it is gone,
-//     calls get ErrNotFound, never a namesake.
+//     calls get ErrNotFound, never a namesake. Waiting for a claim or a
+//     Sandbox heeds that object only, by UID: another of its name (one being
+//     deleted, or another tenant's made first) is never taken for it.
 //   - Only idempotent calls are retried (Read, List, Exists, the health
 //     check); Run and Write are sent exactly once.
 //   - Its writes (a claim, resume on connect, activity reports) are made with

@@ -20,10 +20,11 @@ func claimBursts(t *testing.T) int {
 
 // moreBursts serves bursts 2 to r of m claims (named claim<b>-<i>), each
 // once full reports the pool full again (nil: at once) and the cluster
-// settled, and returns each burst's p99 after first, the first's. It
-// returns once the pool is full again after the last, so that what is
+// settled, and returns each burst's p99 after first, the first's, and what
+// each process used during each of them (the first's is not among them).
+// It returns once the pool is full again after the last, so that what is
 // measured next (a restart) does not see the refill.
-func (k *claimClock) moreBursts(t *testing.T, c client.Client, m, r int, first float64, full func() bool) []float64 {
+func (k *claimClock) moreBursts(t *testing.T, c client.Client, m, r int, first float64, full func() bool) ([]float64, []map[string]float64) {
 	t.Helper()
 	refilled := func() {
 		for full != nil && !full() {
@@ -32,17 +33,20 @@ func (k *claimClock) moreBursts(t *testing.T, c client.Client, m, r int, first f
 		settle()
 	}
 	p99s := []float64{first}
+	var cpus []map[string]float64
 	for b := 2; b <= r; b++ {
 		refilled()
 		prefix := fmt.Sprintf("claim%d", b)
+		cpu := cpuByProcess(clusterDirOf)
 		k.burst(t, c, prefix, m)
+		cpus = append(cpus, cpuDiff(cpuByProcess(clusterDirOf), cpu))
 		lat, _, _ := k.latencies(prefix, m)
 		p99s = append(p99s, quantile(lat, 0.99))
 	}
 	if r > 1 {
 		refilled()
 	}
-	return p99s
+	return p99s, cpus
 }
 
 // median of values (the mean of the middle two for an even count), 0 for

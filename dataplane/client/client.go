@@ -129,8 +129,9 @@ func (o *options) readyContext(ctx context.Context) (context.Context, context.Ca
 // agents.x-k8s.io/client-first-requested-at annotation; its name made here
 // as the API server would make it, so that the claim's watch is opened
 // while the claim is created), watches it until status.sandbox.name is set
-// and then the Sandbox until Ready=True (one watch each), and connects. If any of this fails, or ctx ends or the
-// ready timeout passes first (ErrTimeout), the claim is deleted.
+// and then the Sandbox until Ready=True (one watch each), and connects. If
+// any of this fails, or ctx ends or the ready timeout passes first
+// (ErrTimeout), the claim is deleted.
 //
 // Close deletes the claim, and with it the Sandbox.
 func (c *Client) Create(ctx context.Context, namespace, warmPool string, opts ...Option) (_ *Sandbox, err error) {

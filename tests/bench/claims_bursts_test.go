@@ -18,13 +18,22 @@ func claimBursts(t *testing.T) int {
 	return max(1, envInt(t, "BENCH_CLAIM_BURSTS", 3))
 }
 
+// Bursts are the bursts of claims one claims measurement served
+// (claimBursts): the p99 of each (the first's is the measurement's own),
+// their median, and what each process used during each burst after the
+// first (the measurement has the first's).
+type Bursts struct {
+	P99sMs         []float64            `json:"claim_ready_p99s_ms"`
+	MedianP99Ms    float64              `json:"claim_ready_median_p99_ms"`
+	MoreCPUSeconds []map[string]float64 `json:"more_bursts_cpu_seconds,omitempty"`
+}
+
 // moreBursts serves bursts 2 to r of m claims (named claim<b>-<i>), each
 // once full reports the pool full again (nil: at once) and the cluster
-// settled, and returns each burst's p99 after first, the first's, and what
-// each process used during each of them (the first's is not among them).
-// It returns once the pool is full again after the last, so that what is
-// measured next (a restart) does not see the refill.
-func (k *claimClock) moreBursts(t *testing.T, c client.Client, m, r int, first float64, full func() bool) ([]float64, []map[string]float64) {
+// settled, and returns them with first, the first's p99. It returns once
+// the pool is full again after the last, so that what is measured next (a
+// restart) does not see the refill.
+func (k *claimClock) moreBursts(t *testing.T, c client.Client, m, r int, first float64, full func() bool) Bursts {
 	t.Helper()
 	refilled := func() {
 		for full != nil && !full() {
@@ -32,21 +41,21 @@ func (k *claimClock) moreBursts(t *testing.T, c client.Client, m, r int, first f
 		}
 		settle()
 	}
-	p99s := []float64{first}
-	var cpus []map[string]float64
+	res := Bursts{P99sMs: []float64{first}}
 	for b := 2; b <= r; b++ {
 		refilled()
 		prefix := fmt.Sprintf("claim%d", b)
 		cpu := cpuByProcess(clusterDirOf)
 		k.burst(t, c, prefix, m)
-		cpus = append(cpus, cpuDiff(cpuByProcess(clusterDirOf), cpu))
+		res.MoreCPUSeconds = append(res.MoreCPUSeconds, cpuDiff(cpuByProcess(clusterDirOf), cpu))
 		lat, _, _ := k.latencies(prefix, m)
-		p99s = append(p99s, quantile(lat, 0.99))
+		res.P99sMs = append(res.P99sMs, quantile(lat, 0.99))
 	}
 	if r > 1 {
 		refilled()
 	}
-	return p99s, cpus
+	res.MedianP99Ms = median(res.P99sMs)
+	return res
 }
 
 // median of values (the mean of the middle two for an even count), 0 for

@@ -32,14 +32,9 @@ type Claims struct {
 	// without the time the create request itself queued.
 	SeenP50Ms float64 `json:"claim_seen_to_ready_p50_ms"`
 	SeenP99Ms float64 `json:"claim_seen_to_ready_p99_ms"`
-	// BurstP99sMs are the p99s of every burst served (claimBursts; the
-	// first is P99Ms, and the figures here other than these are the
-	// first's), and MedianP99Ms their median.
-	BurstP99sMs []float64 `json:"claim_ready_p99s_ms"`
-	MedianP99Ms float64   `json:"claim_ready_median_p99_ms"`
-	// MoreBurstsCPUSeconds is BurstCPUSeconds of each burst after the
-	// first.
-	MoreBurstsCPUSeconds []map[string]float64 `json:"more_bursts_cpu_seconds,omitempty"`
+	// Bursts are every burst's p99 (the first is P99Ms; the other figures
+	// here are the first burst's) and their median.
+	Bursts
 	// CreateP99Ms is the p99 duration of the claims' create requests.
 	CreateP99Ms float64 `json:"claim_create_request_p99_ms"`
 	// AllReadySeconds is the time until every claim was Ready, and
@@ -198,8 +193,7 @@ func benchClaims(t *testing.T, cfg *rest.Config, c client.Client, watched cache.
 	paced := clock.paced(t, c, "paced", res.PacedClaims)
 	res.PacedP50Ms, res.PacedP99Ms = quantile(paced, 0.5), quantile(paced, 0.99)
 	res.Timeline, res.PacedTimeline = clock.timeline("claim", m), clock.timeline("paced", res.PacedClaims)
-	res.BurstP99sMs, res.MoreBurstsCPUSeconds = clock.moreBursts(t, c, m, claimBursts(t), res.P99Ms, poolReady)
-	res.MedianP99Ms = median(res.BurstP99sMs)
+	res.Bursts = clock.moreBursts(t, c, m, claimBursts(t), res.P99Ms, poolReady)
 
 	var list sandboxv1beta1.SandboxList
 	if err := watched.List(ctx, &list, client.InNamespace(ns)); err != nil {

@@ -138,7 +138,7 @@ func benchScaleController(t *testing.T, res *ScaleResult, claims int) {
 	m.HeapPerSandboxKiB = round2((m.RunningHeapMB - m.StartHeapMB) * 1024 / float64(n))
 
 	res.WarmClaims = benchClaims(t, local.Config, c, watched, ctrl, mkNamespace(t, c, "claims"), claims)
-	t.Logf("claims done: p99 %.0f ms (bursts %v)", res.WarmClaims.P99Ms, res.WarmClaims.BurstP99sMs)
+	t.Logf("claims done: p99 %.0f ms (bursts %v)", res.WarmClaims.P99Ms, res.WarmClaims.P99sMs)
 
 	// The claims' Sandboxes and their pool's are there too; the restart
 	// is timed until n reconciles, as TestBenchRestart's.

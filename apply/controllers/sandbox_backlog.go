@@ -29,16 +29,15 @@ import (
 // for as long as the burst moves: in a cold create of 20,000 a Pod may wait
 // an hour for the scheduler, far past any fixed bound, and each Sandbox
 // written at such a bound is a write in the middle of the burst. One whose
-// Pod shows trouble (unschedulable,
-// a container backing off or restarting, terminating past its deadline) is
-// held no longer than busyHold windows after our last write for it, so a
-// Pod stuck in a burst that otherwise moves is still reported. A held
-// Sandbox is looked at again every
-// busyLook windows, or sooner when its Pod changes; with more held than
-// busyLooks a second over that (6,000 at the default window), less often,
-// so that looking at Sandboxes whose Pods have not moved stays at
-// busyLooks reconciles a second (a cold create of 20,000 would otherwise
-// be 330 a second for the hour it lasts). The burst counts as over
+// Pod shows trouble (unschedulable, a container backing off or restarting,
+// terminating past its deadline) is held no longer than busyHold windows
+// after our last write for it, so a Pod stuck in a burst that otherwise
+// moves is still reported. A held Sandbox is looked at again every busyLook
+// windows, or sooner when its Pod changes; with more held than busyLooks a
+// second over that (6,000 at the default window), less often, so that
+// looking at Sandboxes whose Pods have not moved stays at busyLooks
+// reconciles a second (a cold create of 20,000 would otherwise be 330 a
+// second for the hour it lasts). The burst counts as over
 // busyFactor windows after the backlog fell to busyBacklog, so that its tail
 // is not written either. Resting statuses are never deferred.
 const (

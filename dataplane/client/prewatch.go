@@ -27,16 +27,23 @@ func watchName(ctx context.Context, rc *rest.RESTClient, resource, namespace, na
 	e := &earlyWatch{opened: make(chan struct{})}
 	go func() {
 		defer close(e.opened)
-		w, err := rc.Get().Namespace(namespace).Resource(resource).VersionedParams(&metav1.ListOptions{
-			FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
-			ResourceVersion: "0",
-			Watch:           true,
-		}, metav1.ParameterCodec).Watch(ctx)
+		w, err := watchByName(ctx, rc, resource, namespace, name, "0")
 		if err == nil {
 			e.w = w
 		}
 	}()
 	return e
+}
+
+// watchByName watches the object name in namespace from resourceVersion
+// rv, by a metadata.name field selector (what RBAC lets a caller with
+// watch on that one name do).
+func watchByName(ctx context.Context, rc *rest.RESTClient, resource, namespace, name, rv string) (watch.Interface, error) {
+	return rc.Get().Namespace(namespace).Resource(resource).VersionedParams(&metav1.ListOptions{
+		FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
+		ResourceVersion: rv,
+		Watch:           true,
+	}, metav1.ParameterCodec).Watch(ctx)
 }
 
 // take returns the watch once it is open, nil if it could not be opened

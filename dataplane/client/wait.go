@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -109,11 +108,7 @@ func waitFor(ctx context.Context, rc *rest.RESTClient, resource string, obj obje
 	for {
 		w, err := first, error(nil)
 		if w == nil {
-			w, err = rc.Get().Namespace(ns).Resource(resource).VersionedParams(&metav1.ListOptions{
-				FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
-				ResourceVersion: rv,
-				Watch:           true,
-			}, metav1.ParameterCodec).Watch(ctx)
+			w, err = watchByName(ctx, rc, resource, ns, name, rv)
 		}
 		first = nil
 		if err == nil {

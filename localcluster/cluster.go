@@ -105,7 +105,8 @@ func FindBinary(binDir, name string) (string, error) {
 	return "", fmt.Errorf("%s not found in %s: in a checkout of the repository, `make tools` builds it into bin/ (or pass the directory that holds it)", name, where)
 }
 
-// Start creates the cluster, waits until its nodes are Ready and, if asked,
+// Start creates the cluster, waits until its nodes are Ready and the
+// "default" namespace's ServiceAccount exists and, if asked,
 // installs the CRDs and RuntimeClasses. A cluster of the same name left over
 // from an earlier run is deleted first. On error nothing is left running.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
@@ -232,6 +233,9 @@ func (c *Cluster) setup(ctx context.Context, opts Options) error {
 	if err := c.ScaleNodes(ctx, opts.Nodes); err != nil {
 		return err
 	}
+	if err := c.waitDefaultServiceAccount(ctx); err != nil {
+		return err
+	}
 	if err := c.install(ctx, opts, ""); err != nil {
 		return err
 	}
@@ -270,6 +274,31 @@ func (c *Cluster) ScaleNodes(ctx context.Context, n int) error {
 			}
 			return fmt.Errorf("waiting for %d Ready nodes (%s; kwok-controller's log ends: %s): %w", n, seen,
 				c.logTail("kwok-controller", 8), errors.Join(ctx.Err(), err))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// waitDefaultServiceAccount waits until the controller manager has made
+// the "default" namespace's ServiceAccount: until then the API server
+// refuses every Pod there (the ServiceAccount admission plugin), and on a
+// loaded machine the controller manager can take a while to get to it.
+func (c *Cluster) waitDefaultServiceAccount(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer cancel()
+	for {
+		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the ServiceAccount default/default (kube-controller-manager's log ends: %s): %w",
+				c.logTail("kube-controller-manager", 8), errors.Join(ctx.Err(), err))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -86,8 +87,23 @@ func expectedReason(err error) string {
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, io.EOF), isNetTimeout(err):
 		return "unavailable"
+	case serviceAccountMissing(err):
+		return "service_account"
 	}
 	return ""
+}
+
+// serviceAccountMissing reports the ServiceAccount admission plugin's
+// refusal of a Pod whose ServiceAccount does not exist (yet): a namespace
+// just made, whose "default" the controller manager has not created, or a
+// Sandbox applied before its ServiceAccount (GitOps tools apply in any
+// order). Nothing here watches ServiceAccounts, so this is retried with
+// the bounded backoff (at most retryMax apart) rather than
+// controller-runtime's, which grows to minutes. The refusal has no cause
+// of its own; its message is the plugin's ("error looking up service
+// account ns/name: ...").
+func serviceAccountMissing(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "error looking up service account")
 }
 
 func isNetTimeout(err error) bool {

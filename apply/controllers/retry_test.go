@@ -31,6 +31,8 @@ func TestRetriesQuiet(t *testing.T) {
 		{"service unavailable", apierrors.NewServiceUnavailable("etcd is away"), "unavailable"},
 		{"invalid", apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "a", nil), ""},
 		{"forbidden", apierrors.NewForbidden(gr, "a", errors.New("no")), ""},
+		{"service account not there yet", fmt.Errorf("applying Pod: %w", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "a",
+			errors.New(`error looking up service account ns/default: serviceaccount "default" not found`))), "service_account"},
 		{"plain", errors.New("boom"), ""},
 	}
 	for _, tc := range cases {

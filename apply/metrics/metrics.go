@@ -91,11 +91,11 @@ var (
 )
 
 // ReconcileRetries counts reconciles retried for an expected, passing
-// reason (conflict, already_exists, unavailable) instead of being logged
+// reason (conflict, already_exists, unavailable, service_account) instead of being logged
 // as errors.
 var ReconcileRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "agent_sandbox_reconcile_retries_total",
-	Help: "Reconciles retried with backoff for an expected, passing reason (conflict: another writer changed the object; already_exists: the cache was behind; unavailable: the API server was away), by controller and reason.",
+	Help: "Reconciles retried with backoff for an expected, passing reason (conflict: another writer changed the object; already_exists: the cache was behind; unavailable: the API server was away; service_account: a Pod's ServiceAccount does not exist yet), by controller and reason.",
 }, []string{"controller", "reason"})
 
 // IdleSuspends counts Sandboxes suspended for having had no traffic for

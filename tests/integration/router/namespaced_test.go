@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -73,6 +74,24 @@ func TestNamespacedRouterRBAC(t *testing.T) {
 	installNamespacedRouterRBAC(t, ns)
 	user := "system:serviceaccount:" + ns + ":sandbox-router"
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
+	review := func(attrs authorizationv1.ResourceAttributes) bool {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: groups, ResourceAttributes: &attrs}}
+		if err := env.Client.Create(ctxFor(t), sar); err != nil {
+			t.Fatal(err)
+		}
+		return sar.Status.Allowed
+	}
+	// The API server's RBAC authorizer reads bindings from an informer: a
+	// binding just created may take a moment to count (seen on a loaded CI
+	// machine). Wait until the first grant holds, then check every row.
+	deadline := time.Now().Add(30 * time.Second)
+	for !review(authorizationv1.ResourceAttributes{Namespace: ns, Verb: "list", Resource: "pods"}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s list pods in %q: not allowed 30s after the RoleBinding was created", user, ns)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	for _, c := range []struct {
 		attrs   authorizationv1.ResourceAttributes
 		allowed bool
@@ -100,13 +119,8 @@ func TestNamespacedRouterRBAC(t *testing.T) {
 		{authorizationv1.ResourceAttributes{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}, false},
 	} {
 		attrs := c.attrs
-		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: user, Groups: groups, ResourceAttributes: &attrs}}
-		if err := env.Client.Create(ctxFor(t), sar); err != nil {
-			t.Fatal(err)
-		}
-		if sar.Status.Allowed != c.allowed {
-			t.Errorf("%s %s %s/%s in %q: allowed %v, want %v", user, attrs.Verb, attrs.Resource, attrs.Subresource, attrs.Namespace, sar.Status.Allowed, c.allowed)
+		if allowed := review(attrs); allowed != c.allowed {
+			t.Errorf("%s %s %s/%s in %q: allowed %v, want %v", user, attrs.Verb, attrs.Resource, attrs.Subresource, attrs.Namespace, allowed, c.allowed)
 		}
 	}
 }

@@ -22,7 +22,23 @@ type ClaimTimeline struct {
 	// Claims counts the claims the timeline is made of: those whose
 	// every stage was seen.
 	Claims int `json:"claims"`
+	// Slowest are the slowest claims (sent to Ready), slowest first, with
+	// their stages: where a p99 went, and when (to set beside the
+	// controller's log and the API server's profile).
+	Slowest []SlowClaim `json:"slowest,omitempty"`
 }
+
+// SlowClaim is one claim of a timeline: when its create was sent (this
+// host's clock), its stages in the order of ClaimTimeline, and in all.
+type SlowClaim struct {
+	Name     string     `json:"name"`
+	SentAt   time.Time  `json:"sent_at"`
+	StagesMs [4]float64 `json:"stages_ms"`
+	TotalMs  float64    `json:"total_ms"`
+}
+
+// slowestClaims is how many claims a timeline names.
+const slowestClaims = 3
 
 // Quantiles are the p50 and p99 of one stage.
 type Quantiles struct {
@@ -46,10 +62,15 @@ func (k *claimClock) timeline(prefix string, n int) ClaimTimeline {
 			continue
 		}
 		tl.Claims++
+		slow := SlowClaim{Name: name, SentAt: at[0], TotalMs: ms(at[4].Sub(at[0]))}
 		for i := range stages {
-			stages[i] = append(stages[i], max(0, ms(at[i+1].Sub(at[i]))))
+			slow.StagesMs[i] = max(0, ms(at[i+1].Sub(at[i])))
+			stages[i] = append(stages[i], slow.StagesMs[i])
 		}
+		tl.Slowest = append(tl.Slowest, slow)
 	}
+	sort.Slice(tl.Slowest, func(i, j int) bool { return tl.Slowest[i].TotalMs > tl.Slowest[j].TotalMs })
+	tl.Slowest = tl.Slowest[:min(len(tl.Slowest), slowestClaims)]
 	q := func(v []float64) Quantiles {
 		sort.Float64s(v)
 		return Quantiles{P50: quantile(v, 0.5), P99: quantile(v, 0.99)}

@@ -24,8 +24,10 @@ type Change struct {
 	Name      string
 	Action    Action
 	// Pending is set on an Unchanged change when the object was created by
-	// us moments ago and the cache has not shown it yet: nothing was sent,
-	// and the caller should look again shortly (see CreateExpectation).
+	// us moments ago and the cache has not shown it yet, or deleted by us
+	// moments ago and the cache still shows it as it was: nothing was
+	// sent, and the caller should look again shortly (see
+	// CreateExpectation).
 	Pending bool
 }
 
@@ -47,7 +49,8 @@ func (s ChangeSet) String() string {
 	return strings.Join(lines, "\n")
 }
 
-// Pending reports whether an object we created is not in the cache yet.
+// Pending reports whether an object we created is not in the cache yet, or
+// one we deleted still shows there as it was.
 func (s ChangeSet) Pending() bool {
 	for _, c := range s {
 		if c.Pending {

@@ -20,8 +20,11 @@
 // extractions callers ask for (Extract: the values of the fields a manager
 // owns cannot change while its managedFields entry stays; the engine's own
 // comparisons read them but remember none). All three are
-// forgotten with the object, its status with it (Forget). The reconcilers
-// keep theirs in Memos too.
+// forgotten with the object, its status with it (Forget). A fourth holds
+// the deletes it made (when, by object UID; swept after a minute): a
+// delete of an object it deleted moments ago, read from a cache that has
+// not shown the deletion yet, is not sent again. The reconcilers keep
+// theirs in Memos too.
 //
 // Creates of one object planned by many workers at once, before the cache
 // shows it, are written once: the first is sent, the others wait for it and

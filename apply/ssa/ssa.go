@@ -40,6 +40,13 @@ type Engine struct {
 	// creates lets one write at a time create an object that is not
 	// cached yet (the others then find it recently created).
 	creates creating
+
+	// deleted remembers, per object (by its UID), when a delete of ours
+	// was accepted: within CreateExpectation after it, a reconcile that
+	// still sees the object as it was (the cache has not shown its
+	// deletionTimestamp or its removal yet) sends no second delete.
+	// Swept: entries older than a minute go.
+	deleted Memo[writeKey, time.Time]
 }
 
 // Observe sets a function told every outcome (metrics). Call it before use.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +16,10 @@ import (
 
 // Delete deletes obj, guarded by its UID so that a newer object of the same
 // name is never deleted by mistake. An object that is already gone or being
-// deleted is unchanged.
+// deleted is unchanged. So is one this engine deleted moments ago (within
+// CreateExpectation) that obj shows as it was before: the cache has not
+// caught up; nothing is sent, and the change is Pending (look again
+// shortly).
 func (e *Engine) Delete(ctx context.Context, kind string, obj client.Object, opts ...client.DeleteOption) (change Change, err error) {
 	change = Change{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Deleted}
 	defer func() { e.observeOK(change, err) }()
@@ -24,6 +28,11 @@ func (e *Engine) Delete(ctx context.Context, kind string, obj client.Object, opt
 		return change, nil
 	}
 	uid := obj.GetUID()
+	key := writeKey{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	if at, ok := e.deleted.Recall(key, uid); ok && uid != "" && time.Since(at) < CreateExpectation {
+		change.Action, change.Pending = Unchanged, true
+		return change, nil
+	}
 	pre := client.Preconditions{UID: &uid}
 	for _, o := range opts {
 		if p, ok := o.(client.Preconditions); ok && p.ResourceVersion != nil {
@@ -31,16 +40,24 @@ func (e *Engine) Delete(ctx context.Context, kind string, obj client.Object, opt
 		}
 	}
 	opts = append(opts, pre)
-	e.deletes.Add(1)
+	n := e.deletes.Add(1)
 	e.Forget(kind, obj.GetNamespace(), obj.GetName())
-	if err := e.client.Delete(ctx, obj, opts...); err != nil {
-		if apierrors.IsNotFound(err) {
-			change.Action = Unchanged
-			return change, nil
-		}
+	err = e.client.Delete(ctx, obj, opts...)
+	if err != nil && !apierrors.IsNotFound(err) {
 		return change, fmt.Errorf("deleting %s: %w", kind, err)
 	}
-	return change, nil
+	now := time.Now()
+	if uid != "" {
+		e.deleted.Remember(key, uid, now)
+	}
+	if n%256 == 0 {
+		before := now.Add(-time.Minute)
+		e.deleted.Sweep(func(at time.Time) bool { return at.Before(before) })
+	}
+	if err != nil {
+		change.Action, err = Unchanged, nil
+	}
+	return change, err
 }
 
 // DeleteIfUnchanged deletes obj only if it is still exactly the object the

@@ -23,7 +23,10 @@
 // forgotten with the object, its status with it (Forget). A fourth holds
 // the deletes it made (when, by object UID; swept after a minute): a
 // delete of an object it deleted moments ago, read from a cache that has
-// not shown the deletion yet, is not sent again. The reconcilers keep
+// not shown the deletion yet, is not sent again. Likewise an unguarded
+// apply of what our last write of the object sent, judged against an
+// object whose resourceVersion is older than that write's (the cache is
+// behind it), is not sent again (aheadOfCache). The reconcilers keep
 // theirs in Memos too.
 //
 // Creates of one object planned by many workers at once, before the cache

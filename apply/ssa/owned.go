@@ -11,6 +11,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -155,6 +156,31 @@ func (e *Engine) noteWrite(k writeKey, created bool, response any, sent string) 
 		e.written.Sweep(func(w Write) bool { return w.At.Before(before) })
 	}
 }
+
+// aheadOfCache reports that live, as the cache shows it, is older than our
+// last write under k, which sent what desired asks for (sent is its
+// Fingerprint): the write is made and the cache has not shown it yet, so
+// sending it again would change nothing. Whatever changed the object after
+// our write has a newer resourceVersion: once the cache shows it, live is
+// no longer older and the write is judged again. Never for a write guarded
+// by a resourceVersion (the guard is the caller's decision), nor when the
+// resourceVersions cannot be compared, nor past writeAhead.
+func (e *Engine) aheadOfCache(k writeKey, live client.Object, desired any, sent string) bool {
+	if dm := objectMetaOf(desired); dm != nil && dm.ResourceVersion != nil {
+		return false
+	}
+	uid := live.GetUID()
+	w, ok := e.written.Recall(k, uid)
+	if !ok || uid == "" || w.Intent != digest(sent) || time.Since(w.At) > writeAhead {
+		return false
+	}
+	c, err := resourceversion.CompareResourceVersion(live.GetResourceVersion(), w.ResourceVersion)
+	return err == nil && c < 0
+}
+
+// writeAhead bounds how long a write of ours can stand for a cache that has
+// not shown it (aheadOfCache): writes are remembered about as long.
+const writeAhead = time.Minute
 
 // LastStatusWrite is what the engine remembers of its last write of the
 // status of an object of kind (ApplyStatus): within a minute of it, its

@@ -189,12 +189,17 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 		}
 		change.Action = Configured
 	}
+	sent := Fingerprint(desired)
+	if !isNil(live) && e.aheadOfCache(memo, live, desired, sent) {
+		e.skipped.Add(1)
+		change.Action, change.Pending = Unchanged, true
+		return change, nil
+	}
 	applyOpts := []client.ApplyOption{client.FieldOwner(manager)}
 	if opts.Force {
 		applyOpts = append(applyOpts, client.ForceOwnership)
 	}
 	e.applies.Add(1)
-	sent := Fingerprint(desired)
 	if err := e.client.Apply(ctx, desired, applyOpts...); err != nil {
 		return change, wrapConflict(kind, change, err)
 	}

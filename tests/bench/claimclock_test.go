@@ -165,6 +165,9 @@ func (k *claimClock) paced(t *testing.T, c client.Client, prefix string, n int) 
 		if err := c.Create(context.Background(), benchClaim(k.ns, name)); err != nil {
 			t.Fatal(err)
 		}
+		k.mu.Lock()
+		k.created[name] = time.Since(began)
+		k.mu.Unlock()
 		lat = append(lat, ms(k.waitReady(name).Sub(began)))
 		time.Sleep(200 * time.Millisecond)
 	}

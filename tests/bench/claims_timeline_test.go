@@ -19,6 +19,10 @@ type ClaimTimeline struct {
 	ObservedToTaken Quantiles `json:"observed_to_member_taken_ms"`
 	TakenToRecorded Quantiles `json:"member_taken_to_annotated_ms"`
 	RecordedToReady Quantiles `json:"annotated_to_ready_ms"`
+	// CreateRequest is the claim's create request, from sending it to its
+	// answer: part of the first stage (the watch can see the claim, and
+	// the controller take it, before the answer is back).
+	CreateRequest Quantiles `json:"create_request_ms"`
 	// Claims counts the claims the timeline is made of: those whose
 	// every stage was seen.
 	Claims int `json:"claims"`
@@ -34,7 +38,9 @@ type SlowClaim struct {
 	Name     string     `json:"name"`
 	SentAt   time.Time  `json:"sent_at"`
 	StagesMs [4]float64 `json:"stages_ms"`
-	TotalMs  float64    `json:"total_ms"`
+	// CreateMs is its create request's duration (within the first stage).
+	CreateMs float64 `json:"create_request_ms"`
+	TotalMs  float64 `json:"total_ms"`
 }
 
 // slowestClaims is how many claims a timeline names.
@@ -51,6 +57,7 @@ func (k *claimClock) timeline(prefix string, n int) ClaimTimeline {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var stages [4][]float64
+	var creates []float64
 	var tl ClaimTimeline
 	for _, name := range k.names(prefix, n) {
 		at := []time.Time{k.sent[name], k.observedAt[name], k.adoptedAt[name], k.annotatedAt[name], k.readyAt[name]}
@@ -62,7 +69,8 @@ func (k *claimClock) timeline(prefix string, n int) ClaimTimeline {
 			continue
 		}
 		tl.Claims++
-		slow := SlowClaim{Name: name, SentAt: at[0], TotalMs: ms(at[4].Sub(at[0]))}
+		slow := SlowClaim{Name: name, SentAt: at[0], TotalMs: ms(at[4].Sub(at[0])), CreateMs: ms(k.created[name])}
+		creates = append(creates, slow.CreateMs)
 		for i := range stages {
 			slow.StagesMs[i] = max(0, ms(at[i+1].Sub(at[i])))
 			stages[i] = append(stages[i], slow.StagesMs[i])
@@ -76,5 +84,6 @@ func (k *claimClock) timeline(prefix string, n int) ClaimTimeline {
 		return Quantiles{P50: quantile(v, 0.5), P99: quantile(v, 0.99)}
 	}
 	tl.ToObserved, tl.ObservedToTaken, tl.TakenToRecorded, tl.RecordedToReady = q(stages[0]), q(stages[1]), q(stages[2]), q(stages[3])
+	tl.CreateRequest = q(creates)
 	return tl
 }

@@ -145,7 +145,7 @@ func TestBench(t *testing.T) {
 	}
 	n := envInt(t, "BENCH_N", 500)
 	claims := envInt(t, "BENCH_CLAIMS", 100)
-	nodes := max(10, n/100+1)
+	nodes := benchNodes(t, n, claims)
 	res := Result{N: n, Nodes: nodes}
 	if err := os.RemoveAll(filepath.Join(tests.RepoRoot(), profileDir)); err != nil {
 		t.Fatal(err)

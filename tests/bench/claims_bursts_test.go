@@ -18,6 +18,15 @@ func claimBursts(t *testing.T) int {
 	return max(1, envInt(t, "BENCH_CLAIM_BURSTS", 3))
 }
 
+// benchNodes is how many fake nodes (110 Pods each) a run of n Sandboxes
+// gets: one per 100 Sandboxes, at least 10, and room for the claims
+// measurement's Pods beside them (the pool of claims, and every claim of
+// every burst and the paced ones keeps the Pod of its Sandbox).
+func benchNodes(t *testing.T, n, claims int) int {
+	pods := n + claims + claims*claimBursts(t) + pacedClaims(t, claims)
+	return max(10, n/100+1, pods/105+1)
+}
+
 // Bursts are the bursts of claims one claims measurement served
 // (claimBursts): the p99 of each (the first's is the measurement's own),
 // their median, and what each process used during each burst after the

@@ -73,7 +73,7 @@ func TestBenchScale(t *testing.T) {
 	began := time.Now()
 	n := envInt(t, "BENCH_N", 500)
 	claims := envInt(t, "BENCH_CLAIMS", 100)
-	res := ScaleResult{N: n, Nodes: max(10, n/100+1)}
+	res := ScaleResult{N: n, Nodes: benchNodes(t, n, claims)}
 	var claimsFloor, besideFloor ClaimsFloor
 	if !t.Run("floor", func(t *testing.T) {
 		local, c := startBenchCluster(t, "bench-scale-floor", res.Nodes)

@@ -259,49 +259,20 @@ func (c *Cluster) ScaleNodes(ctx context.Context, n int) error {
 	}
 	// Minutes, not seconds: on a loaded 2-core machine kwok can take a
 	// while to mark many nodes Ready.
-	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
-	defer cancel()
-	for {
+	err = poll(ctx, 4*time.Minute, func(ctx context.Context) error {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err == nil && countReady(nodes.Items) == n && len(nodes.Items) == n {
+		switch {
+		case err != nil:
+			return err
+		case countReady(nodes.Items) == n && len(nodes.Items) == n:
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			seen := "no node list"
-			if nodes != nil {
-				seen = fmt.Sprintf("%d nodes, %d Ready", len(nodes.Items), countReady(nodes.Items))
-			}
-			return fmt.Errorf("waiting for %d Ready nodes (%s; kwok-controller's log ends: %s): %w", n, seen,
-				c.logTail("kwok-controller", 8), errors.Join(ctx.Err(), err))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// waitDefaultServiceAccount waits until the controller manager has made
-// the "default" namespace's ServiceAccount: until then the API server
-// refuses every Pod there (the ServiceAccount admission plugin), and on a
-// loaded machine the controller manager can take a while to get to it.
-func (c *Cluster) waitDefaultServiceAccount(ctx context.Context) error {
-	cs, err := kubernetes.NewForConfig(c.Config)
+		return fmt.Errorf("%d nodes, %d Ready", len(nodes.Items), countReady(nodes.Items))
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("waiting for %d Ready nodes (kwok-controller's log ends: %s): %w", n, c.logTail("kwok-controller", 8), err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
-	defer cancel()
-	for {
-		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the ServiceAccount default/default (kube-controller-manager's log ends: %s): %w",
-				c.logTail("kube-controller-manager", 8), errors.Join(ctx.Err(), err))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return nil
 }
 
 // logTail is the last n lines of a component's log, or why there are none.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,6 +40,9 @@ type ExtensionsOptions struct {
 	// Sandboxes, if set, is the Sandbox reconciler: it is told which
 	// claims wait for warm members (SandboxReconciler.Claims).
 	Sandboxes *SandboxReconciler
+	// Recorders, if set, makes each controller's event recorder (by its
+	// reporting controller name); the default is the manager's.
+	Recorders func(name string) events.EventRecorder
 }
 
 // Extensions are the running extension controllers.
@@ -87,20 +91,24 @@ func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error)
 	if o.Sandboxes != nil {
 		o.Sandboxes.Claims = queue
 	}
+	recorder := o.Recorders
+	if recorder == nil {
+		recorder = func(name string) events.EventRecorder { return mgr.GetEventRecorder(name) }
+	}
 	x := &Extensions{
 		Queue: queue,
 		Templates: &TemplateReconciler{
 			Client: mgr.GetClient(), Engine: o.Engine, ControllerNamespace: o.ControllerNamespace,
-			Policy: o.Policy, Recorder: mgr.GetEventRecorder("sandbox-template-controller"), Defaults: o.Defaults,
+			Policy: o.Policy, Recorder: recorder("sandbox-template-controller"), Defaults: o.Defaults,
 		},
 		WarmPools: &WarmPoolReconciler{
-			Client: mgr.GetClient(), Engine: o.Engine, Recorder: mgr.GetEventRecorder("sandbox-warmpool-controller"),
+			Client: mgr.GetClient(), Engine: o.Engine, Recorder: recorder("sandbox-warmpool-controller"),
 			Defaults: o.Defaults, MaxBatch: o.WarmPoolMaxBatch, Grace: o.WarmPoolGrace, Queue: queue,
 			Policy: o.Policy,
 		},
 		Claims: &ClaimReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Engine: o.Engine,
-			Recorder: mgr.GetEventRecorder("sandbox-claim-controller"), Queue: queue, Defaults: o.Defaults,
+			Recorder: recorder("sandbox-claim-controller"), Queue: queue, Defaults: o.Defaults,
 			Policy: o.Policy, Tracer: o.Tracer,
 		},
 	}

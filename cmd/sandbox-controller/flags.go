@@ -43,6 +43,7 @@ type options struct {
 	otlpEndpoint            string
 	fieldManager            string
 	statusCoalesceWindow    time.Duration
+	eventHoldMax            time.Duration
 	controllerNamespace     string
 	controllerSA            string
 	defaultRuntimeClass     string
@@ -91,6 +92,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.fieldManager, "field-manager", "agent-sandbox-controller", "Server-side apply field manager of the objects the controller writes; status uses <field-manager>-status.")
 	fs.DurationVar(&o.statusCoalesceWindow, "status-coalesce-window", 5*time.Second,
 		"How long transitional status changes (a Pod starting or terminating) are held after the controller's last write for a Sandbox; in a burst (more than 50 Sandboxes waiting so, or having their Pods created or deleted), until the burst is over as long as it makes progress, and at most 120 times as long when a Pod shows trouble (unschedulable, backing off, restarted, terminating past its deadline). Resting states (Ready, Suspended, failed) are written at once. Negative writes every change at once.")
+	fs.DurationVar(&o.eventHoldMax, "event-hold-max", 2*time.Second,
+		"Longest an Event waits while the controller's own writes are in flight or ended less than 100 ms ago, so that Events never compete with the writes claims and Sandboxes wait for; an Event keeps the time it was recorded at. 0 sends every Event at once.")
 	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
 		ns = "agent-sandbox-system"
@@ -155,6 +158,9 @@ func (o *options) validate() error {
 	}
 	if _, err := o.policyConfig(); err != nil {
 		errs = append(errs, err)
+	}
+	if o.eventHoldMax < 0 {
+		errs = append(errs, fmt.Errorf("--event-hold-max=%s: must not be negative", o.eventHoldMax))
 	}
 	if o.gcPercent < 0 {
 		errs = append(errs, fmt.Errorf("--gc-percent=%d: must not be negative", o.gcPercent))

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -19,11 +20,11 @@ const idleWorkers = 4
 // annotation), with an engine of its own: its writes are under the field
 // manager that resume on connect (router, SDK) also uses for
 // spec.operatingMode, never the controller's.
-func setupIdleSuspend(mgr ctrl.Manager) error {
+func setupIdleSuspend(mgr ctrl.Manager, recorder events.EventRecorder) error {
 	engine := ssa.New(mgr.GetClient(), sandboxv1beta1.FieldManagerOperatingMode, "")
 	engine.Observe(metrics.ObserveChange)
 	idle := &controllers.IdleReconciler{
-		Client: mgr.GetClient(), Engine: engine, Recorder: mgr.GetEventRecorder("sandbox-controller"),
+		Client: mgr.GetClient(), Engine: engine, Recorder: recorder,
 	}
 	if err := idle.SetupWithManager(mgr, idleWorkers); err != nil {
 		return fmt.Errorf("setting up idle suspend: %w", err)

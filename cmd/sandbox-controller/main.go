@@ -120,6 +120,11 @@ func run(o options) error {
 	if tracingOn {
 		cfg.Wrap(tracing.Transport) // API calls made under a reconcile's span are its children
 	}
+	recorder, stopEvents, err := eventRecorders(cfg, scheme, o.eventHoldMax, ctrl.Log.WithName("events"))
+	if err != nil {
+		return err
+	}
+	defer stopEvents()
 
 	srv, err := listen(o, cfg, scheme, log)
 	if err != nil {
@@ -190,14 +195,14 @@ func run(o options) error {
 	engine.ReadWith(mgr.GetAPIReader())
 	engine.Observe(metrics.ObserveChange)
 	sandboxes := &controllers.SandboxReconciler{
-		Client: mgr.GetClient(), Engine: engine, Recorder: mgr.GetEventRecorder("sandbox-controller"),
+		Client: mgr.GetClient(), Engine: engine, Recorder: recorder("sandbox-controller"),
 		ClusterDomain: o.clusterDomain, StatusCoalesceWindow: o.statusCoalesceWindow, Policy: policies, Defaults: defaults,
 		ControllerNamespace: o.controllerNamespace, Templates: o.extensions,
 	}
 	if err := sandboxes.SetupWithManager(mgr, o.sandboxWorkers); err != nil {
 		return fmt.Errorf("setting up the Sandbox controller: %w", err)
 	}
-	if err := setupIdleSuspend(mgr); err != nil {
+	if err := setupIdleSuspend(mgr, recorder("sandbox-controller")); err != nil {
 		return err
 	}
 	if o.extensions {
@@ -206,7 +211,7 @@ func run(o options) error {
 			Defaults:        defaults,
 			TemplateWorkers: o.templateWorkers, WarmPoolWorkers: o.warmPoolWorkers, ClaimWorkers: o.claimWorkers,
 			WarmPoolMaxBatch: o.warmPoolMaxBatch, WarmPoolGrace: o.warmPoolGrace, Policy: policies,
-			Tracer: tracing.Provider(tracingOn), Sandboxes: sandboxes,
+			Tracer: tracing.Provider(tracingOn), Sandboxes: sandboxes, Recorders: recorder,
 		}); err != nil {
 			return err
 		}

@@ -1,0 +1,13 @@
+// Package eventgate keeps the controller's Events out of the way of its
+// writes. An Event is best effort and read by people; the writes a claim or
+// a Sandbox waits for (a member's take, a claim's status, a Pod) are not.
+// On a small API server the two compete, so the Gate holds each Event while
+// any of the controller's own writes is in flight or ended less than Quiet
+// ago, and sends it once the controller is quiet, or after MaxHold at the
+// latest. The Event keeps the time it was recorded at: only its delivery
+// waits.
+//
+// Gate.Track wraps the controller's transport (rest.Config.Wrap) to see its
+// writes (POST, PUT, PATCH, DELETE to anything but Events); Gate.Sink wraps
+// the events.EventSink a client-go events broadcaster writes through.
+package eventgate

@@ -91,7 +91,7 @@ func TestEventWaitsForWriteInFlight(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPatch, s.URL+"/apis/agents.x-k8s.io/v1beta1/namespaces/a/sandboxes/events", strings.NewReader("{}"))
 		resp, err := client.Do(req)
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 		}
 		wrote <- err
 	}()

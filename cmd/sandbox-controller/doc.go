@@ -8,5 +8,7 @@
 // target to --gc-percent (memlimit.go); once quiet after starting or a
 // wave, it collects the heap and returns its free pages
 // (--release-free-heap) and, on Linux, unmaps the read-only pages of its
-// own executable (--release-code-pages): quiet.go.
+// own executable (--release-code-pages): quiet.go. Its Events go through
+// one broadcaster of its own whose sink waits for the controller's writes
+// (apply/eventgate, --event-hold-max): events.go.
 package main

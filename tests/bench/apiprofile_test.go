@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,4 +56,58 @@ func finishAPIServerProfile(t *testing.T, p *profiler, phase string) {
 		return
 	}
 	t.Logf("API server profile of %s: %s", phase, path)
+}
+
+// apiServerRequests reads the requests the API server cfg reaches has
+// served so far, from every client (its apiserver_request_total), summed
+// by verb and resource ("LIST pods", "PATCH sandboxes/status"); nil when
+// its /metrics cannot be read. A burst's difference tells what the API
+// server spent its CPU on, the controller's requests and everyone else's.
+func apiServerRequests(cfg *rest.Config) map[string]int64 {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	body, err := httpGetWith(ctx, hc, cfg.Host+"/metrics")
+	if err != nil {
+		return nil
+	}
+	const name = "apiserver_request_total{"
+	out := map[string]int64{}
+	for line := range strings.Lines(string(body)) {
+		labels, ok := strings.CutPrefix(strings.TrimSpace(line), name)
+		if !ok {
+			continue
+		}
+		end := strings.LastIndex(labels, "} ")
+		if end < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(labels[end+2:], 64)
+		if err != nil {
+			continue
+		}
+		l := promLabels(labels[:end])
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		out[key] += int64(v)
+	}
+	return out
+}
+
+// promLabels splits a Prometheus label set as printed (k="v",k2="v2")
+// into its labels; values here hold no quotes or commas.
+func promLabels(s string) map[string]string {
+	out := map[string]string{}
+	for kv := range strings.SplitSeq(s, `",`) {
+		k, v, ok := strings.Cut(kv, `="`)
+		if ok {
+			out[k] = strings.TrimSuffix(v, `"`)
+		}
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +36,27 @@ type claimClock struct {
 	observedAt  map[string]time.Time
 	adoptedAt   map[string]time.Time
 	annotatedAt map[string]time.Time
+	// apiserver, if set, is the API server whose served requests (and,
+	// with BENCH_APISERVER_PROFILE=1, CPU profile) are taken per burst.
+	apiserver *rest.Config
+}
+
+// apiRequests is apiServerRequests of the clock's API server, nil without
+// one.
+func (k *claimClock) apiRequests() map[string]int64 {
+	if k.apiserver == nil {
+		return nil
+	}
+	return apiServerRequests(k.apiserver)
+}
+
+// apiProfile starts the API server's profile (startAPIServerProfile), nil
+// without an API server.
+func (k *claimClock) apiProfile(t *testing.T) *profiler {
+	if k.apiserver == nil {
+		return nil
+	}
+	return startAPIServerProfile(t, k.apiserver)
 }
 
 // startClaimClock watches the claims of ns until stop is called.

@@ -29,12 +29,14 @@ func benchNodes(t *testing.T, n, claims int) int {
 
 // Bursts are the bursts of claims one claims measurement served
 // (claimBursts): the p99 of each (the first's is the measurement's own),
-// their median, and what each process used during each burst after the
-// first (the measurement has the first's).
+// their median, and what each process used and the API server served
+// (apiServerRequests) during each burst after the first (the measurement
+// has the first's).
 type Bursts struct {
-	P99sMs         []float64            `json:"claim_ready_p99s_ms"`
-	MedianP99Ms    float64              `json:"claim_ready_median_p99_ms"`
-	MoreCPUSeconds []map[string]float64 `json:"more_bursts_cpu_seconds,omitempty"`
+	P99sMs          []float64            `json:"claim_ready_p99s_ms"`
+	MedianP99Ms     float64              `json:"claim_ready_median_p99_ms"`
+	MoreCPUSeconds  []map[string]float64 `json:"more_bursts_cpu_seconds,omitempty"`
+	MoreAPIRequests []map[string]int64   `json:"more_bursts_apiserver_requests,omitempty"`
 }
 
 // moreBursts serves bursts 2 to r of m claims (named claim<b>-<i>), each
@@ -54,9 +56,15 @@ func (k *claimClock) moreBursts(t *testing.T, c client.Client, m, r int, first f
 	for b := 2; b <= r; b++ {
 		refilled()
 		prefix := fmt.Sprintf("claim%d", b)
+		served := k.apiRequests()
+		api := k.apiProfile(t)
 		cpu := cpuByProcess(clusterDirOf)
 		k.burst(t, c, prefix, m)
 		res.MoreCPUSeconds = append(res.MoreCPUSeconds, cpuDiff(cpuByProcess(clusterDirOf), cpu))
+		if served != nil {
+			res.MoreAPIRequests = append(res.MoreAPIRequests, diff(k.apiRequests(), served))
+		}
+		finishAPIServerProfile(t, api, fmt.Sprintf("%s_burst%d", k.ns, b))
 		lat, _, _ := k.latencies(prefix, m)
 		res.P99sMs = append(res.P99sMs, quantile(lat, 0.99))
 	}

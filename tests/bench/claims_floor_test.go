@@ -49,6 +49,9 @@ type ClaimsFloor struct {
 	// CPUSeconds is what each process used during the claims created at
 	// once ("bench" is the floor's client and the bench together).
 	CPUSeconds map[string]float64 `json:"cpu_seconds,omitempty"`
+	// APIRequests is what the API server served during the claims
+	// created at once, from every client (apiServerRequests).
+	APIRequests map[string]int64 `json:"apiserver_requests,omitempty"`
 	// Sizes are the objects the claims' writes change, as sized for the
 	// controller's (Claims.Sizes).
 	Sizes ObjectSizes `json:"object_sizes"`
@@ -171,6 +174,8 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 
 	clock, stop := startClaimClock(t, watched, ns)
 	defer stop()
+	clock.apiserver = cfg
+	served := clock.apiRequests()
 	cpu := cpuByProcess(clusterDirOf)
 	counts.reset()
 	api := startAPIServerProfile(t, cfg)
@@ -179,6 +184,7 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 	res.AllReadySec = time.Since(start).Seconds()
 	res.ClaimsPerSecond = float64(m) / res.AllReadySec
 	res.CPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu) // before the profile's last chunk ends
+	res.APIRequests = diff(clock.apiRequests(), served)
 	finishAPIServerProfile(t, api, phase)
 	res.Sizes.claimed(t, user, ns, "claim-0")
 	lat, _, _ := clock.latencies("claim", m)

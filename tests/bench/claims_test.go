@@ -52,6 +52,9 @@ type Claims struct {
 	// own writes, where claim_phase adds the refill after them.
 	BurstApplies  map[string]int64 `json:"burst_controller_apply_total,omitempty"`
 	BurstRequests map[string]int64 `json:"burst_controller_requests_by_verb,omitempty"`
+	// BurstAPIRequests is what the API server served in the burst, from
+	// every client, by verb and resource (apiServerRequests).
+	BurstAPIRequests map[string]int64 `json:"burst_apiserver_requests,omitempty"`
 	// Timeline and PacedTimeline are where each claim's time went, in
 	// the burst and paced.
 	Timeline      ClaimTimeline `json:"timeline"`
@@ -146,9 +149,11 @@ func benchClaims(t *testing.T, cfg *rest.Config, c client.Client, watched cache.
 
 	clock, stop := startClaimClock(t, watched, ns)
 	defer stop()
+	clock.apiserver = cfg
 
 	appliesBefore, requestsBefore := ctrl.series(t, "agent_sandbox_apply_total"), ctrl.requestsByVerb(t)
 	pr := ctrl.begin(t, "claim_phase")
+	served := clock.apiRequests()
 	cpu := cpuByProcess(clusterDirOf)
 	api := startAPIServerProfile(t, cfg)
 	start = time.Now()
@@ -160,6 +165,7 @@ func benchClaims(t *testing.T, cfg *rest.Config, c client.Client, watched cache.
 	res.BurstCPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
 	res.BurstApplies = diff(ctrl.series(t, "agent_sandbox_apply_total"), appliesBefore)
 	res.BurstRequests = diff(ctrl.requestsByVerb(t), requestsBefore)
+	res.BurstAPIRequests = diff(clock.apiRequests(), served)
 	finishAPIServerProfile(t, api, "claim_burst")
 	res.Sizes.claimed(t, c, ns, "claim-0")
 	for !poolReady() {

@@ -23,12 +23,7 @@ func TestClaimEventReachesTheAPIServer(t *testing.T) {
 	c := newClient(t)
 	ns := namespace(t, c)
 	ctx := context.Background()
-	for _, o := range []client.Object{e2eTemplate(ns, "tpl"), e2ePool(ns, "pool", "tpl", 1)} {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, 2*time.Minute, "pool of 1 Ready", poolReady(c, ns, "pool", 1))
+	makePool(t, c, ns, 1)
 	sent := time.Now()
 	if err := c.Create(ctx, e2eClaim(ns, "took", "pool")); err != nil {
 		t.Fatal(err)

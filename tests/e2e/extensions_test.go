@@ -49,6 +49,18 @@ func claimReady(c client.Client, ns, name string) func() error {
 	}
 }
 
+// makePool creates template "tpl" and pool "pool" of replicas members in
+// ns and waits until every member is Ready.
+func makePool(t *testing.T, c client.Client, ns string, replicas int32) time.Duration {
+	t.Helper()
+	for _, o := range []client.Object{e2eTemplate(ns, "tpl"), e2ePool(ns, "pool", "tpl", replicas)} {
+		if err := c.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return waitFor(t, 2*time.Minute, fmt.Sprintf("pool of %d Ready", replicas), poolReady(c, ns, "pool", replicas))
+}
+
 // TestClaimsOnLocalCluster runs claims against a real control plane with
 // the garbage collector: a warm claim whose pool refills, and the three
 // shutdown policies, whose deletions GC carries through to the Pods.
@@ -56,12 +68,7 @@ func TestClaimsOnLocalCluster(t *testing.T) {
 	c := newClient(t)
 	ns := namespace(t, c)
 	ctx := context.Background()
-	for _, o := range []client.Object{e2eTemplate(ns, "tpl"), e2ePool(ns, "pool", "tpl", 2)} {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	took := waitFor(t, 2*time.Minute, "pool of 2 Ready", poolReady(c, ns, "pool", 2))
+	took := makePool(t, c, ns, 2)
 	t.Logf("pool filled in %s", took.Round(time.Millisecond))
 
 	soon := metav1.NewTime(time.Now().Add(20 * time.Second))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,40 +73,17 @@ func apiServerRequests(cfg *rest.Config) map[string]int64 {
 	if err != nil {
 		return nil
 	}
-	const name = "apiserver_request_total{"
-	out := map[string]int64{}
+	samples := map[string]int64{}
 	for line := range strings.Lines(string(body)) {
-		labels, ok := strings.CutPrefix(strings.TrimSpace(line), name)
-		if !ok {
-			continue
-		}
-		end := strings.LastIndex(labels, "} ")
-		if end < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(labels[end+2:], 64)
-		if err != nil {
-			continue
-		}
-		l := promLabels(labels[:end])
-		key := l["verb"] + " " + l["resource"]
-		if l["subresource"] != "" {
-			key += "/" + l["subresource"]
-		}
-		out[key] += int64(v)
+		addSample(samples, "apiserver_request_total", strings.TrimSpace(line))
 	}
-	return out
-}
-
-// promLabels splits a Prometheus label set as printed (k="v",k2="v2")
-// into its labels; values here hold no quotes or commas.
-func promLabels(s string) map[string]string {
-	out := map[string]string{}
-	for kv := range strings.SplitSeq(s, `",`) {
-		k, v, ok := strings.Cut(kv, `="`)
-		if ok {
-			out[k] = strings.TrimSuffix(v, `"`)
+	out := map[string]int64{}
+	for labels, v := range samples {
+		key := labelValue(labels, "verb") + " " + labelValue(labels, "resource")
+		if sub := labelValue(labels, "subresource"); sub != "" {
+			key += "/" + sub
 		}
+		out[key] += v
 	}
 	return out
 }

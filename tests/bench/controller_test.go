@@ -79,17 +79,7 @@ func startController(t *testing.T, kubeconfig string) *controller {
 func (c *controller) series(t *testing.T, name string) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
-	c.scrape(t, func(line string) {
-		if !strings.HasPrefix(line, name+"{") {
-			return
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			return
-		}
-		out[strings.TrimSuffix(strings.TrimPrefix(line[:i], name+"{"), "}")] += int64(v)
-	})
+	c.scrape(t, func(line string) { addSample(out, name, line) })
 	return out
 }
 
@@ -107,14 +97,38 @@ func (c *controller) scrape(t *testing.T, each func(line string)) {
 	}
 }
 
+// addSample adds to out the value of one line of Prometheus text when it is
+// a sample of metric name, under its label set (as printed, without
+// braces).
+func addSample(out map[string]int64, name, line string) {
+	if !strings.HasPrefix(line, name+"{") {
+		return
+	}
+	i := strings.LastIndexByte(line, ' ')
+	v, err := strconv.ParseFloat(line[i+1:], 64)
+	if err != nil {
+		return
+	}
+	out[strings.TrimSuffix(strings.TrimPrefix(line[:i], name+"{"), "}")] += int64(v)
+}
+
+// labelValue is the value of label key in a label set as printed
+// (k="v",k2="v2"), "" when absent; values here hold no quotes or commas.
+func labelValue(labels, key string) string {
+	for l := range strings.SplitSeq(labels, ",") {
+		if v, ok := strings.CutPrefix(l, key+`="`); ok {
+			return strings.TrimSuffix(v, `"`)
+		}
+	}
+	return ""
+}
+
 // requestsByVerb sums rest_client_requests_total by its method label.
 func (c *controller) requestsByVerb(t *testing.T) map[string]int64 {
 	out := map[string]int64{}
 	for labels, v := range c.series(t, "rest_client_requests_total") {
-		for _, l := range strings.Split(labels, ",") {
-			if m, ok := strings.CutPrefix(l, `method="`); ok {
-				out[strings.TrimSuffix(m, `"`)] += v
-			}
+		if m := labelValue(labels, "method"); m != "" {
+			out[m] += v
 		}
 	}
 	return out

@@ -235,3 +235,29 @@ func (k *claimClock) latencies(prefix string, n int) (lat, seenLat, createLat []
 	}
 	return lat, seenLat, createLat
 }
+
+// PacedUse is what a series of paced claims cost: the CPU seconds each
+// process used over it and what the API server served, from every client,
+// by verb and resource (apiServerRequests). Next to the floor's it tells
+// how much work besides the claims' own (a pool's refill, its Pods,
+// scheduling, endpoints) shared the API server with them.
+type PacedUse struct {
+	CPUSeconds  map[string]float64 `json:"paced_cpu_seconds,omitempty"`
+	APIRequests map[string]int64   `json:"paced_apiserver_requests,omitempty"`
+}
+
+// pacedMeasured is paced, with what the series cost (PacedUse) and, with
+// BENCH_APISERVER_PROFILE=1, the API server's profile of it as
+// apiserver-<phase>.pprof.
+func (k *claimClock) pacedMeasured(t *testing.T, c client.Client, prefix string, n int, phase string) ([]float64, PacedUse) {
+	t.Helper()
+	served, cpu := k.apiRequests(), cpuByProcess(clusterDirOf)
+	api := k.apiProfile(t)
+	lat := k.paced(t, c, prefix, n)
+	use := PacedUse{CPUSeconds: cpuDiff(cpuByProcess(clusterDirOf), cpu)}
+	if served != nil {
+		use.APIRequests = diff(k.apiRequests(), served)
+	}
+	finishAPIServerProfile(t, api, phase)
+	return lat, use
+}

@@ -35,8 +35,9 @@ type ClaimsFloor struct {
 	P99Ms float64 `json:"claim_ready_p99_ms"`
 	// Bursts are every burst's p99 (the first is P99Ms) and their median.
 	Bursts
-	PacedP50Ms      float64 `json:"paced_claim_ready_p50_ms"`
-	PacedP99Ms      float64 `json:"paced_claim_ready_p99_ms"`
+	PacedP50Ms float64 `json:"paced_claim_ready_p50_ms"`
+	PacedP99Ms float64 `json:"paced_claim_ready_p99_ms"`
+	PacedUse
 	AllReadySec     float64 `json:"all_claims_ready_seconds"`
 	ClaimsPerSecond float64 `json:"claims_per_second"`
 	// Timeline and PacedTimeline are where each claim's time went.
@@ -190,7 +191,7 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 	lat, _, _ := clock.latencies("claim", m)
 	res.P50Ms, res.P99Ms = quantile(lat, 0.50), quantile(lat, 0.99)
 	settle()
-	lat = clock.paced(t, user, "paced", paced)
+	lat, res.PacedUse = clock.pacedMeasured(t, user, "paced", paced, phase+"_paced")
 	res.PacedP50Ms, res.PacedP99Ms = quantile(lat, 0.50), quantile(lat, 0.99)
 	res.Timeline, res.PacedTimeline = clock.timeline("claim", m), clock.timeline("paced", paced)
 	var b Baseline

@@ -77,9 +77,13 @@ type Claims struct {
 	// Paced is the same pool serving claims one at a time (each created
 	// when the previous one is Ready): the latency of a claim on a cluster
 	// that is not saturated by the burst.
-	PacedClaims int     `json:"paced_claims"`
-	PacedP50Ms  float64 `json:"paced_claim_ready_p50_ms"`
-	PacedP99Ms  float64 `json:"paced_claim_ready_p99_ms"`
+	PacedClaims int `json:"paced_claims"`
+	PacedUse
+	// PacedPhase is what the controller did over the paced claims (with
+	// its CPU profile, paced_claims).
+	PacedPhase Phase   `json:"paced_phase"`
+	PacedP50Ms float64 `json:"paced_claim_ready_p50_ms"`
+	PacedP99Ms float64 `json:"paced_claim_ready_p99_ms"`
 	// Floor is the same claims served by a client with no controller
 	// (measureClaimsFloor), measured before the controller starts on a
 	// cluster with nothing else in it; the ratios are of the p99 latencies
@@ -196,7 +200,10 @@ func benchClaims(t *testing.T, cfg *rest.Config, c client.Client, watched cache.
 	// Paced claims, once the pool is full again.
 	settle()
 	res.PacedClaims = pacedClaims(t, m)
-	paced := clock.paced(t, c, "paced", res.PacedClaims)
+	pr = ctrl.begin(t, "paced_claims")
+	paced, use := clock.pacedMeasured(t, c, "paced", res.PacedClaims, "claim_paced")
+	res.PacedUse = use
+	pr.end(t, &res.PacedPhase, res.PacedClaims)
 	res.PacedP50Ms, res.PacedP99Ms = quantile(paced, 0.5), quantile(paced, 0.99)
 	res.Timeline, res.PacedTimeline = clock.timeline("claim", m), clock.timeline("paced", res.PacedClaims)
 	res.Bursts = clock.moreBursts(t, c, m, claimBursts(t), res.P99Ms, poolReady)

@@ -12,7 +12,10 @@
 //
 // Rules:
 //   - Every decision about the cluster is the plan's; a reconciler never
-//     edits a plan or writes around it.
+//     edits a plan or writes around it. It may only put off when a step
+//     runs: a pool's refill while claims take members (refillWait), its
+//     counts while it refills (statusHold), a claimed Sandbox's writes
+//     until its claim is Ready (awaitClaimCommit).
 //   - Every delete carries UID and resourceVersion preconditions; a
 //     PersistentVolumeClaim is never deleted (garbage collection does it,
 //     with its Sandbox), and a Sandbox a claim has taken is never deleted by

@@ -49,7 +49,8 @@ func (r *ClaimReconciler) Remembered(namespace string) int {
 // namespace: none once they are gone.
 func (r *WarmPoolReconciler) Remembered(namespace string) int {
 	in, m := inNamespace(namespace), &r.memory
-	return m.status.Count(in) + m.notProgressing.Count(in) + m.expected.Count(in) + m.deferredSince.Count(in)
+	return m.status.Count(in) + m.notProgressing.Count(in) + m.expected.Count(in) + m.deferredSince.Count(in) +
+		m.statusHeldSince.Count(in)
 }
 
 // Remembered counts what the reconciler remembers of templates in a

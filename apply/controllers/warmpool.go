@@ -62,6 +62,10 @@ type WarmPoolReconciler struct {
 	// replacements. It never waits longer than RefillMaxHold in a row.
 	Queue                                      *WarmQueue
 	RefillQuiet, RefillMaxDelay, RefillMaxHold time.Duration
+	// StatusHold is how long a status that only counts members on their
+	// way back to the pool's size may wait to be written (statusHold);
+	// negative writes every one at once.
+	StatusHold time.Duration
 	// Policy holds the policies members are checked against before any is
 	// created.
 	Policy *policy.Holder
@@ -93,6 +97,9 @@ type poolMemory struct {
 	expected objectMemo[*expectations]
 	// deferredSince is when refilling was first put off.
 	deferredSince objectMemo[time.Time]
+	// statusHeldSince is when a status write was first held
+	// (statusHold).
+	statusHeldSince objectMemo[time.Time]
 }
 
 type expectations struct {
@@ -118,8 +125,8 @@ func (r *WarmPoolReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 }
 
 // SetDefaults fills the fields left zero: the real clock, a 5 minute grace
-// period, and the refill's waits (RefillQuiet 50 ms, RefillMaxDelay 5 s,
-// RefillMaxHold 30 s).
+// period, the refill's waits (RefillQuiet 50 ms, RefillMaxDelay 5 s,
+// RefillMaxHold 30 s) and StatusHold 1 s.
 func (r *WarmPoolReconciler) SetDefaults() {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -135,6 +142,9 @@ func (r *WarmPoolReconciler) SetDefaults() {
 	}
 	if r.RefillMaxHold == 0 {
 		r.RefillMaxHold = 30 * time.Second
+	}
+	if r.StatusHold == 0 {
+		r.StatusHold = time.Second
 	}
 }
 
@@ -217,6 +227,7 @@ func (r *WarmPoolReconciler) forget(key types.NamespacedName, _ *extv1beta1.Sand
 	r.memory.notProgressing.Forget(key)
 	r.memory.expected.Forget(key)
 	r.memory.deferredSince.Forget(key)
+	r.memory.statusHeldSince.Forget(key)
 	r.Engine.Forget("SandboxWarmPool", key.Namespace, key.Name)
 }
 

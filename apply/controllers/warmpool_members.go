@@ -63,6 +63,7 @@ func (r *WarmPoolReconciler) restore(withdrawn map[types.UID]*sandboxv1beta1.San
 func (r *WarmPoolReconciler) run(ctx context.Context, in render.WarmPoolPlanInputs, plan render.Plan, exp *expectations,
 	withdrawn map[types.UID]*sandboxv1beta1.Sandbox, pending bool, now time.Time) (reconcile.Result, error) {
 	pool := in.Pool
+	var held time.Duration
 	x := executor{
 		engine: r.Engine,
 		event: func(s render.Step) {
@@ -81,6 +82,10 @@ func (r *WarmPoolReconciler) run(ctx context.Context, in render.WarmPoolPlanInpu
 			desired, ok := s.Object.(*extac.SandboxWarmPoolApplyConfiguration)
 			if !ok {
 				return true, fmt.Errorf("plan status step holds %T", s.Object)
+			}
+			if held = r.statusHold(pool, desired, now); held > 0 {
+				// Members are on their way back: the counts wait.
+				return false, nil
 			}
 			return false, r.writeStatus(ctx, pool, desired)
 		},
@@ -119,6 +124,9 @@ func (r *WarmPoolReconciler) run(ctx context.Context, in render.WarmPoolPlanInpu
 		// If a created member never shows up, look again once the
 		// expectation runs out.
 		result.RequeueAfter = expectationTTL
+	}
+	if held > 0 && (result.RequeueAfter == 0 || held < result.RequeueAfter) {
+		result.RequeueAfter = held
 	}
 	if recheck := plan.RecheckAt; recheck != nil {
 		if wait := recheck.Sub(now); wait > 0 && (result.RequeueAfter == 0 || wait < result.RequeueAfter) {

@@ -142,7 +142,9 @@ func (r *ClaimReconciler) claimsOfPool(ctx context.Context, o client.Object) []r
 
 func (r *ClaimReconciler) unboundClaims(ctx context.Context, namespace, pool string) []reconcile.Request {
 	var claims extv1beta1.SandboxClaimList
-	if err := r.Client.List(ctx, &claims, client.InNamespace(namespace), client.MatchingFields{extv1beta1.IndexWarmPoolRef: pool}); err != nil {
+	// Read only: the cache's own claims, not copies of every claim of
+	// the pool, bound ones included, on every change of the pool.
+	if err := r.Client.List(ctx, &claims, client.InNamespace(namespace), client.MatchingFields{extv1beta1.IndexWarmPoolRef: pool}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []reconcile.Request

@@ -172,17 +172,7 @@ func (r *WarmPoolReconciler) refillWait(pool *extv1beta1.SandboxWarmPool, now ti
 		r.memory.deferredSince.Forget(key)
 		return 0
 	}
-	since, ok := r.memory.deferredSince.Recall(key, pool.UID)
-	if !ok {
-		since = now
-		r.memory.deferredSince.Remember(key, pool.UID, since)
-	}
-	limit := since.Add(r.RefillMaxHold).Sub(now)
-	if limit <= 0 {
-		r.memory.deferredSince.Forget(key)
-		return 0
-	}
-	return min(quiet, limit)
+	return min(quiet, holdLeft(&r.memory.deferredSince, pool, r.RefillMaxHold, now))
 }
 
 // poolsOfTemplate maps a template to the pools that name it.

@@ -32,15 +32,23 @@ func (r *WarmPoolReconciler) statusHold(pool *extv1beta1.SandboxWarmPool, desire
 		r.memory.statusHeldSince.Forget(key)
 		return 0
 	}
-	since, ok := r.memory.statusHeldSince.Recall(key, pool.UID)
+	return holdLeft(&r.memory.statusHeldSince, pool, r.StatusHold, now)
+}
+
+// holdLeft is what is left of a hold of a pool that lasts limit from when
+// it began (remembered in since: now, when it begins now); zero, and
+// forgotten, once it has run out.
+func holdLeft(since *objectMemo[time.Time], pool *extv1beta1.SandboxWarmPool, limit time.Duration, now time.Time) time.Duration {
+	key := client.ObjectKeyFromObject(pool)
+	began, ok := since.Recall(key, pool.UID)
 	if !ok {
-		since = now
-		r.memory.statusHeldSince.Remember(key, pool.UID, since)
+		began = now
+		since.Remember(key, pool.UID, began)
 	}
-	if left := since.Add(r.StatusHold).Sub(now); left > 0 {
+	if left := began.Add(limit).Sub(now); left > 0 {
 		return left
 	}
-	r.memory.statusHeldSince.Forget(key)
+	since.Forget(key)
 	return 0
 }
 

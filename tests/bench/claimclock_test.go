@@ -41,22 +41,39 @@ type claimClock struct {
 	apiserver *rest.Config
 }
 
-// apiRequests is apiServerRequests of the clock's API server, nil without
-// one.
-func (k *claimClock) apiRequests() map[string]int64 {
-	if k.apiserver == nil {
-		return nil
-	}
-	return apiServerRequests(k.apiserver)
+// stretch is what the cluster does over a stretch of claims, from
+// (*claimClock).measure to end.
+type stretch struct {
+	k      *claimClock
+	cpu    map[string]float64
+	served map[string]int64
+	api    *profiler
 }
 
-// apiProfile starts the API server's profile (startAPIServerProfile), nil
-// without an API server.
-func (k *claimClock) apiProfile(t *testing.T) *profiler {
-	if k.apiserver == nil {
-		return nil
+// measure begins a stretch: the CPU each process has used so far, what
+// the clock's API server has served (apiServerRequests; nothing without
+// one) and, with BENCH_APISERVER_PROFILE=1, its CPU profile.
+func (k *claimClock) measure(t *testing.T) *stretch {
+	t.Helper()
+	s := &stretch{k: k, cpu: cpuByProcess(clusterDirOf)}
+	if k.apiserver != nil {
+		s.served, s.api = apiServerRequests(k.apiserver), startAPIServerProfile(t, k.apiserver)
 	}
-	return startAPIServerProfile(t, k.apiserver)
+	return s
+}
+
+// end returns the CPU seconds each process used over the stretch and what
+// the API server served (nil without one), both read as it ends, before
+// the API server's profile (up to a chunk longer) is written as
+// apiserver-<phase>.pprof.
+func (s *stretch) end(t *testing.T, phase string) (cpu map[string]float64, served map[string]int64) {
+	t.Helper()
+	cpu = cpuDiff(cpuByProcess(clusterDirOf), s.cpu)
+	if s.k.apiserver != nil {
+		served = diff(apiServerRequests(s.k.apiserver), s.served)
+	}
+	finishAPIServerProfile(t, s.api, phase)
+	return cpu, served
 }
 
 // startClaimClock watches the claims of ns until stop is called.
@@ -251,13 +268,9 @@ type PacedUse struct {
 // apiserver-<phase>.pprof.
 func (k *claimClock) pacedMeasured(t *testing.T, c client.Client, prefix string, n int, phase string) ([]float64, PacedUse) {
 	t.Helper()
-	served, cpu := k.apiRequests(), cpuByProcess(clusterDirOf)
-	api := k.apiProfile(t)
+	s := k.measure(t)
 	lat := k.paced(t, c, prefix, n)
-	use := PacedUse{CPUSeconds: cpuDiff(cpuByProcess(clusterDirOf), cpu)}
-	if served != nil {
-		use.APIRequests = diff(k.apiRequests(), served)
-	}
-	finishAPIServerProfile(t, api, phase)
+	var use PacedUse
+	use.CPUSeconds, use.APIRequests = s.end(t, phase)
 	return lat, use
 }

@@ -56,15 +56,13 @@ func (k *claimClock) moreBursts(t *testing.T, c client.Client, m, r int, first f
 	for b := 2; b <= r; b++ {
 		refilled()
 		prefix := fmt.Sprintf("claim%d", b)
-		served := k.apiRequests()
-		api := k.apiProfile(t)
-		cpu := cpuByProcess(clusterDirOf)
+		s := k.measure(t)
 		k.burst(t, c, prefix, m)
-		res.MoreCPUSeconds = append(res.MoreCPUSeconds, cpuDiff(cpuByProcess(clusterDirOf), cpu))
+		cpu, served := s.end(t, fmt.Sprintf("%s_burst%d", k.ns, b))
+		res.MoreCPUSeconds = append(res.MoreCPUSeconds, cpu)
 		if served != nil {
-			res.MoreAPIRequests = append(res.MoreAPIRequests, diff(k.apiRequests(), served))
+			res.MoreAPIRequests = append(res.MoreAPIRequests, served)
 		}
-		finishAPIServerProfile(t, api, fmt.Sprintf("%s_burst%d", k.ns, b))
 		lat, _, _ := k.latencies(prefix, m)
 		res.P99sMs = append(res.P99sMs, quantile(lat, 0.99))
 	}

@@ -176,17 +176,13 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 	clock, stop := startClaimClock(t, watched, ns)
 	defer stop()
 	clock.apiserver = cfg
-	served := clock.apiRequests()
-	cpu := cpuByProcess(clusterDirOf)
+	burst := clock.measure(t)
 	counts.reset()
-	api := startAPIServerProfile(t, cfg)
 	start := time.Now()
 	clock.burst(t, user, "claim", m)
 	res.AllReadySec = time.Since(start).Seconds()
 	res.ClaimsPerSecond = float64(m) / res.AllReadySec
-	res.CPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu) // before the profile's last chunk ends
-	res.APIRequests = diff(clock.apiRequests(), served)
-	finishAPIServerProfile(t, api, phase)
+	res.CPUSeconds, res.APIRequests = burst.end(t, phase)
 	res.Sizes.claimed(t, user, ns, "claim-0")
 	lat, _, _ := clock.latencies("claim", m)
 	res.P50Ms, res.P99Ms = quantile(lat, 0.50), quantile(lat, 0.99)

@@ -157,27 +157,23 @@ func benchClaims(t *testing.T, cfg *rest.Config, c client.Client, watched cache.
 
 	appliesBefore, requestsBefore := ctrl.series(t, "agent_sandbox_apply_total"), ctrl.requestsByVerb(t)
 	pr := ctrl.begin(t, "claim_phase")
-	served := clock.apiRequests()
-	cpu := cpuByProcess(clusterDirOf)
-	api := startAPIServerProfile(t, cfg)
+	burst := clock.measure(t)
 	start = time.Now()
 	clock.burst(t, c, "claim", m)
 	res.AllReadySeconds = time.Since(start).Seconds()
 	res.ClaimsPerSecond = float64(m) / res.AllReadySeconds
 	// The burst's CPU and requests are read as it ends, before the API
 	// server's profile (up to a chunk longer) and the sizes are taken.
-	res.BurstCPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
 	res.BurstApplies = diff(ctrl.series(t, "agent_sandbox_apply_total"), appliesBefore)
 	res.BurstRequests = diff(ctrl.requestsByVerb(t), requestsBefore)
-	res.BurstAPIRequests = diff(clock.apiRequests(), served)
-	finishAPIServerProfile(t, api, "claim_burst")
+	res.BurstCPUSeconds, res.BurstAPIRequests = burst.end(t, "claim_burst")
 	res.Sizes.claimed(t, c, ns, "claim-0")
 	for !poolReady() {
 		time.Sleep(20 * time.Millisecond)
 	}
 	res.RefillSeconds = time.Since(start).Seconds()
 	res.ClaimPhase.Seconds = res.RefillSeconds
-	res.ClaimPhase.CPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
+	res.ClaimPhase.CPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), burst.cpu)
 	settle()
 	pr.end(t, &res.ClaimPhase, m)
 	applies := diff(ctrl.series(t, "agent_sandbox_apply_total"), appliesBefore)

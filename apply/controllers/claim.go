@@ -195,7 +195,7 @@ func (r *ClaimReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	return r.skeleton.run(ctx, req, objectKind[*extv1beta1.SandboxClaim]{
 		controller: "sandboxclaim", reader: r.Client, deletion: forgetDeleting,
 		object: func() *extv1beta1.SandboxClaim { return &extv1beta1.SandboxClaim{} },
-		forget: r.forget, body: r.reconcile,
+		forget: r.forget, body: r.reconcile, engine: r.Engine, kind: "SandboxClaim",
 	})
 }
 

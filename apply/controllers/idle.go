@@ -108,7 +108,7 @@ func (r *IdleReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	return r.skeleton.run(ctx, req, objectKind[*sandboxv1beta1.Sandbox]{
 		controller: "sandbox-idle", reader: r.Client, deletion: runDeleting,
 		object: func() *sandboxv1beta1.Sandbox { return &sandboxv1beta1.Sandbox{} },
-		forget: r.forget, body: r.reconcile,
+		forget: r.forget, body: r.reconcile, engine: r.Engine, kind: "Sandbox",
 	})
 }
 

@@ -7,10 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/agentsandbox/reconciler/apply/ssa"
 )
 
 // skeleton is what every reconciler does around its own work: read the
-// object from the cache; forget what it remembers of one that is gone;
+// object from the cache (and tell the engine it saw it); forget what it remembers of one that is gone;
 // leave alone one being deleted, or in a namespace being deleted (garbage
 // collection, or the namespace's deletion, removes what it owns, and the
 // API server refuses creates there); run its body; and turn the outcome
@@ -54,6 +56,11 @@ type objectKind[T client.Object] struct {
 	forget func(key types.NamespacedName, obj T)
 	// body is the reconciler's own work on the object.
 	body func(ctx context.Context, obj T) (reconcile.Result, error)
+	// engine, when set, is told the cache shows the object (ssa.Seen),
+	// as kind: what it remembers of our writes of it that the object
+	// shows goes.
+	engine *ssa.Engine
+	kind   string
 }
 
 // run reconciles the object req names.
@@ -71,6 +78,9 @@ func (s *skeleton[T]) load(ctx context.Context, req reconcile.Request, k objectK
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
+	}
+	if k.engine != nil {
+		k.engine.Seen(k.kind, obj)
 	}
 	if k.deletion != runDeleting && (obj.GetDeletionTimestamp() != nil || namespaceDeleting(ctx, k.reader, obj.GetNamespace())) {
 		if k.deletion == forgetDeleting {

@@ -81,7 +81,7 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	return r.skeleton.run(ctx, req, objectKind[*extv1beta1.SandboxTemplate]{
 		controller: "sandboxtemplate", reader: r.Client, deletion: skipDeleting,
 		object: func() *extv1beta1.SandboxTemplate { return &extv1beta1.SandboxTemplate{} },
-		forget: r.forget, body: r.reconcile,
+		forget: r.forget, body: r.reconcile, engine: r.Engine, kind: "SandboxTemplate",
 	})
 }
 

@@ -206,7 +206,7 @@ func (r *WarmPoolReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	return r.skeleton.run(ctx, req, objectKind[*extv1beta1.SandboxWarmPool]{
 		controller: "sandboxwarmpool", reader: r.Client, deletion: forgetDeleting,
 		object: func() *extv1beta1.SandboxWarmPool { return &extv1beta1.SandboxWarmPool{} },
-		forget: r.forget, body: r.reconcile,
+		forget: r.forget, body: r.reconcile, engine: r.Engine, kind: "SandboxWarmPool",
 	})
 }
 

@@ -15,7 +15,9 @@
 // it; each use keeps its own, with its own key and value types. The engine
 // keeps three, keyed by kind, field manager, subresource, namespace and
 // name: its writes (the resourceVersion produced, a digest of what was
-// sent, when; swept so that only the last minute's stay), the objects
+// sent, when; each forgotten once the cache shows it, as Apply and a
+// reconciler's look (Seen) find, and swept so that none older than a
+// minute stays: the writes in flight, not every object written), the objects
 // whose owned fields extraction found equal to the desired ones, and the
 // extractions callers ask for (Extract: the values of the fields a manager
 // owns cannot change while its managedFields entry stays; the engine's own
@@ -27,7 +29,8 @@
 // apply of what our last write of the object sent, judged against an
 // object whose resourceVersion is older than that write's (the cache is
 // behind it), is not sent again (aheadOfCache). The reconcilers keep
-// theirs in Memos too.
+// theirs in Memos too. A Go map keeps the room it grew to, so a Memo that
+// has lost most of what it held is remade at its size.
 //
 // Creates of one object planned by many workers at once, before the cache
 // shows it, are written once: the first is sent, the others wait for it and

@@ -16,10 +16,22 @@ import (
 // confused with it. Each use keeps its own Memo, with its own key and value
 // types, so nothing remembered needs a type assertion to be read. The zero
 // value is ready to use; it is safe for concurrent use.
+//
+// A Go map never gives back the room it grew to, so a memo that held
+// thousands of values (a wave of writes, or of objects since deleted)
+// would keep that room for good: once it holds a quarter of the most it
+// held (and that was more than shrinkFrom), Forget and Sweep move what is
+// left into a map of its size.
 type Memo[K comparable, V any] struct {
 	mu sync.RWMutex
 	m  map[K]memoEntry[V]
+	// most is the most values m held since it was made.
+	most int
 }
+
+// shrinkFrom is the least a memo must have held for its map to be remade
+// smaller: below it, the room is not worth the copy.
+const shrinkFrom = 256
 
 type memoEntry[V any] struct {
 	uid types.UID
@@ -68,6 +80,7 @@ func (m *Memo[K, V]) Remember(k K, uid types.UID, v V) (previous V, had bool) {
 	}
 	old, had := m.m[k]
 	m.m[k] = memoEntry[V]{uid: uid, v: v}
+	m.most = max(m.most, len(m.m))
 	return old.v, had
 }
 
@@ -78,6 +91,31 @@ func (m *Memo[K, V]) Forget(keys ...K) {
 	for _, k := range keys {
 		delete(m.m, k)
 	}
+	m.shrink()
+}
+
+// ForgetIf drops the value under k if stale says it is: checked and
+// dropped at once, so a value remembered meanwhile is not lost.
+func (m *Memo[K, V]) ForgetIf(k K, stale func(V) bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.m[k]; ok && stale(e.v) {
+		delete(m.m, k)
+		m.shrink()
+	}
+}
+
+// shrink remakes m at the size of what it holds once that is a quarter of
+// the most it held. Called with mu held for writing.
+func (m *Memo[K, V]) shrink() {
+	if m.most <= shrinkFrom || len(m.m) > m.most/4 {
+		return
+	}
+	kept := make(map[K]memoEntry[V], len(m.m))
+	for k, e := range m.m {
+		kept[k] = e
+	}
+	m.m, m.most = kept, len(kept)
 }
 
 // Sweep drops the values stale says are, so that a memo whose values only
@@ -93,6 +131,7 @@ func (m *Memo[K, V]) Sweep(stale func(V) bool) int {
 			n++
 		}
 	}
+	m.shrink()
 	return n
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -79,7 +80,7 @@ func TestEngineSweepsWrites(t *testing.T) {
 	e.written.Remember(old, "", Write{At: time.Now().Add(-2 * time.Minute)})
 	k := e.statusKey("Pod", "ns", "box")
 	e.applies.Store(1024)
-	e.noteWrite(k, false, map[string]any{"metadata": map[string]string{"uid": "u", "resourceVersion": "5"}}, "{}")
+	e.noteWrite(k, "", false, map[string]any{"metadata": map[string]string{"uid": "u", "resourceVersion": "5"}}, "{}")
 	if _, ok := e.LastStatusWrite("Pod", "ns", "old"); ok {
 		t.Error("a write over a minute old was not swept")
 	}
@@ -88,7 +89,7 @@ func TestEngineSweepsWrites(t *testing.T) {
 		t.Errorf("last write = %+v, %v", w, ok)
 	}
 	// The same resourceVersion again: the server changed nothing.
-	e.noteWrite(k, false, map[string]any{"metadata": map[string]string{"uid": "u", "resourceVersion": "5"}}, "{}")
+	e.noteWrite(k, "", false, map[string]any{"metadata": map[string]string{"uid": "u", "resourceVersion": "5"}}, "{}")
 	if e.Stats().NoOps != 1 {
 		t.Errorf("no-ops = %d, want 1", e.Stats().NoOps)
 	}
@@ -118,5 +119,76 @@ func TestEngineForgetsObjectAndStatus(t *testing.T) {
 	}
 	if _, ok := e.written.Recall(other, "u"); !ok {
 		t.Error("Forget dropped another object's write")
+	}
+}
+
+// A memo that held many values and then lost most of them is remade at
+// the size of what is left (a Go map keeps the room it grew to), and keeps
+// every value it still holds.
+func TestMemoShrinksOnceMostAreGone(t *testing.T) {
+	var m Memo[int, int]
+	for i := range 4 * shrinkFrom {
+		m.Remember(i, "", i)
+	}
+	if m.most != 4*shrinkFrom {
+		t.Fatalf("most = %d, want %d", m.most, 4*shrinkFrom)
+	}
+	for i := range 2 * shrinkFrom {
+		m.Forget(i)
+	}
+	if m.most != 4*shrinkFrom {
+		t.Errorf("remade at half the values held: most = %d", m.most)
+	}
+	// The sweep leaves a quarter: remade.
+	m.Sweep(func(v int) bool { return v < 3*shrinkFrom })
+	if m.most != shrinkFrom || m.Len() != shrinkFrom {
+		t.Errorf("after the sweep most = %d, len = %d; want %d both", m.most, m.Len(), shrinkFrom)
+	}
+	for i := 3 * shrinkFrom; i < 4*shrinkFrom; i++ {
+		if v, ok := m.Recall(i, ""); !ok || v != i {
+			t.Fatalf("value %d lost in the remake: %v, %v", i, v, ok)
+		}
+	}
+	// ForgetIf drops only a value that is still the stale one.
+	m.ForgetIf(3*shrinkFrom, func(v int) bool { return v != 3*shrinkFrom })
+	if _, ok := m.Recall(3*shrinkFrom, ""); !ok {
+		t.Error("ForgetIf dropped a value stale did not choose")
+	}
+	m.ForgetIf(3*shrinkFrom, func(v int) bool { return v == 3*shrinkFrom })
+	if _, ok := m.Recall(3*shrinkFrom, ""); ok {
+		t.Error("ForgetIf kept a value stale chose")
+	}
+}
+
+// What the engine remembers of a write goes once the cache shows it: the
+// object at or past the resourceVersion the write gave it. Until then (the
+// cache older, or another object of the name) it stays.
+func TestEngineDropsWritesTheCacheShows(t *testing.T) {
+	e := New(nil, "m", "s")
+	k := e.statusKey("Sandbox", "ns", "box")
+	e.noteWrite(k, "4", false, map[string]any{"metadata": map[string]string{"uid": "u", "resourceVersion": "7"}}, "{}")
+	live := func(uid, rv string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "box", UID: types.UID(uid), ResourceVersion: rv}}
+	}
+	e.Seen("Sandbox", live("u", "6"))
+	if _, ok := e.LastStatusWrite("Sandbox", "ns", "box"); !ok {
+		t.Fatal("a write the cache has not shown was dropped")
+	}
+	e.Seen("Sandbox", live("other", "9"))
+	if _, ok := e.LastStatusWrite("Sandbox", "ns", "box"); !ok {
+		t.Fatal("a namesake's look dropped the write")
+	}
+	e.Seen("Sandbox", live("u", "7"))
+	if _, ok := e.LastStatusWrite("Sandbox", "ns", "box"); ok {
+		t.Error("a write the cache shows is still remembered")
+	}
+	// A write the server found changed nothing: the object as we saw it
+	// already had the resourceVersion returned.
+	if e.Stats().NoOps != 0 {
+		t.Fatalf("no-ops = %d before any", e.Stats().NoOps)
+	}
+	e.noteWrite(k, "7", false, map[string]any{"metadata": map[string]string{"uid": "u", "resourceVersion": "7"}}, "{}")
+	if e.Stats().NoOps != 1 {
+		t.Errorf("no-ops = %d, want 1", e.Stats().NoOps)
 	}
 }

@@ -140,12 +140,14 @@ type Write struct {
 }
 
 // noteWrite records a write (in written), counting it as a no-op when the
-// server returned the resourceVersion of our previous write. sent is the
+// server returned the resourceVersion of our previous write or seen, that
+// of the object as we saw it ("" when we saw none). sent is the
 // Fingerprint of what was sent.
-func (e *Engine) noteWrite(k writeKey, created bool, response any, sent string) {
+func (e *Engine) noteWrite(k writeKey, seen string, created bool, response any, sent string) {
 	uid, rv := identity(response)
 	w := Write{UID: uid, ResourceVersion: rv, At: time.Now(), Intent: digest(sent), Created: created}
-	if prev, ok := e.written.Remember(k, uid, w); ok && prev.ResourceVersion == w.ResourceVersion {
+	prev, ok := e.written.Remember(k, uid, w)
+	if rv != "" && (rv == seen || ok && prev.ResourceVersion == rv) {
 		e.noops.Add(1)
 	}
 	if e.applies.Load()%1024 == 0 {
@@ -178,13 +180,43 @@ func (e *Engine) aheadOfCache(k writeKey, live client.Object, desired any, sent 
 	return err == nil && c < 0
 }
 
+// Seen tells the engine the cache shows live, an object of kind: what each
+// of our managers wrote of it and of its status that live shows is
+// forgotten (see dropShown). A reconciler calls it with the object it
+// reconciles; Apply does for the objects it writes.
+func (e *Engine) Seen(kind string, live client.Object) {
+	ns, name := live.GetNamespace(), live.GetName()
+	e.dropShown(objectKey(kind, e.fieldManager, ns, name), live)
+	e.dropShown(objectKey(kind, e.AnnotationManager(), ns, name), live)
+	e.dropShown(e.statusKey(kind, ns, name), live)
+}
+
+// dropShown forgets our last write under k once the cache shows it: live
+// is the object written, at or past the resourceVersion the write gave it.
+// Every use of a remembered write (aheadOfCache, recentlyCreated,
+// LastStatusWrite, the no-op count) is over by then, so what is
+// remembered is the writes in flight, not every object written in the
+// last minute; the sweep takes the writes of objects not looked at again.
+func (e *Engine) dropShown(k writeKey, live client.Object) {
+	uid := live.GetUID()
+	w, ok := e.written.Recall(k, uid)
+	if !ok || uid == "" {
+		return
+	}
+	if c, err := resourceversion.CompareResourceVersion(live.GetResourceVersion(), w.ResourceVersion); err != nil || c < 0 {
+		return
+	}
+	e.written.ForgetIf(k, func(now Write) bool { return now == w })
+}
+
 // writeAhead bounds how long a write of ours can stand for a cache that has
 // not shown it (aheadOfCache): writes are remembered about as long.
 const writeAhead = time.Minute
 
 // LastStatusWrite is what the engine remembers of its last write of the
-// status of an object of kind (ApplyStatus): within a minute of it, its
-// resourceVersion and UID as the server returned them.
+// status of an object of kind (ApplyStatus): until the cache shows it (see
+// dropShown), and at most a minute, its resourceVersion and UID as the
+// server returned them.
 func (e *Engine) LastStatusWrite(kind, namespace, name string) (Write, bool) {
 	return e.written.Recall(e.statusKey(kind, namespace, name), "")
 }
@@ -214,6 +246,13 @@ func (e *Engine) Forget(kind, namespace, name string) {
 func (e *Engine) Remembered(namespace string) int {
 	in := func(k writeKey) bool { return k.Namespace == namespace }
 	return e.written.Count(in) + e.owned.Count(in) + e.extracted.Count(in)
+}
+
+// InFlight counts the writes of objects in a namespace the engine still
+// remembers: those the cache has not shown yet (see Seen), and for at most
+// a minute those of objects not looked at since.
+func (e *Engine) InFlight(namespace string) int {
+	return e.written.Count(func(k writeKey) bool { return k.Namespace == namespace })
 }
 
 // identity reads the UID and resourceVersion the server returned into an

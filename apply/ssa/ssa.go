@@ -178,6 +178,7 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 		return change, nil
 	}
 	if !isNil(live) {
+		e.dropShown(memo, live)
 		same, err := e.ownsDesired(memo, live, desired, func() (any, error) { return extractRemembered(e, kind, live, manager, "", extract, false) })
 		if err != nil {
 			return change, fmt.Errorf("extracting the fields %s owns of %s: %w", manager, kind, err)
@@ -203,7 +204,7 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 	if err := e.client.Apply(ctx, desired, applyOpts...); err != nil {
 		return change, wrapConflict(kind, change, err)
 	}
-	e.noteWrite(memo, change.Action == Created, desired, sent)
+	e.noteWrite(memo, versionOf(live), change.Action == Created, desired, sent)
 	return change, nil
 }
 
@@ -231,8 +232,16 @@ func ApplyStatus[O client.Object, AC ApplyConfiguration](ctx context.Context, e 
 	if err := e.client.Status().Apply(ctx, desired, client.FieldOwner(e.statusManager), client.ForceOwnership); err != nil {
 		return change, fmt.Errorf("applying %s status: %w", kind, err)
 	}
-	e.noteWrite(memo, false, desired, sent)
+	e.noteWrite(memo, versionOf(live), false, desired, sent)
 	return change, nil
+}
+
+// versionOf is live's resourceVersion, "" when there is none.
+func versionOf(live client.Object) string {
+	if isNil(live) {
+		return ""
+	}
+	return live.GetResourceVersion()
 }
 
 // statusChangeKind is how a change to the status of an object of kind is

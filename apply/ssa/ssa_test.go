@@ -57,7 +57,7 @@ func TestRecentlyCreatedExpectation(t *testing.T) {
 	e := New(nil, "m", "s")
 	c := objectKey("Pod", "m", "ns", "box")
 	desired := map[string]string{"image": "a"}
-	e.noteWrite(c, true, desired, Fingerprint(desired))
+	e.noteWrite(c, "", true, desired, Fingerprint(desired))
 	if !e.recentlyCreated(c, desired) {
 		t.Errorf("a create we just sent is not expected")
 	}

@@ -62,3 +62,24 @@ func TestMemoryOfDeletedObjectsGoes(t *testing.T) {
 		return nil
 	})
 }
+
+// TestWritesAreForgottenOnceShown fills a warm pool and binds a claim:
+// once the cache shows what was written (members, their Pods and pod-name
+// annotations, the statuses, the claim's binding), the engine remembers
+// none of those writes, so its memory of writes holds what is in flight,
+// not every object written in the last minute.
+func TestWritesAreForgottenOnceShown(t *testing.T) {
+	ns := env.Namespace(t)
+	env.StartKubelet(t, ns)
+	create(t, newTemplate(ns, "tpl"), newPool(ns, "pool", "tpl", 3))
+	waitPool(t, ns, "pool", 3)
+	create(t, newClaim(ns, "claim", "pool"))
+	waitClaim(t, ns, "claim", metav1.ConditionTrue, "")
+	waitPool(t, ns, "pool", 3)
+	eventually(t, "no write remembered once the cache shows it", func() error {
+		if n := running.Engine.InFlight(ns); n != 0 {
+			return fmt.Errorf("the engine remembers %d writes in %s", n, ns)
+		}
+		return nil
+	})
+}

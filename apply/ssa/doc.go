@@ -16,8 +16,8 @@
 // keeps three, keyed by kind, field manager, subresource, namespace and
 // name: its writes (the resourceVersion produced, a digest of what was
 // sent, when; each forgotten once the cache shows it, as Apply and a
-// reconciler's look (Seen) find, and swept so that none older than a
-// minute stays: the writes in flight, not every object written), the objects
+// reconciler's look (Seen) find, and those over a minute old swept every
+// 1024 applies: the writes in flight, not every object written), the objects
 // whose owned fields extraction found equal to the desired ones, and the
 // extractions callers ask for (Extract: the values of the fields a manager
 // owns cannot change while its managedFields entry stays; the engine's own

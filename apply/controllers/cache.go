@@ -1,8 +1,11 @@
 package controllers
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -16,7 +19,8 @@ import (
 // IndexController indexes objects by their controller reference: its API
 // group, kind, name and UID (sandboxv1beta1.ControllerKeyOf). A reference
 // that copies an owner's UID under another group or kind is filed under
-// another key, so it never lists among the owner's objects.
+// another key, so it never lists among the owner's objects. Pods named
+// after their Sandbox are left out (podControllerKey).
 const IndexController = ".metadata.controller"
 
 func controllerKey(o client.Object) []string {
@@ -24,6 +28,40 @@ func controllerKey(o client.Object) []string {
 		return []string{k}
 	}
 	return nil
+}
+
+// podControllerKey is controllerKey for Pods, except that a Pod named after
+// the Sandbox that controls it (every Pod the controller makes) is filed
+// under no key: it is read by name instead (podsControlledBy). An index
+// entry is a small set of its own, twice over (controller-runtime files
+// each under its namespace and under all namespaces), for every Pod.
+func podControllerKey(o client.Object) []string {
+	if ref := sandboxv1beta1.ControllerOf(o, sandboxv1beta1.SandboxKind); ref != nil && ref.Name == o.GetName() {
+		return nil
+	}
+	return controllerKey(o)
+}
+
+// podsControlledBy returns the Pods sb controls: the one named after it,
+// read by name, and any other (a Pod adopted under another name), from
+// IndexController (podControllerKey).
+func podsControlledBy(ctx context.Context, c client.Reader, sb *sandboxv1beta1.Sandbox) ([]*corev1.Pod, error) {
+	var list corev1.PodList
+	if err := c.List(ctx, &list, client.InNamespace(sb.Namespace), controlledBy(sb, sandboxv1beta1.SandboxKind)); err != nil {
+		return nil, err
+	}
+	pods := make([]*corev1.Pod, 0, len(list.Items)+1)
+	named := &corev1.Pod{}
+	switch err := c.Get(ctx, client.ObjectKeyFromObject(sb), named); {
+	case err == nil && sandboxv1beta1.IsControlledBy(named, sb, sandboxv1beta1.SandboxKind):
+		pods = append(pods, named)
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, err
+	}
+	for i := range list.Items {
+		pods = append(pods, &list.Items[i])
+	}
+	return pods, nil
 }
 
 // controlledBy selects, in IndexController, the objects owner (of kind gk)

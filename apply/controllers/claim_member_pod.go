@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -32,13 +31,12 @@ func (r *ClaimReconciler) memberPodDenied(ctx context.Context, c *extv1beta1.San
 	if set == nil {
 		return "", nil
 	}
-	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(m.Namespace), controlledBy(m, sandboxv1beta1.GroupVersion.WithKind("Sandbox").GroupKind())); err != nil {
+	pods, err := podsControlledBy(ctx, r.Client, m)
+	if err != nil {
 		return "", fmt.Errorf("listing the Pod of member %s: %w", m.Name, err)
 	}
 	inNS, _ := r.Policy.In(ctx, c.Namespace)
-	for i := range pods.Items {
-		pod := &pods.Items[i]
+	for _, pod := range pods {
 		if !sandboxv1beta1.IsControlledBy(pod, m, sandboxv1beta1.SandboxKind) {
 			continue
 		}

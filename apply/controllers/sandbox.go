@@ -111,7 +111,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 	if r.StatusCoalesceWindow == 0 {
 		r.StatusCoalesceWindow = 5 * time.Second
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexController, controllerKey); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexController, podControllerKey); err != nil {
 		return fmt.Errorf("indexing pods by controller: %w", err)
 	}
 	b := ctrl.NewControllerManagedBy(mgr).

@@ -41,13 +41,11 @@ type observed struct {
 
 func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*observed, error) {
 	obs := &observed{pvcs: map[string]*corev1.PersistentVolumeClaim{}}
-	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(sb.Namespace), controlledBy(sb, sandboxv1beta1.SandboxKind)); err != nil {
+	pods, err := podsControlledBy(ctx, r.Client, sb)
+	if err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
-	for i := range pods.Items {
-		obs.pods = append(obs.pods, &pods.Items[i])
-	}
+	obs.pods = pods
 	if len(obs.pods) == 1 {
 		obs.pod = obs.pods[0]
 	}
@@ -86,7 +84,7 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 	}
 
 	svc := &corev1.Service{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}, svc)
+	err = r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}, svc)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:

@@ -65,3 +65,29 @@ func TestPodsControlledByNameAndIndex(t *testing.T) {
 		}
 	}
 }
+
+// The pod-name annotation sent is forgotten once the cache shows it, and
+// kept while the cache shows another value (it has not caught up).
+func TestPodNameForgottenOnceShown(t *testing.T) {
+	r := &SandboxReconciler{}
+	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "box", UID: "u",
+		Annotations: map[string]string{sandboxv1beta1.AnnotationPodName: "old"}}}
+	key := types.NamespacedName{Namespace: "ns", Name: "box"}
+	r.memory.podName.Remember(key, "u", sent{value: "box"})
+	r.podNameShown(sb)
+	if _, ok := r.memory.podName.Recall(key, "u"); !ok {
+		t.Fatal("forgotten while the cache shows another value")
+	}
+	sb.Annotations[sandboxv1beta1.AnnotationPodName] = "box"
+	r.podNameShown(sb)
+	if r.memory.podName.Len() != 0 {
+		t.Error("still remembered once the cache shows it")
+	}
+	// A removal sent ("") is shown by the annotation's absence.
+	r.memory.podName.Remember(key, "u", sent{value: ""})
+	delete(sb.Annotations, sandboxv1beta1.AnnotationPodName)
+	r.podNameShown(sb)
+	if r.memory.podName.Len() != 0 {
+		t.Error("a removal shown is still remembered")
+	}
+}

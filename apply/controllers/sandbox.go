@@ -165,6 +165,7 @@ func (r *SandboxReconciler) reconcile(ctx context.Context, sb *sandboxv1beta1.Sa
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	r.podNameShown(sb)
 	now := r.Clock.Now()
 	reported := r.reportedStatus(sb)
 	in := render.SandboxPlanInputs{

@@ -162,6 +162,14 @@ func podVersion(pod *corev1.Pod) string {
 	return pod.ResourceVersion
 }
 
+// podNameShown forgets the pod-name annotation this process sent for sb
+// once the cache shows it: the memory only stands in for a cache that
+// lags, and the plan sends no annotate step for a value already shown.
+func (r *SandboxReconciler) podNameShown(sb *sandboxv1beta1.Sandbox) {
+	shown := sb.Annotations[sandboxv1beta1.AnnotationPodName]
+	r.memory.podName.ForgetIf(client.ObjectKeyFromObject(sb), func(m sent) bool { return m.value == shown })
+}
+
 // trackPodName carries out the plan's pod-name annotate step, unless
 // this process sent the same one moments ago and the cache has not shown
 // it yet.

@@ -97,6 +97,12 @@ func (m *Memo[K, V]) Forget(keys ...K) {
 // ForgetIf drops the value under k if stale says it is: checked and
 // dropped at once, so a value remembered meanwhile is not lost.
 func (m *Memo[K, V]) ForgetIf(k K, stale func(V) bool) {
+	m.mu.RLock()
+	e, ok := m.m[k]
+	m.mu.RUnlock()
+	if !ok || !stale(e.v) {
+		return // the common case, under the read lock alone
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e, ok := m.m[k]; ok && stale(e.v) {

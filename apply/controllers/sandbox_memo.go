@@ -24,7 +24,7 @@ type sandboxMemory struct {
 	status statusMemo[*sandboxv1beta1.SandboxStatus]
 	// podName is the pod-name annotation value last patched ("" removed),
 	// and when. For a while, a cache that has not caught up with the
-	// patch does not cause it again.
+	// patch does not cause it again; forgotten once the cache shows it.
 	podName objectMemo[sent]
 	// children is when the plan's steps last changed the Sandbox's
 	// children.

@@ -186,6 +186,11 @@ func startRouter(t *testing.T, cfg *rest.Config, cacheOpts router.CacheOptions, 
 		served <- router.Serve(ctx, l, router.NewHandler(o), router.ServerOptions{ShutdownTimeout: 5 * time.Second})
 	}()
 	t.Cleanup(func() {
+		// call's idle connections first: the client transport dials
+		// connections a request then does not use (another came free), and
+		// the server's Shutdown waits up to 5 s for such a connection, one
+		// that never sent a request, as long as its own timeout here.
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 		cancel()
 		if err := <-served; err != nil {
 			t.Errorf("router: %v", err)

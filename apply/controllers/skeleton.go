@@ -12,12 +12,13 @@ import (
 )
 
 // skeleton is what every reconciler does around its own work: read the
-// object from the cache (and tell the engine it saw it); forget what it remembers of one that is gone;
-// leave alone one being deleted, or in a namespace being deleted (garbage
-// collection, or the namespace's deletion, removes what it owns, and the
-// API server refuses creates there); run its body; and turn the outcome
-// into what controller-runtime should see (retries.quiet): expected,
-// passing failures retried quietly with backoff, a terminal error
+// object from the cache (and tell the engine what it shows: ssa.Seen);
+// forget what it remembers of one that is gone; leave alone one being
+// deleted, or in a namespace being deleted (garbage collection, or the
+// namespace's deletion, removes what it owns, and the API server refuses
+// creates there); run its body; and turn the outcome into what
+// controller-runtime should see (retries.quiet): expected, passing
+// failures retried quietly with backoff, a terminal error
 // (reconcile.TerminalError: reported already, in status or an event, and
 // only a change to the object or its inputs can fix it) not retried and
 // not logged as an error. Its zero value is ready to use.

@@ -215,8 +215,8 @@ const writeAhead = time.Minute
 
 // LastStatusWrite is what the engine remembers of its last write of the
 // status of an object of kind (ApplyStatus): until the cache shows it (see
-// dropShown), and at most a minute, its resourceVersion and UID as the
-// server returned them.
+// dropShown) or a sweep takes it (past a minute), its resourceVersion and
+// UID as the server returned them.
 func (e *Engine) LastStatusWrite(kind, namespace, name string) (Write, bool) {
 	return e.written.Recall(e.statusKey(kind, namespace, name), "")
 }
@@ -249,8 +249,8 @@ func (e *Engine) Remembered(namespace string) int {
 }
 
 // InFlight counts the writes of objects in a namespace the engine still
-// remembers: those the cache has not shown yet (see Seen), and for at most
-// a minute those of objects not looked at since.
+// remembers: those the cache has not shown yet (see Seen), and those of
+// objects not looked at since, until a sweep takes them (past a minute).
 func (e *Engine) InFlight(namespace string) int {
 	return e.written.Count(func(k writeKey) bool { return k.Namespace == namespace })
 }

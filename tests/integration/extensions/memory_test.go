@@ -22,17 +22,26 @@ func remembered(ns string) map[string]int {
 	}
 }
 
+// claimFromPool binds a claim ("claim") from a warm pool ("pool", of
+// size Ready members, from template "tpl") in a namespace of its own,
+// which it returns.
+func claimFromPool(t *testing.T, size int) string {
+	t.Helper()
+	ns := env.Namespace(t)
+	env.StartKubelet(t, ns)
+	create(t, newTemplate(ns, "tpl"), newPool(ns, "pool", "tpl", int32(size)))
+	waitPool(t, ns, "pool", size)
+	create(t, newClaim(ns, "claim", "pool"))
+	waitClaim(t, ns, "claim", metav1.ConditionTrue, "")
+	return ns
+}
+
 // TestMemoryOfDeletedObjectsGoes binds a claim from a warm pool, then
 // deletes every object: what the reconcilers and the engine remember of
 // them (statuses, a binding, annotations, expectations, extractions) goes
 // with them, so memory does not grow with the objects a cluster has seen.
 func TestMemoryOfDeletedObjectsGoes(t *testing.T) {
-	ns := env.Namespace(t)
-	env.StartKubelet(t, ns)
-	create(t, newTemplate(ns, "tpl"), newPool(ns, "pool", "tpl", 1))
-	waitPool(t, ns, "pool", 1)
-	create(t, newClaim(ns, "claim", "pool"))
-	waitClaim(t, ns, "claim", metav1.ConditionTrue, "")
+	ns := claimFromPool(t, 1)
 	for what, n := range remembered(ns) {
 		if n == 0 && what != "template" {
 			t.Errorf("the %s memory holds nothing of a bound claim's namespace", what)
@@ -69,12 +78,7 @@ func TestMemoryOfDeletedObjectsGoes(t *testing.T) {
 // none of those writes, so its memory of writes holds what is in flight,
 // not every object written in the last minute.
 func TestWritesAreForgottenOnceShown(t *testing.T) {
-	ns := env.Namespace(t)
-	env.StartKubelet(t, ns)
-	create(t, newTemplate(ns, "tpl"), newPool(ns, "pool", "tpl", 3))
-	waitPool(t, ns, "pool", 3)
-	create(t, newClaim(ns, "claim", "pool"))
-	waitClaim(t, ns, "claim", metav1.ConditionTrue, "")
+	ns := claimFromPool(t, 3)
 	waitPool(t, ns, "pool", 3)
 	eventually(t, "no write remembered once the cache shows it", func() error {
 		if n := running.Engine.InFlight(ns); n != 0 {

@@ -34,7 +34,9 @@ func controllerKey(o client.Object) []string {
 // the Sandbox that controls it (every Pod the controller makes) is filed
 // under no key: it is read by name instead (podsControlledBy). An index
 // entry is a small set of its own, twice over (controller-runtime files
-// each under its namespace and under all namespaces), for every Pod.
+// each under its namespace and under all namespaces), for every Pod. The
+// name decides only where a Pod is filed; whether a Sandbox controls it is
+// decided on group, kind, name and UID when it is read.
 func podControllerKey(o client.Object) []string {
 	if ref := sandboxv1beta1.ControllerOf(o, sandboxv1beta1.SandboxKind); ref != nil && ref.Name == o.GetName() {
 		return nil
@@ -44,24 +46,28 @@ func podControllerKey(o client.Object) []string {
 
 // podsControlledBy returns the Pods sb controls: the one named after it,
 // read by name, and any other (a Pod adopted under another name), from
-// IndexController (podControllerKey).
-func podsControlledBy(ctx context.Context, c client.Reader, sb *sandboxv1beta1.Sandbox) ([]*corev1.Pod, error) {
+// IndexController (podControllerKey). named is the Pod of sb's name when
+// sb does not control it (unowned, or another's), nil when there is none.
+func podsControlledBy(ctx context.Context, c client.Reader, sb *sandboxv1beta1.Sandbox) (pods []*corev1.Pod, named *corev1.Pod, err error) {
 	var list corev1.PodList
 	if err := c.List(ctx, &list, client.InNamespace(sb.Namespace), controlledBy(sb, sandboxv1beta1.SandboxKind)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	pods := make([]*corev1.Pod, 0, len(list.Items)+1)
-	named := &corev1.Pod{}
-	switch err := c.Get(ctx, client.ObjectKeyFromObject(sb), named); {
-	case err == nil && sandboxv1beta1.IsControlledBy(named, sb, sandboxv1beta1.SandboxKind):
-		pods = append(pods, named)
-	case err != nil && !apierrors.IsNotFound(err):
-		return nil, err
+	pods = make([]*corev1.Pod, 0, len(list.Items)+1)
+	p := &corev1.Pod{}
+	switch err := c.Get(ctx, client.ObjectKeyFromObject(sb), p); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, nil, err
+	case sandboxv1beta1.IsControlledBy(p, sb, sandboxv1beta1.SandboxKind):
+		pods = append(pods, p)
+	default:
+		named = p
 	}
 	for i := range list.Items {
 		pods = append(pods, &list.Items[i])
 	}
-	return pods, nil
+	return pods, named, nil
 }
 
 // controlledBy selects, in IndexController, the objects owner (of kind gk)

@@ -38,20 +38,21 @@ func TestPodsControlledByNameAndIndex(t *testing.T) {
 		t.Errorf("a Pod of another name is indexed under %v, want one key", k)
 	}
 	for _, tc := range []struct {
-		name string
-		pods []*corev1.Pod
-		want []string
+		name  string
+		pods  []*corev1.Pod
+		want  []string
+		named string // the UID of the Pod of its name it does not control
 	}{
-		{"named and adopted", []*corev1.Pod{named, adopted}, []string{"adopted", "box"}},
-		{"the namesake's Pod", []*corev1.Pod{pod("box", "Sandbox", "old-uid")}, nil},
-		{"another kind's reference", []*corev1.Pod{pod("box", "Other", "sb-uid"), pod("x", "Other", "sb-uid")}, nil},
-		{"none", nil, nil},
+		{"named and adopted", []*corev1.Pod{named, adopted}, []string{"adopted", "box"}, ""},
+		{"the namesake's Pod", []*corev1.Pod{withUID(pod("box", "Sandbox", "old-uid"), "p1")}, nil, "p1"},
+		{"another kind's reference", []*corev1.Pod{withUID(pod("box", "Other", "sb-uid"), "p2"), pod("x", "Other", "sb-uid")}, nil, "p2"},
+		{"none", nil, nil, ""},
 	} {
 		b := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&corev1.Pod{}, IndexController, podControllerKey)
 		for _, p := range tc.pods {
 			b = b.WithObjects(p.DeepCopy())
 		}
-		got, err := podsControlledBy(context.Background(), b.Build(), sb)
+		got, named, err := podsControlledBy(context.Background(), b.Build(), sb)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -63,7 +64,17 @@ func TestPodsControlledByNameAndIndex(t *testing.T) {
 		if !slices.Equal(names, tc.want) {
 			t.Errorf("%s: pods %v, want %v", tc.name, names, tc.want)
 		}
+		// The Pod of the Sandbox's name it does not control comes back
+		// apart, for the caller to judge (adopt, or leave as another's).
+		if wantNamed := tc.named; (named == nil) != (wantNamed == "") || named != nil && string(named.UID) != wantNamed {
+			t.Errorf("%s: the Pod of its name not controlled = %v, want %q", tc.name, named, wantNamed)
+		}
 	}
+}
+
+func withUID(p *corev1.Pod, uid types.UID) *corev1.Pod {
+	p.UID = uid
+	return p
 }
 
 // The pod-name annotation sent is forgotten once the cache shows it, and

@@ -31,7 +31,7 @@ func (r *ClaimReconciler) memberPodDenied(ctx context.Context, c *extv1beta1.San
 	if set == nil {
 		return "", nil
 	}
-	pods, err := podsControlledBy(ctx, r.Client, m)
+	pods, _, err := podsControlledBy(ctx, r.Client, m)
 	if err != nil {
 		return "", fmt.Errorf("listing the Pod of member %s: %w", m.Name, err)
 	}

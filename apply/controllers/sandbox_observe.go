@@ -39,9 +39,22 @@ type observed struct {
 	templateGone bool
 }
 
+// podNamed reads the Pod of a name in sb's namespace, nil when there is
+// none: for sb's own name, the one podsControlledBy read already (named).
+func (r *SandboxReconciler) podNamed(ctx context.Context, sb *sandboxv1beta1.Sandbox, name string, named *corev1.Pod) (*corev1.Pod, error) {
+	if name == sb.Name {
+		return named, nil
+	}
+	p := &corev1.Pod{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: name}, p); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return p, nil
+}
+
 func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*observed, error) {
 	obs := &observed{pvcs: map[string]*corev1.PersistentVolumeClaim{}}
-	pods, err := podsControlledBy(ctx, r.Client, sb)
+	pods, named, err := podsControlledBy(ctx, r.Client, sb)
 	if err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
@@ -57,13 +70,12 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 			names = append(names, sb.Name)
 		}
 		for _, name := range names {
-			p := &corev1.Pod{}
-			err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: name}, p)
-			if apierrors.IsNotFound(err) {
-				continue
-			}
+			p, err := r.podNamed(ctx, sb, name, named)
 			if err != nil {
 				return nil, fmt.Errorf("reading pod: %w", err)
+			}
+			if p == nil {
+				continue
 			}
 			if adoptable(p, sb) {
 				obs.pod, obs.adopt = p, true

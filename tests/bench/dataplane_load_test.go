@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -29,7 +30,7 @@ var routerPID int
 
 // startRouter builds bin/sandbox-router's source as the controller is
 // built, starts it on 127.0.0.1 with the port-forward transport and no
-// authentication, waits for /readyz and returns its base URL and a stop
+// authentication (and BENCH_ROUTER_ARGS), waits for /readyz and returns its base URL and a stop
 // function (its command line names the cluster's kubeconfig, so it must stop
 // before the cluster does).
 func startRouter(t *testing.T, kubeconfig string, extraArgs ...string) (string, func()) {
@@ -44,6 +45,9 @@ func startRouter(t *testing.T, kubeconfig string, extraArgs ...string) (string, 
 	addr, metrics := freeAddr(t), freeAddr(t)
 	cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--transport=port-forward", "--auth=none",
 		"--allow-local-addresses", "--http-bind-address", addr, "--metrics-bind-address", metrics}, extraArgs...)...)
+	// Flags to compare a variant of the router, e.g.
+	// BENCH_ROUTER_ARGS="--port-forward-prewarm=0".
+	cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("BENCH_ROUTER_ARGS"))...)
 	logPath := filepath.Join(dir, "router.log")
 	exited, stop := startProcess(t, cmd, logPath)
 	routerPID = cmd.Process.Pid

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
@@ -60,6 +61,7 @@ type options struct {
 	maxHeaderBytes             int
 	readHeaderTimeout, idle    time.Duration
 	shutdownTimeout, pfIdle    time.Duration
+	pfPrewarm                  int
 	shutdownDelay              time.Duration
 	qps                        float64
 	burst                      int
@@ -103,6 +105,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "How long a client may take to send request headers.")
 	fs.DurationVar(&o.idle, "idle-timeout", 90*time.Second, "How long an idle keep-alive client connection is kept.")
 	fs.DurationVar(&o.pfIdle, "port-forward-idle-timeout", 15*time.Minute, "With --transport=port-forward, close a pod's port-forward connection idle this long.")
+	fs.IntVar(&o.pfPrewarm, "port-forward-prewarm", 128, "With --transport=port-forward, connect ahead to the Pods of at most this many Ready, unclaimed warm pool members, so that a claim's first request does not wait for a port-forward through the API server (nothing is sent on them before a request is authorized and routed); 0: off.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 50, "Client-side queries per second to the API server (resume and activity writes, events; reviews have their own budget, --auth-*-qps); negative: no limit.")
 	fs.IntVar(&o.burst, "kube-api-burst", 100, "Client-side burst to the API server.")
 	fs.StringVar(&o.allowedHosts, "allowed-hosts", "", "Refuse (403) requests whose Host is not localhost, 127.0.0.1, [::1], an IP address or one of these comma-separated names, and requests from pages of other sites (a foreign Origin, Sec-Fetch-Site: cross-site): for a router listening on a developer's machine (the local cluster sets it), against DNS rebinding and CSRF. Empty: no such check.")
@@ -164,6 +167,9 @@ func (o *options) validate() error {
 	}
 	if o.maxTimeout < o.proxyTimeout {
 		errs = append(errs, fmt.Errorf("--max-timeout=%s is shorter than --proxy-timeout=%s", o.maxTimeout, o.proxyTimeout))
+	}
+	if o.pfPrewarm < 0 {
+		errs = append(errs, fmt.Errorf("--port-forward-prewarm=%d: must not be negative", o.pfPrewarm))
 	}
 	if o.maxBody < 0 {
 		errs = append(errs, fmt.Errorf("--max-request-body-bytes=%d: must not be negative", o.maxBody))
@@ -281,6 +287,16 @@ func run(ctx context.Context, o options) error {
 		}
 		pf = router.NewPortForward(dial, o.pfIdle, metrics)
 		cacheOpts.OnPodGone = pf.Forget
+		if o.pfPrewarm > 0 {
+			pf.SetPrewarm(o.pfPrewarm)
+			cacheOpts.OnPoolPod = func(p *corev1.Pod, unclaimedReady bool) {
+				if unclaimedReady {
+					pf.Prewarm(p.UID, p.Namespace, p.Name)
+				} else {
+					pf.Unwarm(p.UID)
+				}
+			}
+		}
 	}
 	cache, err := router.NewCache(ctx, cfg, cacheOpts)
 	if err != nil {

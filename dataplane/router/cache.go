@@ -31,6 +31,12 @@ type CacheOptions struct {
 	// OnPodGone is called with the UID of every sandbox Pod deleted from
 	// the cluster (the port-forward transport drops its connection).
 	OnPodGone func(types.UID)
+	// OnPoolPod is called on every sandbox Pod added or changed with
+	// whether it is a Ready, unclaimed warm pool member's Pod (its
+	// warm-pool-sandbox label goes once a claim takes the member): the
+	// port-forward transport connects to those ahead of their first
+	// request.
+	OnPoolPod func(p *corev1.Pod, unclaimedReady bool)
 	// Claims adds SandboxClaims to the cache, trimmed by TrimClaim (their
 	// reader is the E2B front door's).
 	Claims bool
@@ -120,10 +126,36 @@ func NewCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (cache.Cach
 			return nil, fmt.Errorf("router cache: pod events: %w", err)
 		}
 	}
+	if o.OnPoolPod != nil {
+		onPod := func(obj any) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				o.OnPoolPod(p, unclaimedReadyMember(p))
+			}
+		}
+		if _, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: onPod, UpdateFunc: func(_, obj any) { onPod(obj) },
+		}); err != nil {
+			return nil, fmt.Errorf("router cache: pod events: %w", err)
+		}
+	}
 	return c, nil
 }
 
-// trimPod keeps of a Pod what routing reads, so that a cluster with many
+// unclaimedReadyMember tells whether p is a warm pool member's Pod that is
+// Ready and not being deleted, its member not yet taken by a claim.
+func unclaimedReadyMember(p *corev1.Pod) bool {
+	if p.Labels[sandboxv1beta1.LabelWarmPoolSandbox] == "" || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// trimPod keeps of a Pod what routing reads (and its warm-pool label), so that a cluster with many
 // sandboxes costs the router little memory.
 func trimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
@@ -143,6 +175,9 @@ func trimPod(obj any) (any, error) {
 		if c.Type == corev1.PodReady {
 			out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
 		}
+	}
+	if v := p.Labels[sandboxv1beta1.LabelWarmPoolSandbox]; v != "" { // an unclaimed member's
+		out.Labels = map[string]string{sandboxv1beta1.LabelWarmPoolSandbox: v}
 	}
 	return out, nil
 }

@@ -16,6 +16,9 @@
 //     Pod's, and the DNS fallback dials the address it checked. A request
 //     the cache cannot route yet waits for the cache's next event
 //     (Changes), not for a poll.
+//   - With the port-forward transport (PortForward), a Ready, unclaimed warm
+//     member's Pod may be connected ahead (Prewarm), but nothing is sent to
+//     it until a request routed by the rules above.
 //   - Authorization and a client's X-Sandbox-Runtime-Token never reach the
 //     sandbox; a router on a developer's machine runs behind LocalGuard.
 //   - Its only writes: spec.operatingMode Running on an opted-in Suspended

@@ -21,6 +21,7 @@ type Metrics struct {
 	reviews            *prometheus.CounterVec
 	upstreamErrors     *prometheus.CounterVec
 	portForwards       prometheus.Gauge
+	prewarms           *prometheus.CounterVec
 	resumes            *prometheus.CounterVec
 	resumeDuration     prometheus.Histogram
 	resumeWaits        prometheus.Counter
@@ -86,6 +87,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "sandbox_router_port_forwards",
 			Help: "Port-forward connections open to sandbox Pods (--transport=port-forward).",
 		}),
+		prewarms: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandbox_router_port_forward_prewarms_total",
+			Help: "Port-forward connections dialled ahead to Ready, unclaimed warm pool members' Pods (--port-forward-prewarm), by result (dialled, failed).",
+		}, []string{"result"}),
 		resumes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandbox_router_resumes_total",
 			Help: "Resumes on connect the router made (one per Sandbox however many requests waited for it), by result (resumed, timeout, error).",
@@ -114,7 +119,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range []string{resumeResumed, resumeTimeout, resumeError} {
 		m.resumes.WithLabelValues(r)
 	}
-	reg.MustRegister(m.requests, m.duration, m.inflight, m.connections, m.resolutionFailures, m.authFailures, m.reviews, m.upstreamErrors, m.portForwards,
+	for _, r := range []string{prewarmDialled, prewarmFailed} {
+		m.prewarms.WithLabelValues(r)
+	}
+	reg.MustRegister(m.requests, m.duration, m.inflight, m.connections, m.resolutionFailures, m.authFailures, m.reviews, m.upstreamErrors, m.portForwards, m.prewarms,
 		m.resumes, m.resumeDuration, m.resumeWaits, m.resolveWaits, m.activityWrites)
 	return m
 }
@@ -199,6 +207,12 @@ func (m *Metrics) activityWrite(result string) {
 func (m *Metrics) portForwardOpened() {
 	if m != nil {
 		m.portForwards.Inc()
+	}
+}
+
+func (m *Metrics) portForwardPrewarmed(result string) {
+	if m != nil {
+		m.prewarms.WithLabelValues(result).Inc()
 	}
 }
 

@@ -40,6 +40,13 @@ type PortForward struct {
 	pods  map[types.UID]podRef
 	conns map[types.UID]*forward
 	group singleflight.Group
+
+	// warm are the Pods Prewarm keeps connected, at most prewarmMax.
+	warm       map[types.UID]struct{}
+	prewarmMax int
+	retry      time.Duration // prewarmRetry; shorter in tests
+	stop       chan struct{} // closed by Close
+	stopOnce   sync.Once
 }
 
 type podRef struct{ namespace, name string }
@@ -53,7 +60,16 @@ type forward struct {
 // NewPortForward returns a PortForward dialling with dial; see
 // APIServerDialer for the real one.
 func NewPortForward(dial DialPodFunc, idleTimeout time.Duration, m *Metrics) *PortForward {
-	return &PortForward{dial: dial, idleTimeout: idleTimeout, metrics: m, pods: map[types.UID]podRef{}, conns: map[types.UID]*forward{}}
+	return &PortForward{dial: dial, idleTimeout: idleTimeout, metrics: m, pods: map[types.UID]podRef{}, conns: map[types.UID]*forward{},
+		warm: map[types.UID]struct{}{}, stop: make(chan struct{}), retry: prewarmRetry}
+}
+
+// SetPrewarm sets how many Pods Prewarm keeps connected at most (0, the
+// default, turns it off). Call it before the first Prewarm.
+func (p *PortForward) SetPrewarm(most int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.prewarmMax = most
 }
 
 // APIServerDialer dials pods/portforward of the API server cfg reaches:
@@ -96,17 +112,20 @@ func (p *PortForward) Forget(uid types.UID) {
 	f := p.conns[uid]
 	delete(p.conns, uid)
 	delete(p.pods, uid)
+	delete(p.warm, uid)
 	p.mu.Unlock()
 	if f != nil {
 		_ = f.conn.Close()
 	}
 }
 
-// Close drops every connection.
+// Close drops every connection and ends Prewarm (the router is stopping).
 func (p *PortForward) Close() {
+	p.stopOnce.Do(func() { close(p.stop) })
 	p.mu.Lock()
 	conns := p.conns
 	p.conns = map[types.UID]*forward{}
+	p.warm = map[types.UID]struct{}{}
 	p.mu.Unlock()
 	for _, f := range conns {
 		_ = f.conn.Close()
@@ -155,12 +174,10 @@ func (p *PortForward) forward(ctx context.Context, uid types.UID, ref podRef) (*
 		if err != nil {
 			return nil, fmt.Errorf("port-forward to pod %s/%s: %w", ref.namespace, ref.name, err)
 		}
-		if p.idleTimeout > 0 {
-			conn.SetIdleTimeout(p.idleTimeout)
-		}
 		f := &forward{conn: conn}
 		p.mu.Lock()
 		_, stillThere := p.pods[uid]
+		_, warm := p.warm[uid]
 		if stillThere {
 			p.conns[uid] = f
 		}
@@ -169,11 +186,15 @@ func (p *PortForward) forward(ctx context.Context, uid types.UID, ref podRef) (*
 			_ = conn.Close()
 			return nil, fmt.Errorf("port-forward to pod %s/%s: the pod is gone", ref.namespace, ref.name)
 		}
+		if p.idleTimeout > 0 && !warm { // a warm one's is set by Unwarm
+			conn.SetIdleTimeout(p.idleTimeout)
+		}
 		p.metrics.portForwardOpened()
 		go func() {
 			<-conn.CloseChan()
 			p.drop(uid, f)
 			p.metrics.portForwardClosed()
+			p.rewarm(uid)
 		}()
 		return f, nil
 	})

@@ -35,7 +35,7 @@ func (k *fakeKubelet) dial(namespace, name string) (streamhttp.Connection, error
 	if name == "unreachable" {
 		return nil, errors.New("upgrade failed")
 	}
-	c := &fakeConn{closed: make(chan bool), errs: map[string]*io.PipeWriter{}}
+	c := &fakeConn{pod: name, closed: make(chan bool), errs: map[string]*io.PipeWriter{}}
 	k.mu.Lock()
 	k.conns = append(k.conns, c)
 	k.mu.Unlock()
@@ -43,6 +43,7 @@ func (k *fakeKubelet) dial(namespace, name string) (streamhttp.Connection, error
 }
 
 type fakeConn struct {
+	pod     string
 	mu      sync.Mutex
 	closed  chan bool
 	once    sync.Once
@@ -98,8 +99,17 @@ func (c *fakeConn) Close() error {
 }
 
 func (c *fakeConn) CloseChan() <-chan bool             { return c.closed }
-func (c *fakeConn) SetIdleTimeout(d time.Duration)     { c.idleFor = d }
 func (c *fakeConn) RemoveStreams(...streamhttp.Stream) {}
+func (c *fakeConn) SetIdleTimeout(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.idleFor = d
+}
+func (c *fakeConn) idle() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.idleFor
+}
 func (c *fakeConn) isClosed() bool {
 	select {
 	case <-c.closed:
@@ -203,8 +213,8 @@ func TestPortForward(t *testing.T) {
 	if seenHost.Load() != "10.0.3.7:"+port {
 		t.Errorf("the sandbox saw Host %v, want the pod's ip:port", seenHost.Load())
 	}
-	if k.conns[0].idleFor != time.Minute || testutil.ToFloat64(r.metrics.portForwards) != 1 {
-		t.Errorf("idle timeout %s, open forwards %v", k.conns[0].idleFor, testutil.ToFloat64(r.metrics.portForwards))
+	if k.conns[0].idle() != time.Minute || testutil.ToFloat64(r.metrics.portForwards) != 1 {
+		t.Errorf("idle timeout %s, open forwards %v", k.conns[0].idle(), testutil.ToFloat64(r.metrics.portForwards))
 	}
 
 	// A port nobody listens on: the kubelet's message ends the request.

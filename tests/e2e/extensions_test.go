@@ -30,10 +30,25 @@ func poolReady(c client.Client, ns, name string, want int32) func() error {
 			return err
 		}
 		if p.Status.ReadyReplicas != want || p.Status.Replicas != want {
-			return fmt.Errorf("pool %s: %d members, %d Ready", name, p.Status.Replicas, p.Status.ReadyReplicas)
+			return fmt.Errorf("pool %s: %d members, %d Ready%s", name, p.Status.Replicas, p.Status.ReadyReplicas, whyNotReady(c, ns))
 		}
 		return nil
 	}
+}
+
+// whyNotReady names a Sandbox of ns that is not Ready and its Ready
+// condition, for a failure message ("" when there is none).
+func whyNotReady(c client.Client, ns string) string {
+	var sbs sandboxv1beta1.SandboxList
+	if err := c.List(context.Background(), &sbs, client.InNamespace(ns)); err != nil {
+		return ""
+	}
+	for _, sb := range sbs.Items {
+		if r := meta.FindStatusCondition(sb.Status.Conditions, sandboxv1beta1.ConditionReady); r == nil || r.Status != metav1.ConditionTrue {
+			return fmt.Sprintf(" (Sandbox %s: Ready %+v)", sb.Name, r)
+		}
+	}
+	return ""
 }
 
 func claimReady(c client.Client, ns, name string) func() error {

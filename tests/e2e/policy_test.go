@@ -35,6 +35,8 @@ func TestNativePoliciesEnforce(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(tests.RepoRoot(), "config", "policies")
+	var applied []*unstructured.Unstructured
+	t.Cleanup(func() { removePolicies(t, c, applied) })
 	for _, f := range []string{"runtime-isolation.yaml", "baseline.yaml"} {
 		data, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
@@ -51,7 +53,7 @@ func TestNativePoliciesEnforce(t *testing.T) {
 			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
 				t.Fatalf("the API server refused %s %s from %s: %v", obj.GetKind(), obj.GetName(), f, err)
 			}
-			t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
+			applied = append(applied, obj)
 		}
 	}
 
@@ -96,4 +98,27 @@ func TestNativePoliciesEnforce(t *testing.T) {
 	if err := c.Create(ctx, pod("other", func(p *corev1.Pod) { p.Labels = nil; p.Spec.RuntimeClassName = nil })); err != nil {
 		t.Errorf("a Pod outside sandboxes was refused: %v", err)
 	}
+}
+
+// removePolicies deletes what TestNativePoliciesEnforce applied in the
+// order it was applied (each policy before its binding, the binding before
+// its parameters: a binding left without its parameters denies every
+// request it matches), then waits until the API server admits a sandbox Pod
+// that the policies refused, so that the tests after it find the cluster as
+// it was.
+func removePolicies(t *testing.T, c client.Client, applied []*unstructured.Unstructured) {
+	ctx := context.Background()
+	for _, obj := range applied {
+		if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting %s %s: %v", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	waitFor(t, time.Minute, "the API server admitting sandbox Pods without a runtime class again", func() error {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: controllerNS, Name: "after-policies",
+				Labels: map[string]string{"agents.x-k8s.io/sandbox-name-hash": "0badc0de"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "python:3.13-slim"}}},
+		}
+		return c.Create(ctx, p, client.DryRunAll) // nothing is made
+	})
 }

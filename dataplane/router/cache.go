@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,9 +33,10 @@ type CacheOptions struct {
 	// the cluster (the port-forward transport drops its connection).
 	OnPodGone func(types.UID)
 	// OnPoolPod is called on every sandbox Pod added or changed with
-	// whether it is a Ready, unclaimed warm pool member's Pod (its
-	// warm-pool-sandbox label goes once a claim takes the member): the
-	// port-forward transport connects to those ahead of their first
+	// whether it is a Ready, unclaimed warm pool member's Pod: labelled so
+	// (the warm-pool-sandbox label goes once a claim takes the member) and
+	// controlled by a Sandbox in the cache that a SandboxWarmPool controls.
+	// The port-forward transport connects to those ahead of their first
 	// request.
 	OnPoolPod func(p *corev1.Pod, unclaimedReady bool)
 	// Claims adds SandboxClaims to the cache, trimmed by TrimClaim (their
@@ -129,7 +131,7 @@ func NewCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (cache.Cach
 	if o.OnPoolPod != nil {
 		onPod := func(obj any) {
 			if p, ok := obj.(*corev1.Pod); ok {
-				o.OnPoolPod(p, unclaimedReadyMember(p))
+				o.OnPoolPod(p, unclaimedReadyMember(p) && memberControls(ctx, c, p))
 			}
 		}
 		if _, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -139,6 +141,23 @@ func NewCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (cache.Cach
 		}
 	}
 	return c, nil
+}
+
+// memberControls tells whether p's controller, by API group, kind, name
+// and UID, is a Sandbox in the cache that a SandboxWarmPool controls and no
+// claim has taken: labels alone are anyone's to set on their own Pod.
+func memberControls(ctx context.Context, r client.Reader, p *corev1.Pod) bool {
+	ref := sandboxv1beta1.ControllerOf(p, sandboxv1beta1.SandboxKind)
+	if ref == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	sb := &sandboxv1beta1.Sandbox{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: ref.Name}, sb); err != nil {
+		return false
+	}
+	return sandboxv1beta1.IsControlledBy(p, sb, sandboxv1beta1.SandboxKind) && extv1beta1.PoolOf(sb) != nil && extv1beta1.IsUnclaimedWarmMember(sb)
 }
 
 // unclaimedReadyMember tells whether p is a warm pool member's Pod that is

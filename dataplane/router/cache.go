@@ -163,15 +163,8 @@ func memberControls(ctx context.Context, r client.Reader, p *corev1.Pod) bool {
 // unclaimedReadyMember tells whether p is a warm pool member's Pod that is
 // Ready and not being deleted, its member not yet taken by a claim.
 func unclaimedReadyMember(p *corev1.Pod) bool {
-	if p.Labels[sandboxv1beta1.LabelWarmPoolSandbox] == "" || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return p.Labels[sandboxv1beta1.LabelWarmPoolSandbox] != "" && p.DeletionTimestamp == nil &&
+		p.Status.Phase == corev1.PodRunning && podReady(p)
 }
 
 // trimPod keeps of a Pod what routing reads (and its warm-pool label), so that a cluster with many

@@ -36,6 +36,9 @@ type claimClock struct {
 	observedAt  map[string]time.Time
 	adoptedAt   map[string]time.Time
 	annotatedAt map[string]time.Time
+	// traceContext is each claim's trace-context annotation, as the Go
+	// SDK sets it: which of the SDK's spans made the claim.
+	traceContext map[string]string
 	// apiserver, if set, is the API server whose served requests (and,
 	// with BENCH_APISERVER_PROFILE=1, CPU profile) are taken per burst.
 	apiserver *rest.Config
@@ -81,7 +84,8 @@ func startClaimClock(t *testing.T, watched cache.Cache, ns string) (k *claimCloc
 	t.Helper()
 	k = &claimClock{ns: ns, sent: map[string]time.Time{}, created: map[string]time.Duration{},
 		seenAt: map[string]time.Time{}, readyAt: map[string]time.Time{},
-		observedAt: map[string]time.Time{}, adoptedAt: map[string]time.Time{}, annotatedAt: map[string]time.Time{}}
+		observedAt: map[string]time.Time{}, adoptedAt: map[string]time.Time{}, annotatedAt: map[string]time.Time{},
+		traceContext: map[string]string{}}
 	informer, err := watched.GetInformer(context.Background(), &extv1beta1.SandboxClaim{})
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +141,9 @@ func (k *claimClock) seen(obj any) {
 	if _, ok := k.annotatedAt[cl.Name]; !ok && cl.Annotations[extv1beta1.AnnotationSandboxName] != "" {
 		k.annotatedAt[cl.Name] = now
 	}
+	if tc := cl.Annotations[sandboxv1beta1.AnnotationTraceContext]; tc != "" {
+		k.traceContext[cl.Name] = tc
+	}
 	if _, ok := k.observedAt[cl.Name]; !ok {
 		if at, err := time.Parse(time.RFC3339Nano, cl.Annotations[extv1beta1.AnnotationControllerFirstObservedAt]); err == nil {
 			k.observedAt[cl.Name] = at
@@ -149,6 +156,14 @@ func (k *claimClock) seen(obj any) {
 			}
 		}
 	}
+}
+
+// sentAt records that the create of the claim name was sent at began and
+// took d (for claims made elsewhere than burst and paced).
+func (k *claimClock) sentAt(name string, began time.Time, d time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.sent[name], k.created[name] = began, d
 }
 
 func benchClaim(ns, name string) *extv1beta1.SandboxClaim {

@@ -54,12 +54,17 @@ type Quantiles struct {
 
 // timeline is the claims named <prefix>-<i>'s ClaimTimeline.
 func (k *claimClock) timeline(prefix string, n int) ClaimTimeline {
+	return k.timelineOf(k.names(prefix, n))
+}
+
+// timelineOf is the ClaimTimeline of the claims named.
+func (k *claimClock) timelineOf(names []string) ClaimTimeline {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var stages [4][]float64
 	var creates []float64
 	var tl ClaimTimeline
-	for _, name := range k.names(prefix, n) {
+	for _, name := range names {
 		at := []time.Time{k.sent[name], k.observedAt[name], k.adoptedAt[name], k.annotatedAt[name], k.readyAt[name]}
 		complete := true
 		for _, t := range at {

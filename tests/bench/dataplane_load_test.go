@@ -147,6 +147,9 @@ var floorPIDs []int
 type claimWatch struct {
 	mu      sync.Mutex
 	readyAt map[string]time.Time
+	// clock, if set, is told when claimReadyPhase sent each create, for
+	// the floor's per-claim timeline.
+	clock *claimClock
 }
 
 func watchClaims(t *testing.T, watched cache.Cache) *claimWatch {
@@ -247,6 +250,9 @@ func claimReadyPhase(t *testing.T, c client.Client, w *claimWatch, ns, key strin
 		began := time.Now()
 		if err := c.Create(ctx, cl); err != nil {
 			return 0, err
+		}
+		if w.clock != nil {
+			w.clock.sentAt(cl.Name, began, time.Since(began))
 		}
 		at, err := w.waitReady(ctx, cl.Name)
 		return at.Sub(began), err

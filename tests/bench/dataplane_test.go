@@ -79,6 +79,10 @@ type Latency struct {
 	// SDKSteps is where claim -> first command's time went, by the Go
 	// SDK's spans (claim -> first command only).
 	SDKSteps map[string]Step `json:"sdk_steps,omitempty"`
+	// Timeline is the per-claim timeline of the claims (TestBenchDataplane:
+	// the plain client's, and the SDK's with when the SDK saw each bound).
+	Timeline    *ClaimTimeline `json:"claim_timeline,omitempty"`
+	SDKTimeline *SDKTimeline   `json:"sdk_claim_timeline,omitempty"`
 }
 
 // Commands is one way of running commands: one at a time (latency), then
@@ -138,6 +142,9 @@ func TestBenchDataplane(t *testing.T) {
 	ns := mkNamespace(t, c, "dataplane")
 	watched := newWatch(t, local.Config, ns, &sandboxv1beta1.Sandbox{})
 	claims := watchClaims(t, watched)
+	clock, stopClock := startClaimClock(t, watched, ns)
+	defer stopClock()
+	claims.clock = clock
 	startWatch(t, watched)
 
 	start := time.Now()
@@ -176,11 +183,14 @@ func TestBenchDataplane(t *testing.T) {
 		var l Latency
 		if floor {
 			l = claimReadyPhase(t, c, claims, ns, key, n, every)
+			tl := clock.timeline("floor-"+key, n)
+			l.Timeline = &tl
 			res.ClaimReady[key] = l
 		} else {
 			steps.since()
 			l = firstCommandPhase(t, sc, ns, n, every)
 			l.SDKSteps = steps.since()
+			l.SDKTimeline = clock.sdkTimeline(steps.lastSpans())
 			pacing, _, _ := strings.Cut(key, "_")
 			f := res.ClaimReady[pacing]
 			l.RatioP50, l.RatioP99 = round2(l.P50Ms/f.P50Ms), round2(l.P99Ms/f.P99Ms)

@@ -28,6 +28,8 @@ type sdkSteps struct {
 	rec  *tracetest.SpanRecorder
 	mu   sync.Mutex
 	seen int
+	// last is the spans the last call to since summarised.
+	last []sdktrace.ReadOnlySpan
 }
 
 // recordSDKSteps installs a tracer provider that records every span the
@@ -50,7 +52,8 @@ func (s *sdkSteps) since() map[string]Step {
 	defer s.mu.Unlock()
 	ended := s.rec.Ended()
 	byName := map[string][]float64{}
-	for _, sp := range ended[s.seen:] {
+	s.last = ended[s.seen:]
+	for _, sp := range s.last {
 		if !strings.HasPrefix(sp.Name(), "sandbox.") {
 			continue
 		}
@@ -63,4 +66,11 @@ func (s *sdkSteps) since() map[string]Step {
 		out[name] = Step{Count: len(d), P50Ms: round2(quantile(d, 0.5)), P99Ms: round2(quantile(d, 0.99))}
 	}
 	return out
+}
+
+// lastSpans returns the spans the last call to since summarised.
+func (s *sdkSteps) lastSpans() []sdktrace.ReadOnlySpan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
 }

@@ -84,11 +84,14 @@ func (k *claimClock) timelineOf(names []string) ClaimTimeline {
 	}
 	sort.Slice(tl.Slowest, func(i, j int) bool { return tl.Slowest[i].TotalMs > tl.Slowest[j].TotalMs })
 	tl.Slowest = tl.Slowest[:min(len(tl.Slowest), slowestClaims)]
-	q := func(v []float64) Quantiles {
-		sort.Float64s(v)
-		return Quantiles{P50: quantile(v, 0.5), P99: quantile(v, 0.99)}
-	}
+	q := quantilesOf
 	tl.ToObserved, tl.ObservedToTaken, tl.TakenToRecorded, tl.RecordedToReady = q(stages[0]), q(stages[1]), q(stages[2]), q(stages[3])
 	tl.CreateRequest = q(creates)
 	return tl
+}
+
+// quantilesOf is the p50 and p99 of v (which it sorts).
+func quantilesOf(v []float64) Quantiles {
+	sort.Float64s(v)
+	return Quantiles{P50: quantile(v, 0.5), P99: quantile(v, 0.99)}
 }

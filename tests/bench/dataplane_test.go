@@ -83,6 +83,12 @@ type Latency struct {
 	// the plain client's, and the SDK's with when the SDK saw each bound).
 	Timeline    *ClaimTimeline `json:"claim_timeline,omitempty"`
 	SDKTimeline *SDKTimeline   `json:"sdk_claim_timeline,omitempty"`
+	// CPUSeconds (by process) and APIRequests (what the API server
+	// served, by verb and resource, from every client) over the phase,
+	// its claims' deletion included: what the floor's claims and the
+	// SDK's cost the machine they share.
+	CPUSeconds  map[string]float64 `json:"cpu_seconds,omitempty"`
+	APIRequests map[string]int64   `json:"apiserver_requests,omitempty"`
 }
 
 // Commands is one way of running commands: one at a time (latency), then
@@ -145,6 +151,7 @@ func TestBenchDataplane(t *testing.T) {
 	clock, stopClock := startClaimClock(t, watched, ns)
 	defer stopClock()
 	claims.clock = clock
+	clock.apiserver = local.Config
 	startWatch(t, watched)
 
 	start := time.Now()
@@ -180,12 +187,12 @@ func TestBenchDataplane(t *testing.T) {
 	phase := func(key string, n int, every time.Duration, floor bool, sc *sdk.Client) {
 		waitPool(t, watched, ns, pool)
 		settle()
+		use := clock.measure(t)
 		var l Latency
 		if floor {
 			l = claimReadyPhase(t, c, claims, ns, key, n, every)
 			tl := clock.timeline("floor-"+key, n)
 			l.Timeline = &tl
-			res.ClaimReady[key] = l
 		} else {
 			steps.since()
 			l = firstCommandPhase(t, sc, ns, n, every)
@@ -194,6 +201,11 @@ func TestBenchDataplane(t *testing.T) {
 			pacing, _, _ := strings.Cut(key, "_")
 			f := res.ClaimReady[pacing]
 			l.RatioP50, l.RatioP99 = round2(l.P50Ms/f.P50Ms), round2(l.P99Ms/f.P99Ms)
+		}
+		l.CPUSeconds, l.APIRequests = use.end(t, "dp_"+key)
+		if floor {
+			res.ClaimReady[key] = l
+		} else {
 			res.FirstCommand[key] = l
 		}
 		logJSON(t, key, l)

@@ -3,7 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"sort"
+	"time"
 
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -18,9 +18,13 @@ import (
 // when the bench's own watch first saw the claim Ready (negative when the
 // SDK saw it first): how much of sandbox.wait_bound the controller
 // explains, and how much is the delivery of the claim's change to the SDK.
+// Unspanned is the part of each sandbox.create_claim that neither its
+// create request nor a span of its own (its wait for the binding, its
+// Sandbox's read, its wait for Ready, its first request) covers.
 type SDKTimeline struct {
 	ClaimTimeline
 	BoundAfterReady Quantiles `json:"sdk_bound_after_bench_ready_ms"`
+	Unspanned       Quantiles `json:"create_claim_unspanned_ms"`
 }
 
 // sdkTimeline matches the SDK's claims of one phase (spans, from
@@ -30,7 +34,9 @@ type SDKTimeline struct {
 func (k *claimClock) sdkTimeline(spans []sdktrace.ReadOnlySpan) *SDKTimeline {
 	creates := map[trace.SpanID]sdktrace.ReadOnlySpan{}
 	waits := map[trace.SpanID]sdktrace.ReadOnlySpan{} // by their parent
+	children := map[trace.SpanID]time.Duration{}      // by their parent
 	for _, sp := range spans {
+		children[sp.Parent().SpanID()] += sp.EndTime().Sub(sp.StartTime())
 		switch sp.Name() {
 		case "sandbox.create_claim":
 			creates[sp.SpanContext().SpanID()] = sp
@@ -39,7 +45,7 @@ func (k *claimClock) sdkTimeline(spans []sdktrace.ReadOnlySpan) *SDKTimeline {
 		}
 	}
 	var names []string
-	var after []float64
+	var after, unspanned []float64
 	k.mu.Lock()
 	for name, tc := range k.traceContext {
 		id := parentSpanOf(tc)
@@ -49,14 +55,13 @@ func (k *claimClock) sdkTimeline(spans []sdktrace.ReadOnlySpan) *SDKTimeline {
 		}
 		names = append(names, name)
 		k.sent[name], k.created[name] = create.StartTime(), wait.StartTime().Sub(create.StartTime())
+		unspanned = append(unspanned, ms(create.EndTime().Sub(create.StartTime())-k.created[name]-children[id]))
 		if ready, ok := k.readyAt[name]; ok {
 			after = append(after, ms(wait.EndTime().Sub(ready)))
 		}
 	}
 	k.mu.Unlock()
-	sort.Float64s(after)
-	return &SDKTimeline{ClaimTimeline: k.timelineOf(names),
-		BoundAfterReady: Quantiles{P50: quantile(after, 0.5), P99: quantile(after, 0.99)}}
+	return &SDKTimeline{ClaimTimeline: k.timelineOf(names), BoundAfterReady: quantilesOf(after), Unspanned: quantilesOf(unspanned)}
 }
 
 // parentSpanOf is the span a trace-context annotation (a JSON map of W3C

@@ -30,8 +30,9 @@ var routerPID int
 
 // startRouter builds bin/sandbox-router's source as the controller is
 // built, starts it on 127.0.0.1 with the port-forward transport and no
-// authentication (and BENCH_ROUTER_ARGS), waits for /readyz and returns its base URL and a stop
-// function (its command line names the cluster's kubeconfig, so it must stop
+// authentication (and BENCH_ROUTER_ARGS; its log in BENCH_ROUTER_LOG if
+// set), waits for /readyz and returns its base URL and a stop function
+// (its command line names the cluster's kubeconfig, so it must stop
 // before the cluster does).
 func startRouter(t *testing.T, kubeconfig string, extraArgs ...string) (string, func()) {
 	t.Helper()
@@ -49,6 +50,9 @@ func startRouter(t *testing.T, kubeconfig string, extraArgs ...string) (string, 
 	// BENCH_ROUTER_ARGS="--port-forward-prewarm=0".
 	cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("BENCH_ROUTER_ARGS"))...)
 	logPath := filepath.Join(dir, "router.log")
+	if p := os.Getenv("BENCH_ROUTER_LOG"); p != "" {
+		logPath = p // kept after the run
+	}
 	exited, stop := startProcess(t, cmd, logPath)
 	routerPID = cmd.Process.Pid
 	if err := tests.WaitReady(metrics, exited, time.Minute); err != nil {

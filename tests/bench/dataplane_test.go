@@ -117,7 +117,8 @@ type Commands struct {
 // second, directly and through the router. It runs only with
 // AGENT_SANDBOX_BENCH=1 (make bench). BENCH_DP_POOL sets the warm pool
 // (100), BENCH_DP_PACED the paced claims (100, one every 200 ms: with
-// fewer their p99 is the slowest one),
+// fewer their p99 is the slowest one), BENCH_DP_PACE_MS that interval
+// (200; at 1000 a claim rarely meets the previous one's refill),
 // BENCH_DP_BURST the claims at once (the pool), BENCH_DP_CLIENTS and
 // BENCH_DP_SANDBOXES the throughput load (8 on 4), BENCH_DP_SECONDS its
 // length (10), BENCH_DATAPLANE_OUT a file for the JSON.
@@ -176,12 +177,13 @@ func TestBenchDataplane(t *testing.T) {
 	res.PoolFillSeconds = round2(time.Since(start).Seconds())
 
 	direct, viaRouter := sdkClient(t, local.Config), sdkClient(t, local.Config, sdk.WithRouter(routerURL))
-	// One claim every 200 ms, then all at once.
+	// One claim every 200 ms (BENCH_DP_PACE_MS), then all at once.
+	every := time.Duration(envInt(t, "BENCH_DP_PACE_MS", 200)) * time.Millisecond
 	pacings := []struct {
 		name  string
 		n     int
 		every time.Duration
-	}{{"paced", paced, 200 * time.Millisecond}, {"burst", burst, 0}}
+	}{{"paced", paced, every}, {"burst", burst, 0}}
 	// Each phase starts on a full pool; the floor and the SDK alternate so
 	// that a drift of the machine affects them alike.
 	phase := func(key string, n int, every time.Duration, floor bool, sc *sdk.Client) {

@@ -281,15 +281,22 @@ func TestBench(t *testing.T) {
 // report prints a bench's JSON document and writes it to the file the
 // environment variable outEnv names, if set.
 // startBenchCluster starts a local cluster of nodes nodes with the CRDs
-// installed (stopped when the test ends; clusterDirOf is its directory)
-// and returns it with a client.
+// installed (stopped when the test ends, and its directory removed unless
+// BENCH_KEEP_WORKDIR=1; clusterDirOf is its directory) and returns it with
+// a client.
 func startBenchCluster(t *testing.T, name string, nodes int) (*cluster.Cluster, client.Client) {
 	t.Helper()
 	workdir, err := os.MkdirTemp("", "agent-sandbox-bench-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(workdir) })
+	t.Cleanup(func() {
+		if os.Getenv("BENCH_KEEP_WORKDIR") == "1" { // its logs, the stand-in's among them
+			t.Logf("BENCH_KEEP_WORKDIR=1: the cluster's directory %s is kept", workdir)
+			return
+		}
+		_ = os.RemoveAll(workdir)
+	})
 	local, err := cluster.Start(context.Background(), cluster.Options{
 		Name: name, Workdir: workdir, Nodes: nodes, InstallCRDs: true, RuntimeClasses: []string{"gvisor"},
 	})

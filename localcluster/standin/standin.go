@@ -39,7 +39,10 @@ type Options struct {
 	// died is started again, a directory whose Sandbox is gone removed).
 	// Default 15s.
 	Resync time.Duration
-	// Workers is how many Sandboxes are handled at once. Default 4.
+	// Workers is how many Sandboxes are handled at once. Default 4. A
+	// Sandbox whose runtime is to stop is handled apart (as many at once
+	// again): a wave of stops, each waiting for its runtime to exit, does
+	// not hold back the runtimes of new Pods.
 	Workers int
 	// StopGrace is how long a runtime has after SIGTERM before SIGKILL.
 	// Default 10s; the runtime gives running commands half of it.
@@ -82,6 +85,9 @@ type StandIn struct {
 	pods  cache.Indexer
 	queue workqueue.TypedRateLimitingInterface[Key]
 	ready atomic.Bool
+	// releasing bounds the Sandboxes handled apart because they have no
+	// live Pod (Workers of them at once).
+	releasing chan struct{}
 
 	mu      sync.Mutex
 	applied map[Key]applied // the kwok objects applied since this stand-in started
@@ -134,6 +140,11 @@ func New(o Options) (*StandIn, error) {
 
 // Ready reports whether the stand-in has synced its Pod cache and works.
 func (s *StandIn) Ready() bool { return s.ready.Load() }
+
+// Serving reports whether the Sandbox k's runtime serves a Pod of it, with
+// that Pod's kwok objects applied: what a kubelet's Ready would mean. kwok
+// marks a sandbox Pod Ready without waiting for this.
+func (s *StandIn) Serving(k Key) bool { return s.lastApplied(k) != (applied{}) }
 
 const sandboxIndex = "sandbox"
 
@@ -192,9 +203,10 @@ func (s *StandIn) Run(ctx context.Context) error {
 	s.ready.Store(true)
 	defer s.ready.Store(false)
 
+	s.releasing = make(chan struct{}, s.o.Workers)
 	for range s.o.Workers {
 		wg.Go(func() {
-			for s.next(ctx) {
+			for s.next(ctx, &wg) {
 			}
 		})
 	}
@@ -231,11 +243,35 @@ func (s *StandIn) enqueueAll() {
 	}
 }
 
-func (s *StandIn) next(ctx context.Context) bool {
+// next handles the next Sandbox queued: on this worker when it has a live
+// Pod, else (a runtime to stop, a directory to remove) on a goroutine of
+// its own among at most Workers such, so that stops, which wait for the
+// runtime to exit, never hold back starts. The queue hands a Sandbox to
+// one of them at a time either way: it is Done only once handled.
+func (s *StandIn) next(ctx context.Context, wg *sync.WaitGroup) bool {
 	k, quit := s.queue.Get()
 	if quit {
 		return false
 	}
+	if s.livePod(k) != nil {
+		s.handle(ctx, k)
+		return true
+	}
+	wg.Go(func() {
+		select {
+		case s.releasing <- struct{}{}:
+			defer func() { <-s.releasing }()
+			s.handle(ctx, k)
+		case <-ctx.Done():
+			s.queue.Done(k)
+		}
+	})
+	return true
+}
+
+// handle reconciles k and marks it Done, queueing it again as reconcile
+// asks.
+func (s *StandIn) handle(ctx context.Context, k Key) {
 	defer s.queue.Done(k)
 	after, err := s.reconcile(ctx, k)
 	switch {
@@ -248,7 +284,6 @@ func (s *StandIn) next(ctx context.Context) bool {
 	default:
 		s.queue.Forget(k)
 	}
-	return true
 }
 
 // livePod returns the Pod of a Sandbox that should have a runtime: bound to

@@ -17,6 +17,7 @@ import (
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	sdk "github.com/agentsandbox/reconciler/dataplane/client"
+	"github.com/agentsandbox/reconciler/localcluster/standin"
 	"github.com/agentsandbox/reconciler/tests/envtest"
 )
 
@@ -287,7 +288,9 @@ func envInt(t *testing.T, name string, def int) int {
 }
 
 // waitPool waits until the pool has n Ready members (counted from the
-// watch).
+// watch) whose runtimes the stand-in kubelet runs: kwok marks a Pod Ready
+// at once, where a kubelet would wait for its container, so a member
+// counts only once its runtime serves, as it would on a node.
 func waitPool(t *testing.T, watched cache.Cache, ns string, n int) {
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
@@ -298,6 +301,9 @@ func waitPool(t *testing.T, watched cache.Cache, ns string, n int) {
 		ready := 0
 		for _, sb := range list.Items {
 			if _, member := sb.Labels[sandboxv1beta1.LabelWarmPoolSandbox]; !member || sb.DeletionTimestamp != nil {
+				continue
+			}
+			if benchStandIn != nil && !benchStandIn.Serving(standin.Key{Namespace: sb.Namespace, Name: sb.Name}) {
 				continue
 			}
 			for _, c := range sb.Status.Conditions {

@@ -50,12 +50,18 @@ func startDataplaneCluster(t *testing.T, name string, nodes int, routerArgs ...s
 			t.Error(err)
 		}
 	})
+	benchStandIn = standIn
+	t.Cleanup(func() { benchStandIn = nil })
 	ctrl := startController(t, local.Kubeconfig)
 	t.Cleanup(func() { ctrl.stop(t) })
 	routerURL, stopRouter := startRouter(t, local.Kubeconfig, routerArgs...)
 	t.Cleanup(stopRouter)
 	return &dataplaneCluster{local: local, runtimeBin: runtimeBin, routerURL: routerURL}
 }
+
+// benchStandIn is the running data plane cluster's stand-in kubelet: a
+// pool member counts as ready (waitPool) once it also has its runtime.
+var benchStandIn *cluster.StandIn
 
 // newWatch is the bench's own cache of ns ("" for every namespace) with
 // informers for objs; start it with startWatch once every informer and

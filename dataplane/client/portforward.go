@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"sync"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"k8s.io/streaming/pkg/httpstream/spdy"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/dataplane/pfstream"
 )
 
 // portForwardProtocol is the port-forward subprotocol kubelets speak.
@@ -219,20 +219,8 @@ func (p *portForward) dialPort(ctx context.Context, port int) (net.Conn, error) 
 	id := p.nextID
 	p.nextID++
 	p.mu.Unlock()
-	h := http.Header{}
-	h.Set(corev1.StreamType, corev1.StreamTypeError)
-	h.Set(corev1.PortHeader, strconv.Itoa(port))
-	h.Set(corev1.PortForwardRequestIDHeader, strconv.Itoa(id))
-	errStream, err := conn.CreateStream(h)
+	data, errStream, err := pfstream.Open(conn, port, int64(id))
 	if err != nil {
-		p.drop(conn)
-		return nil, fmt.Errorf("port-forward to pod %s: %w", p.pod, err)
-	}
-	_ = errStream.Close() // nothing is sent on it
-	h.Set(corev1.StreamType, corev1.StreamTypeData)
-	data, err := conn.CreateStream(h)
-	if err != nil {
-		conn.RemoveStreams(errStream)
 		p.drop(conn)
 		return nil, fmt.Errorf("port-forward to pod %s: %w", p.pod, err)
 	}

@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 	streamhttp "k8s.io/streaming/pkg/httpstream"
+
+	"github.com/agentsandbox/reconciler/dataplane/pfstream"
 )
 
 // DialPodFunc opens a port-forward connection to a Pod.
@@ -222,21 +223,11 @@ func (p *PortForward) drop(uid types.UID, f *forward) {
 // open starts a TCP connection to addr's port as the port-forward protocol
 // does: an error stream and a data stream with the same request ID.
 func (f *forward) open(addr pfAddr) (net.Conn, error) {
-	_, port, _ := strings.Cut(string(addr), ":")
-	h := http.Header{}
-	h.Set(corev1.StreamType, corev1.StreamTypeError)
-	h.Set(corev1.PortHeader, port)
-	h.Set(corev1.PortForwardRequestIDHeader, strconv.FormatInt(f.nextID.Add(1), 10))
-	errStream, err := f.conn.CreateStream(h)
+	_, p, _ := strings.Cut(string(addr), ":")
+	port, _ := strconv.Atoi(p)
+	data, errStream, err := pfstream.Open(f.conn, port, f.nextID.Add(1))
 	if err != nil {
-		return nil, fmt.Errorf("error stream: %w", err)
-	}
-	_ = errStream.Close() // nothing is written to it
-	h.Set(corev1.StreamType, corev1.StreamTypeData)
-	data, err := f.conn.CreateStream(h)
-	if err != nil {
-		f.conn.RemoveStreams(errStream)
-		return nil, fmt.Errorf("data stream: %w", err)
+		return nil, err
 	}
 	c := &streamConn{conn: f.conn, data: data, errs: errStream, addr: addr, errsDone: make(chan struct{})}
 	go c.watchErrors()

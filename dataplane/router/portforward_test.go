@@ -35,7 +35,7 @@ func (k *fakeKubelet) dial(namespace, name string) (streamhttp.Connection, error
 	if name == "unreachable" {
 		return nil, errors.New("upgrade failed")
 	}
-	c := &fakeConn{pod: name, closed: make(chan bool), errs: map[string]*io.PipeWriter{}}
+	c := &fakeConn{pod: name, closed: make(chan bool), errs: map[string]*io.PipeWriter{}, errsR: map[string]*io.PipeReader{}}
 	k.mu.Lock()
 	k.conns = append(k.conns, c)
 	k.mu.Unlock()
@@ -48,6 +48,7 @@ type fakeConn struct {
 	closed  chan bool
 	once    sync.Once
 	errs    map[string]*io.PipeWriter
+	errsR   map[string]*io.PipeReader
 	tcp     []net.Conn
 	idleFor time.Duration
 }
@@ -61,11 +62,15 @@ func (c *fakeConn) CreateStream(h http.Header) (streamhttp.Stream, error) {
 	default:
 	}
 	id := h.Get(corev1.PortForwardRequestIDHeader)
+	// The pair's error pipe, made by whichever of its streams comes first
+	// (a kubelet pairs them in either order).
+	if c.errs[id] == nil {
+		c.errsR[id], c.errs[id] = io.Pipe()
+	}
 	switch h.Get(corev1.StreamType) {
 	case corev1.StreamTypeError:
-		r, w := io.Pipe()
-		c.errs[id] = w
-		return &fakeStream{r: r, reset: func() { _ = w.Close() }, h: h.Clone()}, nil
+		w := c.errs[id]
+		return &fakeStream{r: c.errsR[id], reset: func() { _ = w.Close() }, h: h.Clone()}, nil
 	case corev1.StreamTypeData:
 		errs := c.errs[id]
 		tcp, err := net.Dial("tcp", "127.0.0.1:"+h.Get(corev1.PortHeader))

@@ -54,7 +54,7 @@ func startRouter(t *testing.T, kubeconfig string, extraArgs ...string) (string, 
 		logPath = p // kept after the run
 	}
 	exited, stop := startProcess(t, cmd, logPath)
-	routerPID = cmd.Process.Pid
+	routerPID, routerMetricsAddr = cmd.Process.Pid, metrics
 	if err := tests.WaitReady(metrics, exited, time.Minute); err != nil {
 		t.Fatalf("router: %v (log %s)", err, logPath)
 	}

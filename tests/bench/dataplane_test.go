@@ -90,6 +90,10 @@ type Latency struct {
 	// SDK's cost the machine they share.
 	CPUSeconds  map[string]float64 `json:"cpu_seconds,omitempty"`
 	APIRequests map[string]int64   `json:"apiserver_requests,omitempty"`
+	// Router is what changed in the router's metrics over the phase
+	// (sandbox_router_resolve_wait_seconds: requests that waited for the
+	// router's cache to show their Sandbox routable).
+	Router map[string]float64 `json:"router_metrics,omitempty"`
 }
 
 // Commands is one way of running commands: one at a time (latency), then
@@ -190,7 +194,7 @@ func TestBenchDataplane(t *testing.T) {
 	phase := func(key string, n int, every time.Duration, floor bool, sc *sdk.Client) {
 		waitPool(t, watched, ns, pool)
 		settle()
-		use := clock.measure(t)
+		use, routerBefore := clock.measure(t), routerSamples()
 		var l Latency
 		if floor {
 			l = claimReadyPhase(t, c, claims, ns, key, n, every)
@@ -206,6 +210,7 @@ func TestBenchDataplane(t *testing.T) {
 			l.RatioP50, l.RatioP99 = round2(l.P50Ms/f.P50Ms), round2(l.P99Ms/f.P99Ms)
 		}
 		l.CPUSeconds, l.APIRequests = use.end(t, "dp_"+key)
+		l.Router = routerDiff(routerBefore, routerSamples())
 		if floor {
 			res.ClaimReady[key] = l
 		} else {

@@ -26,7 +26,10 @@
 // one command on a runtime alone, and to claim Ready plus the first contact
 // with a fresh Sandbox measured alone (its port-forward and first command:
 // the reach floor), and commands per second as a ratio to sandbox-runtime
-// processes reached without Kubernetes.
+// processes reached without Kubernetes; each claim phase with the
+// per-claim timeline of its claims (the SDK's matched to its spans) and
+// what the phase cost each process and the API server. A pool member
+// counts as ready there once the stand-in runs its runtime.
 // TestBenchScale, only when named, measures what a large N is for (cold
 // create against the floor's, idle, claims next to N against both claims
 // floors, memory per Sandbox, a restart) and leaves the rest out; the

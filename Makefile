@@ -176,7 +176,7 @@ bench: $(CLUSTER_BINS) ## Run the benchmarks on a local cluster and print JSON (
 	AGENT_SANDBOX_BENCH=1 BENCH_N=$${BENCH_N:-500} BENCH_OUT=$${BENCH_OUT:-$(WORK)/bench.json} \
 		BENCH_DATAPLANE_OUT=$${BENCH_DATAPLANE_OUT:-$(WORK)/bench-dataplane.json} \
 		BENCH_E2B_OUT=$${BENCH_E2B_OUT:-$(WORK)/bench-e2b.json} \
-		go test -count=1 -tags $(GO_TAGS) -timeout 180m -run "$${BENCH_RUN:-TestBench}" -v ./tests/bench/ 2>&1 | grep -v '^=== RUN'
+		go test -count=1 -tags $(GO_TAGS) -timeout 180m -run "$${BENCH_RUN:-TestBench}" -v ./tests/bench/ 2>&1 | grep --line-buffered -v '^=== RUN'
 
 .PHONY: golden
 golden: ## Rewrite golden files from the current code (review the diff like code).

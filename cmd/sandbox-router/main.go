@@ -57,6 +57,7 @@ type options struct {
 	proxyTimeout, maxTimeout   time.Duration
 	resolveWait, wsMaxLifetime time.Duration
 	resumeTimeout, activityMax time.Duration
+	retries                    router.UpstreamRetries
 	maxBody                    int64
 	maxHeaderBytes             int
 	readHeaderTimeout, idle    time.Duration
@@ -99,6 +100,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.maxTimeout, "max-timeout", 10*time.Minute, "Largest X-Sandbox-Timeout honoured; longer ones are cut to it.")
 	fs.DurationVar(&o.resolveWait, "resolve-wait", 2*time.Second, "How long a request waits for the router's cache to show its Sandbox routable (just created, claimed or Ready) before it is refused.")
 	fs.DurationVar(&o.resumeTimeout, "resume-timeout", 2*time.Minute, "How long a request for a Suspended Sandbox that opted in to resume on connect (annotation agents.x-k8s.io/resume-on-connect or idle-timeout) waits for the router's resume to make it routable, and a request for such a Sandbox that is starting waits for it; X-Sandbox-Timeout bounds it too.")
+	fs.IntVar(&o.retries.Max, "upstream-max-retries", router.DefaultUpstreamRetries.Max, "How many times a request is sent to its sandbox again when the connection fails before the sandbox got it (refused, not resolved, the port-forward stream not opened): such a request never reached the sandbox, so any method is sent again; the answer to the last try carries X-Sandbox-Not-Forwarded: true. 0: never.")
+	fs.DurationVar(&o.retries.Initial, "upstream-retry-initial-delay", router.DefaultUpstreamRetries.Initial, "Wait before the first such retry; each next wait doubles, up to --upstream-retry-max-delay.")
+	fs.DurationVar(&o.retries.MaxDelay, "upstream-retry-max-delay", router.DefaultUpstreamRetries.MaxDelay, "Longest wait between two such retries.")
 	fs.DurationVar(&o.activityMax, "activity-interval", 30*time.Second, "Longest interval between two last-activity writes to a Sandbox with traffic and idle suspend (annotation agents.x-k8s.io/idle-timeout; half its idle timeout when shorter).")
 	fs.DurationVar(&o.wsMaxLifetime, "websocket-max-lifetime", 24*time.Hour, "Longest WebSocket (upgraded) session; 0: no limit.")
 	fs.IntVar(&o.maxHeaderBytes, "max-header-bytes", 64<<10, "Largest request headers.")
@@ -160,10 +164,14 @@ func (o *options) validate() error {
 	for _, d := range []struct {
 		name  string
 		value time.Duration
-	}{{"--shutdown-delay", o.shutdownDelay}, {"--resolve-wait", o.resolveWait}, {"--websocket-max-lifetime", o.wsMaxLifetime}, {"--auth-cache-ttl", o.authCacheTTL}, {"--auth-refusal-cache-ttl", o.authRefusal}, {"--port-forward-idle-timeout", o.pfIdle}} {
+	}{{"--shutdown-delay", o.shutdownDelay}, {"--resolve-wait", o.resolveWait}, {"--websocket-max-lifetime", o.wsMaxLifetime}, {"--auth-cache-ttl", o.authCacheTTL}, {"--auth-refusal-cache-ttl", o.authRefusal}, {"--port-forward-idle-timeout", o.pfIdle},
+		{"--upstream-retry-initial-delay", o.retries.Initial}, {"--upstream-retry-max-delay", o.retries.MaxDelay}} {
 		if d.value < 0 {
 			errs = append(errs, fmt.Errorf("%s=%s: must not be negative", d.name, d.value))
 		}
+	}
+	if o.retries.Max < 0 {
+		errs = append(errs, fmt.Errorf("--upstream-max-retries=%d: must not be negative", o.retries.Max))
 	}
 	if o.maxTimeout < o.proxyTimeout {
 		errs = append(errs, fmt.Errorf("--max-timeout=%s is shorter than --proxy-timeout=%s", o.maxTimeout, o.proxyTimeout))
@@ -366,6 +374,7 @@ func run(ctx context.Context, o options) error {
 		Changes:              cacheOpts.Changes,
 		Resume:               writer,
 		ResumeTimeout:        o.resumeTimeout,
+		UpstreamRetries:      o.retries,
 		Events:               broadcaster.NewRecorder(eventScheme, "sandbox-router"),
 		Activity:             activity,
 		ActivityInterval:     o.activityMax,

@@ -61,6 +61,9 @@ type Options struct {
 	// Sandbox that is starting waits for it; zero means
 	// resume.DefaultTimeout.
 	ResumeTimeout time.Duration
+	// UpstreamRetries sends a request again when its connection to the
+	// sandbox fails before the sandbox got it (--upstream-max-retries).
+	UpstreamRetries UpstreamRetries
 	// Events, if set, records a ResumedOnConnect event on each Sandbox the
 	// router resumed.
 	Events events.EventRecorder
@@ -220,6 +223,7 @@ func (h *Handler) serveTarget(rec *recorder, r *http.Request, start time.Time, r
 		h.o.Metrics.refused(e)
 		h.o.Log.V(1).Info("refused", "status", e.Status, "reason", e.Reason, "detail", e.Detail, "requestID", reqID)
 		rec.Header().Set(HeaderRequestID, reqID)
+		rec.Header().Set(HeaderNotForwarded, "true")
 		WriteError(rec, e)
 		return
 	}
@@ -311,6 +315,9 @@ func (h *Handler) proxy(w *recorder, r *http.Request, t Target, ep Endpoint, req
 			h.o.Log.Info("upstream failed", "sandbox", t.Namespace+"/"+t.ID, "pod", ep.Pod, "source", ep.Source,
 				"status", e.Status, "error", err.Error(), "requestID", reqID)
 			w.Header().Set(HeaderRequestID, reqID)
+			if notForwarded(err) {
+				w.Header().Set(HeaderNotForwarded, "true")
+			}
 			WriteError(w, e)
 		},
 		ErrorLog: h.errLog,
@@ -320,7 +327,6 @@ func (h *Handler) proxy(w *recorder, r *http.Request, t Target, ep Endpoint, req
 
 // upstreamError classifies a failure between the router and the sandbox.
 func (h *Handler) upstreamError(ctx context.Context, t Target, err error) *Error {
-	var opErr *net.OpError
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -328,7 +334,7 @@ func (h *Handler) upstreamError(ctx context.Context, t Target, err error) *Error
 	case errors.Is(context.Cause(ctx), errTimeout), isTimeout(err):
 		h.o.Metrics.upstreamError("timeout")
 		return &Error{Status: http.StatusGatewayTimeout, Detail: "Timed out waiting for the backend sandbox: " + t.ID}
-	case errors.As(err, &opErr) && opErr.Op == "dial":
+	case notForwarded(err):
 		h.o.Metrics.upstreamError("dial")
 	default:
 		h.o.Metrics.upstreamError("other")

@@ -31,6 +31,12 @@ const (
 	// non-finite and non-positive values mean the default; larger values
 	// than the maximum are cut to it.
 	HeaderTimeout = "X-Sandbox-Timeout"
+	// HeaderNotForwarded ("true") marks an answer the router made itself
+	// without the request reaching the sandbox: a refusal (authorization,
+	// routing, limits) or a connection to the sandbox that failed before
+	// the sandbox got the request (after UpstreamRetries). A client may send
+	// such a request again whatever its method. Not in upstream's router.
+	HeaderNotForwarded = "X-Sandbox-Not-Forwarded"
 	// HeaderRequestID is passed on; the router makes one when it is missing
 	// and returns it in the response.
 	HeaderRequestID = "X-Request-ID"

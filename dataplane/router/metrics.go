@@ -20,6 +20,7 @@ type Metrics struct {
 	authFailures       *prometheus.CounterVec
 	reviews            *prometheus.CounterVec
 	upstreamErrors     *prometheus.CounterVec
+	upstreamRetries    *prometheus.CounterVec
 	portForwards       prometheus.Gauge
 	prewarms           *prometheus.CounterVec
 	resumes            *prometheus.CounterVec
@@ -81,8 +82,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"review", "result"}),
 		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandbox_router_upstream_errors_total",
-			Help: "Requests that failed between the router and the sandbox, by reason (dial, timeout, other).",
+			Help: "Requests that failed between the router and the sandbox, by reason (dial: the connection was never made or the Pod refused it, after any retries; timeout; other).",
 		}, []string{"reason"}),
+		upstreamRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sandbox_router_upstream_retries_total",
+			Help: "Requests sent to a sandbox again after their connection failed before the sandbox got them (--upstream-max-retries), by the sandbox's namespace.",
+		}, []string{"sandbox_namespace"}),
 		portForwards: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "sandbox_router_port_forwards",
 			Help: "Port-forward connections open to sandbox Pods (--transport=port-forward).",
@@ -122,7 +127,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range []string{prewarmDialled, prewarmFailed} {
 		m.prewarms.WithLabelValues(r)
 	}
-	reg.MustRegister(m.requests, m.duration, m.inflight, m.connections, m.resolutionFailures, m.authFailures, m.reviews, m.upstreamErrors, m.portForwards, m.prewarms,
+	reg.MustRegister(m.requests, m.duration, m.inflight, m.connections, m.resolutionFailures, m.authFailures, m.reviews, m.upstreamErrors, m.upstreamRetries, m.portForwards, m.prewarms,
 		m.resumes, m.resumeDuration, m.resumeWaits, m.resolveWaits, m.activityWrites)
 	return m
 }
@@ -172,6 +177,13 @@ func (m *Metrics) review(review, result string) {
 func (m *Metrics) upstreamError(reason string) {
 	if m != nil {
 		m.upstreamErrors.WithLabelValues(reason).Inc()
+	}
+}
+
+// upstreamRetried counts a request sent again to a sandbox in namespace.
+func (m *Metrics) upstreamRetried(namespace string) {
+	if m != nil {
+		m.upstreamRetries.WithLabelValues(namespace).Inc()
 	}
 }
 

@@ -243,9 +243,10 @@ func TestPortForward(t *testing.T) {
 	if resp, _ := do(t, r, http.MethodGet, "/", headers("box", port), nil); resp.StatusCode != http.StatusOK || k.dials.Load() != 3 {
 		t.Errorf("after the connection failed: %d with %d dials, want 200 and 3", resp.StatusCode, k.dials.Load())
 	}
-	// An API server that refuses the port-forward: 502.
+	// An API server that refuses the port-forward: 502. It and the refused
+	// port are both failures to connect (reason dial).
 	if resp, body := do(t, r, http.MethodGet, "/", headers("unreachable", port), nil); resp.StatusCode != http.StatusBadGateway ||
-		testutil.ToFloat64(r.metrics.upstreamErrors.WithLabelValues("dial")) != 1 {
+		resp.Header.Get(HeaderNotForwarded) != "true" || testutil.ToFloat64(r.metrics.upstreamErrors.WithLabelValues("dial")) != 2 {
 		t.Errorf("a pod the API server cannot forward to: %d %s", resp.StatusCode, body)
 	}
 }

@@ -156,6 +156,7 @@ func (c *Client) Create(ctx context.Context, namespace, warmPool string, opts ..
 	if err != nil {
 		return nil, fmt.Errorf("creating a claim on warm pool %s/%s: %w", namespace, warmPool, err)
 	}
+	o.seenReady = true
 	sb, err := c.openClaim(wctx, &o, created, early)
 	if err != nil {
 		// The claim is ours and useless: remove it even though ctx may be over.

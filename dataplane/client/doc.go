@@ -19,7 +19,11 @@
 //     Sandbox heeds that object only, by UID: another of its name (one being
 //     deleted, or another tenant's made first) is never taken for it.
 //   - Only idempotent calls are retried (Read, List, Exists, the health
-//     check); Run and Write are sent exactly once.
+//     check); Run and Write reach the runtime at most once: Run is sent
+//     again only when a router answered that it never reached the sandbox
+//     (HeaderNotForwarded). Create through a router sends no health check:
+//     it has just seen the Sandbox Ready, and the first call finds the
+//     runtime.
 //   - Its writes (a claim, resume on connect, activity reports) are made with
 //     the caller's rights.
 //   - It must never import the controller (apply/), the router or the runtime

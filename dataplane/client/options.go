@@ -31,6 +31,9 @@ type options struct {
 	// starting: the sandbox was just resumed, its runtime is starting
 	// (connect polls its health quickly; not an Option).
 	starting bool
+	// seenReady: Create watched its claim's Sandbox become Ready, so
+	// through a router connect sends no health request (not an Option).
+	seenReady bool
 }
 
 func defaultOptions() options {

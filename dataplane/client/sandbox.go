@@ -114,6 +114,14 @@ func (s *Sandbox) connect(ctx context.Context, o *options) error {
 	}
 	c.http = hc
 	s.conn = c
+	if o.strategy == viaRouter && o.seenReady && !o.starting {
+		// Create just saw the Sandbox Ready. A router sends a request
+		// again while its connection to the Pod fails before the runtime
+		// got it, and marks what it answered itself (HeaderNotForwarded),
+		// which every call sends again: the first call finds the runtime
+		// as a health request would, a round trip sooner.
+		return nil
+	}
 	health := c
 	if o.starting {
 		health = c.polling()
@@ -177,7 +185,8 @@ func (s *Sandbox) call(ctx context.Context, r request) (*http.Response, error) {
 }
 
 // Run runs command in the sandbox and returns its output and exit code. It
-// is sent exactly once, never retried. Upstream's runtime splits command
+// reaches the runtime at most once: it is sent again only when a router
+// answered that it never reached the sandbox (HeaderNotForwarded). Upstream's runtime splits command
 // like a POSIX shell (quotes, backslashes) and runs it without one, in its
 // base directory; it reports its own failures (a timeout, a missing
 // program) as exit code 1 with a message on stderr.
@@ -187,7 +196,8 @@ func (s *Sandbox) Run(ctx context.Context, command string) (Result, error) {
 	}
 	body, _ := json.Marshal(map[string]string{"command": command})
 	resp, err := s.call(ctx, request{op: "run", method: http.MethodPost, endpoint: "execute",
-		body: bytes.NewReader(body), length: int64(len(body)), contentType: "application/json"})
+		body: bytes.NewReader(body), length: int64(len(body)), contentType: "application/json",
+		replay: func() io.Reader { return bytes.NewReader(body) }})
 	if err != nil {
 		return Result{}, err
 	}

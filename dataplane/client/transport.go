@@ -34,6 +34,10 @@ const (
 	// a router refuses it (404) when the name now stands for another one.
 	HeaderSandboxUID = "X-Sandbox-UID"
 	HeaderRequestID  = "X-Request-ID"
+	// HeaderNotForwarded ("true") on a router's answer says the request
+	// never reached the sandbox (ours, not upstream's router): any call,
+	// Run included, is sent again then.
+	HeaderNotForwarded = "X-Sandbox-Not-Forwarded"
 )
 
 // conn is how one Sandbox's requests travel.
@@ -79,6 +83,10 @@ type request struct {
 	length      int64 // of body; -1 unknown
 	contentType string
 	idempotent  bool // retried on connection errors and 500/502/503/504
+	// replay makes the body again for a call that is not idempotent, sent
+	// again only when a router answered HeaderNotForwarded (nil: a body
+	// that cannot be made again is sent once).
+	replay func() io.Reader
 }
 
 func retryable(status int) bool {
@@ -101,7 +109,7 @@ func (c *conn) do(ctx context.Context, r request) (resp *http.Response, err erro
 	}
 	defer func() { endSpan(span, resp, err) }()
 	attempts := 1
-	if r.idempotent {
+	if r.idempotent || c.router && (r.body == nil || r.replay != nil) {
 		attempts = c.attempts
 	}
 	var last error
@@ -109,6 +117,9 @@ func (c *conn) do(ctx context.Context, r request) (resp *http.Response, err erro
 		if i > 0 {
 			if err := sleep(ctx, c.wait(i)); err != nil {
 				return nil, ctxError(ctx, last)
+			}
+			if r.replay != nil {
+				r.body = r.replay()
 			}
 		}
 		resp, err := c.send(ctx, r, id)
@@ -119,8 +130,9 @@ func (c *conn) do(ctx context.Context, r request) (resp *http.Response, err erro
 			last = fmt.Errorf("%s: %w", r.op, err)
 			var p permanent
 			gone := podGone{}
-			if errors.As(err, &p) && (!c.starting || !errors.As(err, &gone)) {
-				// Final, but for a Pod not found yet while starting.
+			if !r.idempotent || errors.As(err, &p) && (!c.starting || !errors.As(err, &gone)) {
+				// Final, but for a Pod not found yet while starting; a call
+				// that is not idempotent may have reached the sandbox.
 				return nil, last
 			}
 			continue
@@ -128,8 +140,9 @@ func (c *conn) do(ctx context.Context, r request) (resp *http.Response, err erro
 		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 			return resp, nil
 		}
+		unsent := c.router && resp.Header.Get(HeaderNotForwarded) == "true"
 		herr := httpError(r.op, id, resp)
-		if !retryable(resp.StatusCode) {
+		if !retryable(resp.StatusCode) || !r.idempotent && !unsent {
 			return nil, herr
 		}
 		last = herr

@@ -213,7 +213,7 @@ func (h *Handler) serveTarget(rec *recorder, r *http.Request, start time.Time, r
 		e = &Error{Status: http.StatusBadGateway, Reason: ReasonAddressForbidden,
 			Detail: fmt.Sprintf("Could not connect to the backend sandbox: %s (address %s is not allowed).", t.ID, ep.IP)}
 	}
-	if e == nil && h.o.MaxRequestBodyBytes > 0 {
+	if e == nil && h.o.MaxRequestBodyBytes > 0 && r.Body != nil {
 		if r.ContentLength > h.o.MaxRequestBodyBytes {
 			e = &Error{Status: http.StatusRequestEntityTooLarge, Reason: ReasonTooLarge, Detail: "Request body too large."}
 		}

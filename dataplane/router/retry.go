@@ -57,10 +57,15 @@ func (h *Handler) transportFor(r *http.Request, ep Endpoint) http.RoundTripper {
 	if !ep.Resumed && h.o.UpstreamRetries.Max <= 0 {
 		return rt
 	}
-	if r.Body != nil && r.Body != http.NoBody {
-		if r.ContentLength < 0 || r.ContentLength > maxReplayBody {
+	switch {
+	case r.ContentLength < 0 || r.ContentLength > maxReplayBody:
+		if r.Body != nil && r.Body != http.NoBody {
 			return rt
 		}
+	case r.ContentLength == 0: // none (a server's request says -1 for one of unknown length)
+		r.Body = http.NoBody
+		r.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+	default:
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxReplayBody+1))
 		if err != nil || int64(len(body)) != r.ContentLength {
 			// Cannot be read whole: send what there is, once, and let
@@ -142,5 +147,5 @@ func notForwarded(err error) bool {
 	}
 	msg := err.Error()
 	return errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(msg, "connection refused") ||
-		strings.Contains(msg, "no forward found for port")
+		strings.Contains(msg, "no forward found for port") || strings.Contains(msg, "forward not found for port")
 }

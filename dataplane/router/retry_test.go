@@ -7,6 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -184,3 +188,39 @@ type netErr struct{ errno syscall.Errno }
 
 func (e *netErr) Error() string { return "dial tcp 10.0.0.1:8888: " + e.errno.Error() }
 func (e *netErr) Unwrap() error { return e.errno }
+
+// TestRetriesWithABodyLimit: with --max-request-body-bytes (on by default)
+// every request's body is wrapped; a GET is still sent again, and a
+// request a front door makes with no body at all (ServeTarget, as the E2B
+// API's health check does) is served, not a panic.
+func TestRetriesWithABodyLimit(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, refusing, _ := net.SplitHostPort(l.Addr().String())
+	_ = l.Close()
+	r := newTestRouter(t, func(o *Options) {
+		o.UpstreamRetries, o.MaxRequestBodyBytes = fastRetries, 1<<20
+	})
+	resp, _ := do(t, r, http.MethodGet, "/", map[string]string{"X-Sandbox-ID": "box", "X-Sandbox-Port": refusing}, nil)
+	if n := testutil.ToFloat64(r.metrics.upstreamRetries.WithLabelValues("default")); resp.StatusCode != http.StatusBadGateway || n != float64(fastRetries.Max) {
+		t.Errorf("a GET to a refused port: %d after %v retries; want 502 after %d", resp.StatusCode, n, fastRetries.Max)
+	}
+
+	port, _ := strconv.Atoi(refusing)
+	h := NewHandler(Options{
+		Resolver: ResolverFunc(func(_ context.Context, target Target) (Endpoint, error) {
+			return Endpoint{Namespace: target.Namespace, Sandbox: target.ID, Pod: target.ID, PodUID: "pod-uid",
+				IP: netip.MustParseAddr("127.0.0.1"), Port: target.Port, Source: SourceCache}, nil
+		}),
+		Transport: NewTransport(nil), Limits: Limits{DefaultTimeout: 5 * time.Second, MaxTimeout: 5 * time.Second, AllowLocalAddresses: true},
+		UpstreamRetries: fastRetries, MaxRequestBodyBytes: 1 << 20,
+	})
+	req := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/health"}, Header: http.Header{}} // no Body at all
+	rec := httptest.NewRecorder()
+	h.ServeTarget(rec, req.WithContext(context.Background()), Target{Namespace: "team", ID: "box", Port: port})
+	if rec.Code != http.StatusBadGateway || rec.Header().Get(HeaderNotForwarded) != "true" {
+		t.Errorf("a front door's request without a body: %d %q; want 502 marked not forwarded", rec.Code, rec.Header().Get(HeaderNotForwarded))
+	}
+}

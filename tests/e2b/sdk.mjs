@@ -52,7 +52,9 @@ function elapsed(start) {
 
 function describe(err) {
   if (!(err instanceof Error)) return String(err)
-  return `${err.constructor.name}: ${err.message}`
+  // fetch's own errors ("fetch failed") say why only in their cause.
+  const cause = err.cause instanceof Error ? ` (cause: ${err.cause.code ?? err.cause.constructor.name}: ${err.cause.message})` : ''
+  return `${err.constructor.name}: ${err.message}${cause}`
 }
 
 function check(cond, msg) {

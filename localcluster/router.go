@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"net"
@@ -61,6 +62,12 @@ type Router struct {
 	exited   chan error
 }
 
+// routerKwokRBAC is what --transport=kwok adds to the local router's
+// rights: reading kwok's PortForward objects.
+//
+//go:embed router-kwok-rbac.yaml
+var routerKwokRBAC []byte
+
 // RouterKubeconfig gives the local router the identity it has when
 // deployed with --transport=port-forward and the E2B API: the
 // ServiceAccount and ClusterRoles of config/router and its portforward and
@@ -68,22 +75,25 @@ type Router struct {
 // TokenReviews, SubjectAccessReviews, SandboxClaims) and the
 // ValidatingAdmissionPolicy that narrows its writes, by impersonation,
 // in the admin kubeconfig's path with ".router" added (the marker `down`
-// looks for).
+// looks for); and, for --transport=kwok, reading kwok's PortForward
+// objects.
 func RouterKubeconfig(ctx context.Context, c *Cluster, cl client.Client) (string, error) {
 	policy, err := routerconfig.AdmissionPolicyE2B()
 	if err != nil {
 		return "", err
 	}
-	if err := applyYAML(ctx, cl, routerconfig.RBAC, routerconfig.RBACPortForward, routerconfig.RBACE2B, policy); err != nil {
+	if err := applyYAML(ctx, cl, routerconfig.RBAC, routerconfig.RBACPortForward, routerconfig.RBACE2B, routerKwokRBAC, policy); err != nil {
 		return "", err
 	}
 	return impersonatingKubeconfig(c, RouterUser, "router")
 }
 
 // StartRouter runs the sandbox router against the cluster as upstream's
-// clients expect to reach it, on loopback only: --transport=port-forward
-// (kwok's Pod IPs lead nowhere; on kind the API server's port-forward works
-// too), --auth=none (the cluster is this user's; so is the E2B API's
+// clients expect to reach it, on loopback only: --transport=kwok (kwok's
+// Pod IPs lead nowhere; each Pod's kwok PortForward object says where the
+// stand-in kubelet serves its ports, on 127.0.0.1, so the router connects
+// there as it would to a pod IP: --allow-local-addresses; on kind, and when
+// RouterOptions.Args say so, --transport=port-forward), --auth=none (the cluster is this user's; so is the E2B API's
 // --e2b-auth: any non-empty E2B_API_KEY, sandboxes in namespace default), the proxy on
 // 127.0.0.1:Port and the metrics on a free loopback port, and
 // --allowed-hosts, so that a web page cannot drive it (DNS rebinding, a
@@ -119,9 +129,13 @@ func StartRouter(ctx context.Context, c *Cluster, o RouterOptions) (*Router, err
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(o.Binary, "--kubeconfig", kubeconfig, "--transport=port-forward", "--auth=none",
+	transport := []string{"--transport=kwok", "--allow-local-addresses"}
+	if c.kind != nil { // real Pods, their IPs inside Docker's network
+		transport = []string{"--transport=port-forward"}
+	}
+	cmd := exec.Command(o.Binary, append(append([]string{"--kubeconfig", kubeconfig}, transport...), "--auth=none",
 		"--http-bind-address="+addr, "--metrics-bind-address="+metrics, "--allowed-hosts=localhost",
-		"--e2b", "--e2b-namespace=default")
+		"--e2b", "--e2b-namespace=default")...)
 	cmd.Args = append(cmd.Args, o.Args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if o.Detach {

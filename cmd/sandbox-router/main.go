@@ -83,7 +83,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "On SIGTERM, how long open requests and WebSocket sessions may take to finish.")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "On SIGTERM, how long to go on serving new requests (while /readyz fails) before stopping, so that load balancers and Service endpoints stop sending first.")
 	// Ours.
-	fs.StringVar(&o.transport, "transport", "direct", "How pods are reached: direct (their IPs) or port-forward (the API server's pods/portforward, for clusters whose pod IPs the router cannot reach, such as kwok).")
+	fs.StringVar(&o.transport, "transport", "direct", "How pods are reached: direct (their IPs), port-forward (the API server's pods/portforward, for clusters whose pod IPs the router cannot reach), or kwok (a local cluster run by kwok: dial the address each Pod's kwok PortForward object gives its port, as a pod network would; needs --allow-local-addresses for loopback ones).")
 	fs.StringVar(&o.auth, "auth", "tokenreview", "tokenreview: a caller needs a bearer token the API server authenticates (TokenReview) whose user may create sandboxes/exec (group agents.x-k8s.io) on the Sandbox (SubjectAccessReview), as kubectl exec needs pods/exec; none: every caller is let through (only where the network already limits who reaches the router).")
 	fs.BoolVar(&o.trustPortForward, "trust-port-forward", false, "Let requests that reach the proxy on a loopback address of the router's Pod through without a token: there only the API server's pods/portforward connects (kubectl port-forward, upstream's SDKs in their port-forward modes), which already required create on pods/portforward of this Pod in its namespace. Everything else is authorized by --auth. Not with a sidecar that delivers inbound traffic over loopback, nor with host networking.")
 	fs.DurationVar(&o.authCacheTTL, "auth-cache-ttl", 10*time.Second, "How long a positive TokenReview or SubjectAccessReview is reused; 0 asks every time.")
@@ -137,8 +137,8 @@ func (o *options) validate() error {
 	if err := tracing.CheckEndpoint(o.otlpEndpoint); err != nil {
 		errs = append(errs, err)
 	}
-	if o.transport != "direct" && o.transport != "port-forward" {
-		errs = append(errs, fmt.Errorf("--transport=%q: want direct or port-forward", o.transport))
+	if o.transport != "direct" && o.transport != "port-forward" && o.transport != "kwok" {
+		errs = append(errs, fmt.Errorf("--transport=%q: want direct, port-forward or kwok", o.transport))
 	}
 	if o.auth != "none" && o.auth != "tokenreview" {
 		errs = append(errs, fmt.Errorf("--auth=%q: want none or tokenreview", o.auth))
@@ -306,6 +306,13 @@ func run(ctx context.Context, o options) error {
 			}
 		}
 	}
+	var kwok *router.KwokForwards
+	if o.transport == "kwok" {
+		if kwok, err = router.NewKwokForwards(ctx, cfg, cacheOpts.Namespaces, o.allowLocal); err != nil {
+			return fmt.Errorf("kwok transport: %w", err)
+		}
+		cacheOpts.OnPodGone = kwok.Forget
+	}
 	cache, err := router.NewCache(ctx, cfg, cacheOpts)
 	if err != nil {
 		return err
@@ -346,6 +353,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	transport := router.NewTransport(pf)
+	if kwok != nil {
+		transport = router.NewKwokTransport(kwok)
+	}
 	defer transport.CloseIdleConnections()
 
 	// Resume on connect and activity reports: the router's only writes to

@@ -21,8 +21,17 @@ const pfHostSuffix = ".pod.portforward.invalid"
 // URL host (and Host header) of the outgoing request and dials it, directly
 // or, with a PortForward, through the API server.
 type Transport struct {
-	rt *http.Transport
-	pf *PortForward
+	rt   *http.Transport
+	pf   *PortForward
+	kwok *KwokForwards
+}
+
+// NewKwokTransport returns a Transport reaching Pods where their kwok
+// PortForward objects say they are (--transport=kwok).
+func NewKwokTransport(k *KwokForwards) *Transport {
+	t := NewTransport(nil)
+	t.kwok = k
+	return t
 }
 
 // NewTransport returns a Transport dialling pod IPs directly, or through pf
@@ -37,6 +46,13 @@ func NewTransport(pf *PortForward) *Transport {
 			host, port, err := net.SplitHostPort(addr)
 			if err != nil {
 				return nil, err
+			}
+			if uid, ok := strings.CutSuffix(host, kwokHostSuffix); ok && t.kwok != nil {
+				p, err := strconv.Atoi(port)
+				if err != nil {
+					return nil, err
+				}
+				return t.kwok.DialPod(ctx, types.UID(uid), p)
 			}
 			if uid, ok := strings.CutSuffix(host, pfHostSuffix); ok && t.pf != nil {
 				p, err := strconv.Atoi(port)
@@ -75,6 +91,10 @@ func (t *Transport) Address(ep Endpoint) (urlHost, hostHeader string) {
 	hostHeader = ipPort
 	if ep.Host != "" {
 		hostHeader = net.JoinHostPort(ep.Host, port)
+	}
+	if t.kwok != nil && ep.PodUID != "" {
+		t.kwok.Remember(ep.PodUID, ep.Namespace, ep.Pod)
+		return string(ep.PodUID) + kwokHostSuffix + ":" + port, hostHeader
 	}
 	if t.pf != nil && ep.PodUID != "" {
 		t.pf.Remember(ep.PodUID, ep.Namespace, ep.Pod)

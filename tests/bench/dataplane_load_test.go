@@ -28,10 +28,15 @@ import (
 // routerPID is the running router's pid, for the CPU profile.
 var routerPID int
 
+// routerTransport is the running router's --transport.
+var routerTransport string
+
 // startRouter builds bin/sandbox-router's source as the controller is
-// built, starts it on 127.0.0.1 with the port-forward transport and no
-// authentication (and BENCH_ROUTER_ARGS; its log in BENCH_ROUTER_LOG if
-// set), waits for /readyz and returns its base URL and a stop function
+// built, starts it on 127.0.0.1 with the kwok transport (straight to where
+// each Pod's kwok PortForward says its port is, as a router reaches pod
+// IPs on a pod network) and no authentication (and BENCH_ROUTER_ARGS:
+// --transport=port-forward goes through the API server's port-forward
+// instead; its log in BENCH_ROUTER_LOG if set), waits for /readyz and returns its base URL and a stop function
 // (its command line names the cluster's kubeconfig, so it must stop
 // before the cluster does).
 func startRouter(t *testing.T, kubeconfig string, extraArgs ...string) (string, func()) {
@@ -44,11 +49,17 @@ func startRouter(t *testing.T, kubeconfig string, extraArgs ...string) (string, 
 		t.Fatalf("building the router: %v\n%s", err, out)
 	}
 	addr, metrics := freeAddr(t), freeAddr(t)
-	cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--transport=port-forward", "--auth=none",
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--transport=kwok", "--auth=none",
 		"--allow-local-addresses", "--http-bind-address", addr, "--metrics-bind-address", metrics}, extraArgs...)...)
 	// Flags to compare a variant of the router, e.g.
 	// BENCH_ROUTER_ARGS="--port-forward-prewarm=0".
 	cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("BENCH_ROUTER_ARGS"))...)
+	routerTransport = "kwok"
+	for _, a := range cmd.Args {
+		if v, ok := strings.CutPrefix(a, "--transport="); ok {
+			routerTransport = v // the last one counts
+		}
+	}
 	logPath := filepath.Join(dir, "router.log")
 	if p := os.Getenv("BENCH_ROUTER_LOG"); p != "" {
 		logPath = p // kept after the run

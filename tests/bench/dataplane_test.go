@@ -30,6 +30,10 @@ type Dataplane struct {
 	Pool            int     `json:"pool"`
 	Nodes           int     `json:"nodes"`
 	PoolFillSeconds float64 `json:"pool_fill_seconds"`
+	// RouterTransport is the router's --transport: kwok (the default: to
+	// the address kwok's PortForward gives a Pod's port, as a pod network
+	// carries a router's connection) or port-forward (BENCH_ROUTER_ARGS).
+	RouterTransport string `json:"router_transport"`
 	// ClaimReady is the floor of claim -> first command: a SandboxClaim
 	// created with a plain client until the bench's watch sees it Ready
 	// (what the existing claim bench measures), with the same pacing.
@@ -37,7 +41,7 @@ type Dataplane struct {
 	// FirstCommand is SDK Create from the pool, then Run("echo hi"), until
 	// its output is back: "paced_direct", "paced_router", "burst_direct",
 	// "burst_router". Direct is the SDK's port-forward; router is
-	// bin/sandbox-router --transport=port-forward. Ratios are to
+	// bin/sandbox-router (RouterTransport). Ratios are to
 	// ClaimReady of the same pacing.
 	FirstCommand map[string]Latency `json:"claim_to_first_command"`
 	// FirstCommandFloor is what claim -> first command cannot go below:
@@ -49,7 +53,8 @@ type Dataplane struct {
 	// measured alone by pacing and way ("paced_direct", ...; see Reach),
 	// and ReachFloor ClaimReady of the same pacing plus that contact and
 	// its first command: what claim -> first command cannot go below on
-	// this cluster, where reaching a Pod takes a port-forward.
+	// this cluster, where the SDK reaches a Pod by port-forward (the router
+	// as RouterTransport says).
 	// FirstCommand's *_ratio_to_reach_floor are to it.
 	Reach      map[string]Reach   `json:"reach"`
 	ReachFloor map[string]Latency `json:"first_command_reach_floor"`
@@ -146,6 +151,7 @@ func TestBenchDataplane(t *testing.T) {
 	ctx := context.Background()
 	dc := startDataplaneCluster(t, "bench-dp", res.Nodes)
 	local, runtimeBin, routerURL := dc.local, dc.runtimeBin, dc.routerURL
+	res.RouterTransport = routerTransport
 
 	c, err := client.New(local.Config, client.Options{Scheme: envtest.Scheme()})
 	if err != nil {

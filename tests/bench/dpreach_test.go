@@ -20,9 +20,9 @@ import (
 // measured alone (no claim made, nothing else running): the SDK's Open of
 // a Ready Sandbox made for the purpose (not a warm-pool member: the router
 // does not route to an unclaimed one), by the SDK's spans. Health is its
-// connect and first round trip (on this cluster a port-forward through
-// the API server to the stand-in kubelet's runtime, made by the SDK or by
-// the router) and Run its first command. A claim's first command pays both
+// connect and first round trip (to the stand-in kubelet's runtime: by the
+// SDK through the API server's port-forward; by the router as its
+// --transport says, kwok's straight to the runtime by default) and Run its first command. A claim's first command pays both
 // on top of its claim's Ready whatever the controller does, so the first
 // command's p50_ratio_to_reach_floor compares it with ClaimReady + Health
 // + Run.

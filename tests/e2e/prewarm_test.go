@@ -12,7 +12,8 @@ import (
 )
 
 // TestRouterPrewarmsPoolMembers: a router with --transport=port-forward
-// (as `make run` starts it) connects to the Pods of a warm pool's Ready
+// (as kind's `make run` starts it, and a kwok cluster's with that flag)
+// connects to the Pods of a warm pool's Ready
 // members before anyone claims them, so a claim's first command through
 // it makes no port-forward of its own: every connection the router holds
 // is one it made ahead. The refill's new member is connected ahead too.
@@ -23,7 +24,7 @@ func TestRouterPrewarmsPoolMembers(t *testing.T) {
 	c := newClient(t)
 	ns := namespace(t, c)
 	sdkPool(t, c, ns, 2)
-	r := startRouter(t, "--namespaces="+ns)
+	r := startRouter(t, "--namespaces="+ns, "--transport=port-forward")
 	const dialled = `sandbox_router_port_forward_prewarms_total{result="dialled"}`
 	const open = "sandbox_router_port_forwards"
 	// made ahead == open: no connection was made by a request (none

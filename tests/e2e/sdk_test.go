@@ -208,7 +208,7 @@ func buildRouter(t *testing.T) string {
 
 // startRouter runs the sandbox router for the package's cluster as `kubectl
 // sandbox up` runs it (its ServiceAccount and ClusterRole by impersonation,
-// port-forward transport, no authentication, loopback only) and stops it
+// kwok transport (kind: port-forward), no authentication, loopback only) and stops it
 // when the test ends; args are added to its flags.
 func startRouter(t *testing.T, args ...string) *localcluster.Router {
 	t.Helper()

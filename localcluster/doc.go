@@ -26,7 +26,9 @@
 // every namespace upstream's Service sandbox-router-svc with a Ready Pod
 // behind it whose port 8080 leads to that router, so upstream's SDKs find
 // the router in their port-forward modes (the router starts first for
-// that). The local router and the runtimes refuse requests a web page could
+// that). The local router (StartRouter) reaches sandbox Pods where their
+// kwok PortForward objects say the stand-in serves them (--transport=kwok;
+// kind: --transport=port-forward). The local router and the runtimes refuse requests a web page could
 // make (--allowed-hosts). Clusters on one machine are created one at a
 // time (a lock file in the temporary directory, held while kwokctl
 // creates one): kwokctl picks ports free at that moment, and two created

@@ -18,7 +18,12 @@
 //     (Changes), not for a poll.
 //   - With the port-forward transport (PortForward), a Ready, unclaimed warm
 //     member's Pod may be connected ahead (Prewarm), but nothing is sent to
-//     it until a request routed by the rules above.
+//     it until a request routed by the rules above. With the kwok transport
+//     (KwokForwards, local kwok clusters), a routed Pod's port is dialled at
+//     the address its kwok PortForward object gives, checked like a pod IP.
+//   - A request whose connection failed before the sandbox got it is sent
+//     again (UpstreamRetries); answers the router made without the request
+//     reaching the sandbox say so (HeaderNotForwarded).
 //   - Authorization and a client's X-Sandbox-Runtime-Token never reach the
 //     sandbox; a router on a developer's machine runs behind LocalGuard.
 //   - Its only writes: spec.operatingMode Running on an opted-in Suspended

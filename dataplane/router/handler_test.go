@@ -67,6 +67,19 @@ func backendPort(t *testing.T, h http.Handler) string {
 	return port
 }
 
+// refusedPort returns a port on 127.0.0.1 that nothing listens on (one
+// just given up), so that a connection to it is refused.
+func refusedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	_ = l.Close()
+	return port
+}
+
 func do(t *testing.T, r *testRouter, method, path string, headers map[string]string, body io.Reader) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, r.URL+path, body)
@@ -211,12 +224,7 @@ func TestStreaming(t *testing.T) {
 
 func TestUpstreamFailures(t *testing.T) {
 	closed := backendPort(t, http.NotFoundHandler())
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, refused, _ := net.SplitHostPort(l.Addr().String())
-	_ = l.Close()
+	refused := refusedPort(t)
 	slow := backendPort(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():

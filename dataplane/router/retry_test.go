@@ -138,12 +138,7 @@ func TestAfterResumeRetriesUntilItsDeadline(t *testing.T) {
 // the sandbox (X-Sandbox-Not-Forwarded), so it may send even a command
 // again; a sandbox that got the request and failed is never marked.
 func TestNotForwardedAnswers(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, refusing, _ := net.SplitHostPort(l.Addr().String())
-	_ = l.Close()
+	refusing := refusedPort(t)
 	var got atomic.Int64
 	hangsUp := backendPort(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got.Add(1)
@@ -194,12 +189,7 @@ func (e *netErr) Unwrap() error { return e.errno }
 // request a front door makes with no body at all (ServeTarget, as the E2B
 // API's health check does) is served, not a panic.
 func TestRetriesWithABodyLimit(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, refusing, _ := net.SplitHostPort(l.Addr().String())
-	_ = l.Close()
+	refusing := refusedPort(t)
 	r := newTestRouter(t, func(o *Options) {
 		o.UpstreamRetries, o.MaxRequestBodyBytes = fastRetries, 1<<20
 	})

@@ -18,8 +18,9 @@ import (
 const pfHostSuffix = ".pod.portforward.invalid"
 
 // Transport carries requests to endpoints: it turns an Endpoint into the
-// URL host (and Host header) of the outgoing request and dials it, directly
-// or, with a PortForward, through the API server.
+// URL host (and Host header) of the outgoing request and dials it: directly,
+// through the API server with a PortForward, or, with KwokForwards, where a
+// local kwok cluster's PortForward objects say a Pod's port is.
 type Transport struct {
 	rt   *http.Transport
 	pf   *PortForward

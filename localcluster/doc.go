@@ -28,8 +28,8 @@
 // the router in their port-forward modes (the router starts first for
 // that). The local router (StartRouter) reaches sandbox Pods where their
 // kwok PortForward objects say the stand-in serves them (--transport=kwok;
-// kind: --transport=port-forward). The local router and the runtimes refuse requests a web page could
-// make (--allowed-hosts). Clusters on one machine are created one at a
+// kind: --transport=port-forward). The local router and the runtimes
+// refuse requests a web page could make (--allowed-hosts). Clusters on one machine are created one at a
 // time (a lock file in the temporary directory, held while kwokctl
 // creates one): kwokctl picks ports free at that moment, and two created
 // at once could pick the same. With Kind set it creates a kind

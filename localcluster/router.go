@@ -93,9 +93,10 @@ func RouterKubeconfig(ctx context.Context, c *Cluster, cl client.Client) (string
 // Pod IPs lead nowhere; each Pod's kwok PortForward object says where the
 // stand-in kubelet serves its ports, on 127.0.0.1, so the router connects
 // there as it would to a pod IP: --allow-local-addresses; on kind, and when
-// RouterOptions.Args say so, --transport=port-forward), --auth=none (the cluster is this user's; so is the E2B API's
-// --e2b-auth: any non-empty E2B_API_KEY, sandboxes in namespace default), the proxy on
-// 127.0.0.1:Port and the metrics on a free loopback port, and
+// RouterOptions.Args say so, --transport=port-forward), --auth=none (the
+// cluster is this user's; so is the E2B API's --e2b-auth: any non-empty
+// E2B_API_KEY, sandboxes in namespace default), the proxy on 127.0.0.1:Port
+// and the metrics on a free loopback port, and
 // --allowed-hosts, so that a web page cannot drive it (DNS rebinding, a
 // foreign Origin). It waits for /readyz (the caches synced).
 func StartRouter(ctx context.Context, c *Cluster, o RouterOptions) (*Router, error) {

@@ -23,11 +23,6 @@ import (
 // the Pod, saying where each of its ports really is.
 var kwokPortForwards = schema.GroupVersionResource{Group: "kwok.x-k8s.io", Version: "v1alpha1", Resource: "portforwards"}
 
-// kwokHostSuffix marks a URL host that names a Pod reached through its
-// kwok PortForward object (<pod-uid>.pod.kwok.invalid): .invalid never
-// resolves.
-const kwokHostSuffix = ".pod.kwok.invalid"
-
 // KwokForwards reaches the Pods of a cluster run by kwok, whose Pod IPs
 // are made up (--transport=kwok): a Pod's port is the address its kwok
 // PortForward object gives it (where a local cluster's stand-in kubelet
@@ -159,13 +154,13 @@ func (k *KwokForwards) target(uid types.UID, port int) (string, error) {
 		return "", fmt.Errorf("no pod with uid %s", uid)
 	}
 	var found *kwokForward
-	for i, fw := range k.forwards[ref.namespace+"/"+ref.name] {
+	for _, fw := range k.forwards[ref.namespace+"/"+ref.name] {
 		if slices.Contains(fw.ports, int64(port)) {
-			found = &k.forwards[ref.namespace+"/"+ref.name][i]
+			found = &fw
 			break
 		}
 		if len(fw.ports) == 0 && found == nil {
-			found = &k.forwards[ref.namespace+"/"+ref.name][i]
+			found = &fw
 		}
 	}
 	if found == nil || found.address == "" {

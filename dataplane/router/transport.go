@@ -12,26 +12,35 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// pfHostSuffix marks a URL host that names a Pod to reach by port-forward
-// (<pod-uid>.pod.portforward.invalid): .invalid never resolves, so such a
-// host can never be dialled by mistake.
-const pfHostSuffix = ".pod.portforward.invalid"
+// podHostSuffix marks a URL host that names a Pod reached by its UID
+// through a podDialer (<pod-uid>.pod.invalid): .invalid never resolves, so
+// such a host can never be dialled by mistake.
+const podHostSuffix = ".pod.invalid"
+
+// podDialer reaches a port of the Pod a UID names (named by Remember
+// first): PortForward through the API server, KwokForwards where a local
+// kwok cluster says the Pod's port is.
+type podDialer interface {
+	Remember(uid types.UID, namespace, name string)
+	DialPod(ctx context.Context, uid types.UID, port int) (net.Conn, error)
+}
 
 // Transport carries requests to endpoints: it turns an Endpoint into the
 // URL host (and Host header) of the outgoing request and dials it: directly,
-// through the API server with a PortForward, or, with KwokForwards, where a
-// local kwok cluster's PortForward objects say a Pod's port is.
+// or by the Pod's UID through a podDialer (a PortForward: the API server;
+// KwokForwards: where a local kwok cluster's PortForward objects say a
+// Pod's port is).
 type Transport struct {
 	rt   *http.Transport
-	pf   *PortForward
-	kwok *KwokForwards
+	pods podDialer    // nil: pod IPs are dialled directly
+	pf   *PortForward // closed with the Transport
 }
 
 // NewKwokTransport returns a Transport reaching Pods where their kwok
 // PortForward objects say they are (--transport=kwok).
 func NewKwokTransport(k *KwokForwards) *Transport {
 	t := NewTransport(nil)
-	t.kwok = k
+	t.pods = k
 	return t
 }
 
@@ -41,6 +50,9 @@ func NewKwokTransport(k *KwokForwards) *Transport {
 func NewTransport(pf *PortForward) *Transport {
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	t := &Transport{pf: pf}
+	if pf != nil {
+		t.pods = pf
+	}
 	t.rt = &http.Transport{
 		Proxy: nil, // pod traffic never goes through an environment proxy
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -48,23 +60,18 @@ func NewTransport(pf *PortForward) *Transport {
 			if err != nil {
 				return nil, err
 			}
-			if uid, ok := strings.CutSuffix(host, kwokHostSuffix); ok && t.kwok != nil {
-				p, err := strconv.Atoi(port)
-				if err != nil {
-					return nil, err
-				}
-				return t.kwok.DialPod(ctx, types.UID(uid), p)
+			uid, byUID := strings.CutSuffix(host, podHostSuffix)
+			if !byUID {
+				return d.DialContext(ctx, network, addr)
 			}
-			if uid, ok := strings.CutSuffix(host, pfHostSuffix); ok && t.pf != nil {
-				p, err := strconv.Atoi(port)
-				if err != nil {
-					return nil, err
-				}
-				return t.pf.DialPod(ctx, types.UID(uid), p)
-			} else if ok {
+			if t.pods == nil {
 				return nil, errNoForward
 			}
-			return d.DialContext(ctx, network, addr)
+			p, err := strconv.Atoi(port)
+			if err != nil {
+				return nil, err
+			}
+			return t.pods.DialPod(ctx, types.UID(uid), p)
 		},
 		ForceAttemptHTTP2:     false,
 		DisableCompression:    true, // bodies pass through as the sandbox sends them
@@ -93,16 +100,12 @@ func (t *Transport) Address(ep Endpoint) (urlHost, hostHeader string) {
 	if ep.Host != "" {
 		hostHeader = net.JoinHostPort(ep.Host, port)
 	}
-	if t.kwok != nil && ep.PodUID != "" {
-		t.kwok.Remember(ep.PodUID, ep.Namespace, ep.Pod)
-		return string(ep.PodUID) + kwokHostSuffix + ":" + port, hostHeader
-	}
-	if t.pf != nil && ep.PodUID != "" {
-		t.pf.Remember(ep.PodUID, ep.Namespace, ep.Pod)
-		return string(ep.PodUID) + pfHostSuffix + ":" + port, hostHeader
+	if t.pods != nil && ep.PodUID != "" {
+		t.pods.Remember(ep.PodUID, ep.Namespace, ep.Pod)
+		return string(ep.PodUID) + podHostSuffix + ":" + port, hostHeader
 	}
 	if ipPort == "" { // not resolved: nothing is dialled by name
-		return "unresolved" + pfHostSuffix + ":" + port, hostHeader
+		return "unresolved" + podHostSuffix + ":" + port, hostHeader
 	}
 	return ipPort, hostHeader
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,8 +40,8 @@ type Dataplane struct {
 	// (what the existing claim bench measures), with the same pacing.
 	ClaimReady map[string]Latency `json:"claim_ready_floor"`
 	// FirstCommand is SDK Create from the pool, then Run("echo hi"), until
-	// its output is back: "paced_direct", "paced_router", "burst_direct",
-	// "burst_router". Direct is the SDK's port-forward; router is
+	// its output is back: "paced_direct", "paced_router", "busy_direct",
+	// "busy_router", "burst_direct", "burst_router". Direct is the SDK's port-forward; router is
 	// bin/sandbox-router (RouterTransport). Ratios are to
 	// ClaimReady of the same pacing.
 	FirstCommand map[string]Latency `json:"claim_to_first_command"`
@@ -95,6 +96,12 @@ type Latency struct {
 	// SDK's cost the machine they share.
 	CPUSeconds  map[string]float64 `json:"cpu_seconds,omitempty"`
 	APIRequests map[string]int64   `json:"apiserver_requests,omitempty"`
+	// PaceMs is the interval between the phase's claims (0: all at once).
+	PaceMs int64 `json:"pace_ms"`
+	// CPUShare is the share of the machine's CPU (all its cores) that the
+	// processes in CPUSeconds used over the phase: near 1 the claims
+	// queue for CPU, whatever sends them.
+	CPUShare float64 `json:"cpu_share,omitempty"`
 	// Router is what changed in the router's metrics over the phase
 	// (sandbox_router_resolve_wait_seconds: requests that waited for the
 	// router's cache to show their Sandbox routable).
@@ -126,9 +133,11 @@ type Commands struct {
 // TestBenchDataplane measures claim -> first command and commands per
 // second, directly and through the router. It runs only with
 // AGENT_SANDBOX_BENCH=1 (make bench). BENCH_DP_POOL sets the warm pool
-// (100), BENCH_DP_PACED the paced claims (100, one every 200 ms: with
-// fewer their p99 is the slowest one), BENCH_DP_PACE_MS that interval
-// (200; at 1000 a claim rarely meets the previous one's refill),
+// (100), BENCH_DP_PACED the paced claims (100: with fewer their p99 is
+// the slowest one), spaced by BENCH_DP_PACE_MS on a quiet machine (1000:
+// a claim rarely meets the previous one's refill) and again by
+// BENCH_DP_BUSY_PACE_MS on a busy one (200, "busy": the floor's own claims
+// and refills keep most of a 2-core machine's CPU busy; 0 skips it),
 // BENCH_DP_BURST the claims at once (the pool), BENCH_DP_CLIENTS and
 // BENCH_DP_SANDBOXES the throughput load (8 on 4), BENCH_DP_SECONDS its
 // length (10), BENCH_DATAPLANE_OUT a file for the JSON.
@@ -188,18 +197,13 @@ func TestBenchDataplane(t *testing.T) {
 	res.PoolFillSeconds = round2(time.Since(start).Seconds())
 
 	direct, viaRouter := sdkClient(t, local.Config), sdkClient(t, local.Config, sdk.WithRouter(routerURL))
-	// One claim every 200 ms (BENCH_DP_PACE_MS), then all at once.
-	every := time.Duration(envInt(t, "BENCH_DP_PACE_MS", 200)) * time.Millisecond
-	pacings := []struct {
-		name  string
-		n     int
-		every time.Duration
-	}{{"paced", paced, every}, {"burst", burst, 0}}
+	pacings := dataplanePacings(t, paced, burst)
 	// Each phase starts on a full pool; the floor and the SDK alternate so
 	// that a drift of the machine affects them alike.
 	phase := func(key string, n int, every time.Duration, floor bool, sc *sdk.Client) {
 		waitPool(t, watched, ns, pool)
 		settle()
+		began := time.Now()
 		use, routerBefore := clock.measure(t), routerSamples()
 		var l Latency
 		if floor {
@@ -216,6 +220,7 @@ func TestBenchDataplane(t *testing.T) {
 			l.RatioP50, l.RatioP99 = round2(l.P50Ms/f.P50Ms), round2(l.P99Ms/f.P99Ms)
 		}
 		l.CPUSeconds, l.APIRequests = use.end(t, "dp_"+key)
+		l.PaceMs, l.CPUShare = every.Milliseconds(), cpuShare(l.CPUSeconds, time.Since(began))
 		l.Router = routerDiff(routerBefore, routerSamples())
 		if floor {
 			res.ClaimReady[key] = l
@@ -334,3 +339,40 @@ func waitPool(t *testing.T, watched cache.Cache, ns string, n int) {
 }
 
 func round2(f float64) float64 { return float64(int(f*100+0.5)) / 100 }
+
+// pacing is how one series of claims is sent: n of them, every apart (0:
+// all at once).
+type pacing struct {
+	name  string
+	n     int
+	every time.Duration
+}
+
+// dataplanePacings is TestBenchDataplane's series: "paced" (one claim
+// every BENCH_DP_PACE_MS, 1000), "busy" (every BENCH_DP_BUSY_PACE_MS, 200;
+// 0 leaves it out) and "burst" (all at once).
+func dataplanePacings(t *testing.T, paced, burst int) []pacing {
+	out := []pacing{{"paced", paced, time.Duration(envInt(t, "BENCH_DP_PACE_MS", 1000)) * time.Millisecond}}
+	busy := 200
+	if v := os.Getenv("BENCH_DP_BUSY_PACE_MS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			t.Fatalf("BENCH_DP_BUSY_PACE_MS=%q: want 0 (none) or an interval in ms", v)
+		}
+		busy = n
+	}
+	if busy > 0 {
+		out = append(out, pacing{"busy", paced, time.Duration(busy) * time.Millisecond})
+	}
+	return append(out, pacing{"burst", burst, 0})
+}
+
+// cpuShare is the share of this machine's CPU that cpu (seconds by
+// process) was of d.
+func cpuShare(cpu map[string]float64, d time.Duration) float64 {
+	total := 0.0
+	for _, s := range cpu {
+		total += s
+	}
+	return round2(total / (d.Seconds() * float64(runtime.NumCPU())))
+}

@@ -57,19 +57,6 @@ func (l *labelledSandboxes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// watchOn opens a claimedWatch, for claim sandbox-claim-abcde of team-a,
-// on an API server that is l.
-func watchOn(t *testing.T, l *labelledSandboxes) (*extv1beta1.SandboxClaim, *claimedWatch) {
-	srv := httptest.NewServer(l)
-	t.Cleanup(srv.Close)
-	c, err := New(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "sandbox-claim-abcde", UID: "claim-uid-1"}}
-	return claim, watchClaimed(ctxFor(t), c.sandboxes, claim)
-}
-
 func claimedSandbox(name string, owner *extv1beta1.SandboxClaim) *sandboxv1beta1.Sandbox {
 	sb := &sandboxv1beta1.Sandbox{
 		TypeMeta: metav1.TypeMeta{APIVersion: sandboxv1beta1.GroupVersion.String(), Kind: "Sandbox"},
@@ -88,7 +75,14 @@ func claimedSandbox(name string, owner *extv1beta1.SandboxClaim) *sandboxv1beta1
 // deleted and one deleted are not given: Create reads those by GET.
 func TestClaimedWatchSeesTheClaimsSandbox(t *testing.T) {
 	l := &labelledSandboxes{events: make(chan map[string]any), sent: make(chan struct{})}
-	claim, cw := watchOn(t, l)
+	srv := httptest.NewServer(l)
+	t.Cleanup(srv.Close)
+	c, err := New(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "sandbox-claim-abcde", UID: "claim-uid-1"}}
+	cw := watchClaimed(ctxFor(t), c.sandboxes, claim)
 	defer cw.stop()
 	send := func(typ string, sb *sandboxv1beta1.Sandbox) {
 		t.Helper()
@@ -142,7 +136,15 @@ func TestClaimedWatchSeesTheClaimsSandbox(t *testing.T) {
 // gets nothing from the watch, at once, and no error: Create reads its
 // Sandbox by GET.
 func TestClaimedWatchRefused(t *testing.T) {
-	claim, cw := watchOn(t, &labelledSandboxes{refuse: http.StatusForbidden})
+	l := &labelledSandboxes{refuse: http.StatusForbidden}
+	srv := httptest.NewServer(l)
+	t.Cleanup(srv.Close)
+	c, err := New(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "sandbox-claim-abcde", UID: "claim-uid-1"}}
+	cw := watchClaimed(ctxFor(t), c.sandboxes, claim)
 	select {
 	case <-cw.done:
 	case <-time.After(10 * time.Second):

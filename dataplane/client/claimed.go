@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 
@@ -32,20 +33,19 @@ type claimedWatch struct {
 	seen map[string]*sandboxv1beta1.Sandbox // by name, as last seen
 }
 
-// watchClaimed opens a claimedWatch on the Sandboxes of claim's namespace
-// labelled with its UID; it keeps only those claim controls, and ends with
-// ctx or stop.
-func watchClaimed(ctx context.Context, rc *rest.RESTClient, claim *extv1beta1.SandboxClaim) *claimedWatch {
+// watchClaimed opens a claimedWatch on namespace's Sandboxes labelled with
+// claimUID; it ends with ctx or stop.
+func watchClaimed(ctx context.Context, rc *rest.RESTClient, namespace string, claimUID types.UID) *claimedWatch {
 	ctx, cancel := context.WithCancel(ctx)
 	cw := &claimedWatch{cancel: cancel, done: make(chan struct{}), seen: map[string]*sandboxv1beta1.Sandbox{}}
-	go cw.run(ctx, rc, claim)
+	go cw.run(ctx, rc, namespace, claimUID)
 	return cw
 }
 
-func (cw *claimedWatch) run(ctx context.Context, rc *rest.RESTClient, claim *extv1beta1.SandboxClaim) {
+func (cw *claimedWatch) run(ctx context.Context, rc *rest.RESTClient, namespace string, claimUID types.UID) {
 	defer close(cw.done)
-	selector := labels.SelectorFromSet(labels.Set{sandboxv1beta1.LabelClaimUID: string(claim.UID)}).String()
-	w, err := rc.Get().Namespace(claim.Namespace).Resource("sandboxes").VersionedParams(&metav1.ListOptions{
+	selector := labels.SelectorFromSet(labels.Set{sandboxv1beta1.LabelClaimUID: string(claimUID)}).String()
+	w, err := rc.Get().Namespace(namespace).Resource("sandboxes").VersionedParams(&metav1.ListOptions{
 		LabelSelector:   selector,
 		ResourceVersion: "0",
 		Watch:           true,
@@ -67,7 +67,7 @@ func (cw *claimedWatch) run(ctx context.Context, rc *rest.RESTClient, claim *ext
 				continue
 			}
 			cw.mu.Lock()
-			if ev.Type == watch.Deleted || !extv1beta1.IsClaimedBy(sb, claim) {
+			if ev.Type == watch.Deleted {
 				delete(cw.seen, sb.Name)
 			} else {
 				cw.seen[sb.Name] = sb

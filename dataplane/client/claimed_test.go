@@ -82,7 +82,7 @@ func TestClaimedWatchSeesTheClaimsSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "sandbox-claim-abcde", UID: "claim-uid-1"}}
-	cw := watchClaimed(ctxFor(t), c.sandboxes, claim)
+	cw := watchClaimed(ctxFor(t), c.sandboxes, "team-a", claim.UID)
 	defer cw.stop()
 	send := func(typ string, sb *sandboxv1beta1.Sandbox) {
 		t.Helper()
@@ -144,7 +144,7 @@ func TestClaimedWatchRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "sandbox-claim-abcde", UID: "claim-uid-1"}}
-	cw := watchClaimed(ctxFor(t), c.sandboxes, claim)
+	cw := watchClaimed(ctxFor(t), c.sandboxes, "team-a", claim.UID)
 	select {
 	case <-cw.done:
 	case <-time.After(10 * time.Second):

@@ -160,7 +160,7 @@ func (c *Client) Create(ctx context.Context, namespace, warmPool string, opts ..
 		return nil, fmt.Errorf("creating a claim on warm pool %s/%s: %w", namespace, warmPool, err)
 	}
 	o.seenReady = true
-	claimed := watchClaimed(wctx, c.sandboxes, created)
+	claimed := watchClaimed(wctx, c.sandboxes, namespace, created.UID)
 	defer claimed.stop()
 	sb, err := c.openClaim(wctx, &o, created, early, claimed)
 	if err != nil {

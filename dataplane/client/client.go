@@ -129,10 +129,7 @@ func (o *options) readyContext(ctx context.Context) (context.Context, context.Ca
 // agents.x-k8s.io/client-first-requested-at annotation; its name made here
 // as the API server would make it, so that the claim's watch is opened
 // while the claim is created), watches it until status.sandbox.name is set
-// (and, meanwhile, the Sandboxes labelled with the claim's UID: the one it
-// is bound to is taken from that watch when the watch has seen it, read by
-// GET otherwise), then the Sandbox until Ready=True if it is not yet, and
-// connects. If
+// and then the Sandbox until Ready=True (one watch each), and connects. If
 // any of this fails, or ctx ends or the ready timeout passes first
 // (ErrTimeout), the claim is deleted.
 //
@@ -160,9 +157,7 @@ func (c *Client) Create(ctx context.Context, namespace, warmPool string, opts ..
 		return nil, fmt.Errorf("creating a claim on warm pool %s/%s: %w", namespace, warmPool, err)
 	}
 	o.seenReady = true
-	claimed := watchClaimed(wctx, c.sandboxes, namespace, created.UID)
-	defer claimed.stop()
-	sb, err := c.openClaim(wctx, &o, created, early, claimed)
+	sb, err := c.openClaim(wctx, &o, created, early)
 	if err != nil {
 		// The claim is ours and useless: remove it even though ctx may be over.
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -216,7 +211,7 @@ func (c *Client) Open(ctx context.Context, namespace, name string, opts ...Optio
 	claim := &extv1beta1.SandboxClaim{}
 	err := c.extensions.Get().Namespace(namespace).Resource("sandboxclaims").Name(name).Do(ctx).Into(claim)
 	if err == nil {
-		return c.openClaim(ctx, &o, claim, nil, nil)
+		return c.openClaim(ctx, &o, claim, nil)
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("getting claim %s/%s: %w", namespace, name, waitError(ctx, err))
@@ -237,30 +232,24 @@ func (c *Client) Open(ctx context.Context, namespace, name string, opts ...Optio
 }
 
 // openClaim waits for claim to be bound (early is a watch on its name
-// opened before it was created, or nil) and opens its Sandbox: the one
-// claimed (a watch of the Sandboxes labelled with the claim's UID, or nil)
-// has seen already, or else the one a GET returns.
-func (c *Client) openClaim(ctx context.Context, o *options, claim *extv1beta1.SandboxClaim, early *earlyWatch, claimed *claimedWatch) (*Sandbox, error) {
+// opened before it was created, or nil) and opens its Sandbox.
+func (c *Client) openClaim(ctx context.Context, o *options, claim *extv1beta1.SandboxClaim, early *earlyWatch) (*Sandbox, error) {
 	wctx, span := tracer().Start(ctx, "sandbox.wait_bound")
 	bound, err := c.waitForClaim(wctx, claim, early)
 	endSpan(span, nil, err)
 	if err != nil {
 		return nil, err
 	}
+	sb := &sandboxv1beta1.Sandbox{}
 	name := bound.Status.Sandbox.Name
-	sb := claimed.sandbox(bound, name)
-	claimed.stop()
-	if sb == nil {
-		sb = &sandboxv1beta1.Sandbox{}
-		gctx, span := tracer().Start(ctx, "sandbox.get_sandbox")
-		err = c.sandboxes.Get().Namespace(claim.Namespace).Resource("sandboxes").Name(name).Do(gctx).Into(sb)
-		endSpan(span, nil, err)
-		if err != nil {
-			if apierrors.IsNotFound(err) {
-				err = ErrNotFound
-			}
-			return nil, fmt.Errorf("sandbox %s/%s of claim %s: %w", claim.Namespace, name, claim.Name, waitError(ctx, err))
+	gctx, span := tracer().Start(ctx, "sandbox.get_sandbox")
+	err = c.sandboxes.Get().Namespace(claim.Namespace).Resource("sandboxes").Name(name).Do(gctx).Into(sb)
+	endSpan(span, nil, err)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			err = ErrNotFound
 		}
+		return nil, fmt.Errorf("sandbox %s/%s of claim %s: %w", claim.Namespace, name, claim.Name, waitError(ctx, err))
 	}
 	// The name in the claim's status is not proof: a Sandbox of that name
 	// that the claim does not control (API group, kind, name and UID) is

@@ -17,9 +17,7 @@
 //     UID) and reaches only a Pod that Sandbox controls: once it is gone,
 //     calls get ErrNotFound, never a namesake. Waiting for a claim or a
 //     Sandbox heeds that object only, by UID: another of its name (one being
-//     deleted, or another tenant's made first) is never taken for it. Create
-//     learns its Sandbox from a watch of the claim-uid label, but a label is
-//     a hint: only a Sandbox the claim controls is taken from it.
+//     deleted, or another tenant's made first) is never taken for it.
 //   - Only idempotent calls are retried (Read, List, Exists, the health
 //     check); Run and Write reach the runtime at most once: Run is sent
 //     again only when a router answered that it never reached the sandbox

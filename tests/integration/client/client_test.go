@@ -39,8 +39,7 @@ func runtime(t *testing.T) *httptest.Server {
 	return srv
 }
 
-// counting returns a config whose watch requests are counted by resource;
-// a watch by label selector counts as "<resource> by label".
+// counting returns a config whose watch requests are counted by resource.
 func counting() (*rest.Config, func(resource string) int) {
 	var mu sync.Mutex
 	watches := map[string]int{}
@@ -49,12 +48,8 @@ func counting() (*rest.Config, func(resource string) int) {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			if r.URL.Query().Get("watch") == "true" {
 				parts := strings.Split(r.URL.Path, "/")
-				key := parts[len(parts)-1]
-				if r.URL.Query().Get("labelSelector") != "" {
-					key += " by label"
-				}
 				mu.Lock()
-				watches[key]++
+				watches[parts[len(parts)-1]]++
 				mu.Unlock()
 			}
 			return rt.RoundTrip(r)
@@ -125,13 +120,10 @@ func TestCreateRunClose(t *testing.T) {
 	if want := sandbox.Annotations[sandboxv1beta1.AnnotationPodName]; want != "" && sb.PodName() != want {
 		t.Errorf("pod name %q; want the pod-name annotation's %q", sb.PodName(), want)
 	}
-	// Waiting was by watch, not polling: at most one watch each (the
-	// claim's, its Sandbox's by the claim-uid label, and its Sandbox's by
-	// name, for Ready, when it was not Ready yet).
-	t.Logf("watches: %d on claims, %d on sandboxes by label, %d by name", watches("sandboxclaims"),
-		watches("sandboxes by label"), watches("sandboxes"))
-	if n, l, m := watches("sandboxclaims"), watches("sandboxes by label"), watches("sandboxes"); n > 1 || l > 1 || m > 1 {
-		t.Errorf("%d claim watches, %d sandbox watches by label and %d by name; want at most one each", n, l, m)
+	// Waiting was by watch, not polling: at most one watch each.
+	t.Logf("watches: %d on claims, %d on sandboxes", watches("sandboxclaims"), watches("sandboxes"))
+	if n, m := watches("sandboxclaims"), watches("sandboxes"); n > 1 || m > 1 {
+		t.Errorf("%d claim watches and %d sandbox watches; want at most one each", n, m)
 	}
 	if res, err := sb.Run(ctx, "echo hi"); err != nil || res.Stdout != "hi\n" {
 		t.Fatalf("Run = %+v, %v", res, err)

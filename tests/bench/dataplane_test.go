@@ -96,8 +96,9 @@ type Latency struct {
 	// SDK's cost the machine they share.
 	CPUSeconds  map[string]float64 `json:"cpu_seconds,omitempty"`
 	APIRequests map[string]int64   `json:"apiserver_requests,omitempty"`
-	// PaceMs is the interval between the phase's claims (0: all at once).
-	PaceMs int64 `json:"pace_ms"`
+	// PaceMs is the interval between the phase's claims (TestBenchDataplane;
+	// absent: all at once, or a bench that does not say).
+	PaceMs int64 `json:"pace_ms,omitempty"`
 	// CPUShare is the share of the machine's CPU (all its cores) that the
 	// processes in CPUSeconds used over the phase: near 1 the claims
 	// queue for CPU, whatever sends them.
@@ -267,7 +268,7 @@ func TestBenchDataplane(t *testing.T) {
 	for key, l := range res.FirstCommand {
 		pacing, _, _ := strings.Cut(key, "_")
 		f := res.ClaimReady[pacing]
-		floor := Latency{Claims: f.Claims, P50Ms: round2(f.P50Ms + rtt.SequentialP50Ms), P99Ms: round2(f.P99Ms + rtt.SequentialP99Ms)}
+		floor := Latency{Claims: f.Claims, PaceMs: f.PaceMs, P50Ms: round2(f.P50Ms + rtt.SequentialP50Ms), P99Ms: round2(f.P99Ms + rtt.SequentialP99Ms)}
 		res.FirstCommandFloor[pacing] = floor
 		l.RatioP50ToFirstCommandFloor, l.RatioP99ToFirstCommandFloor = round2(l.P50Ms/floor.P50Ms), round2(l.P99Ms/floor.P99Ms)
 		res.FirstCommand[key] = l

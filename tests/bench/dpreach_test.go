@@ -90,7 +90,7 @@ func waitReady(t *testing.T, watched cache.Cache, ns string, names []string) {
 // command, p50 to p50 and p99 to p99 (a sum of p99s is above the p99 of
 // the sums, so the p99 ratio errs in the controller's favour).
 func withReach(l Latency, f Latency, r Reach) (Latency, Latency) {
-	floor := Latency{Claims: f.Claims, P50Ms: round2(f.P50Ms + r.Health.P50Ms + r.Run.P50Ms),
+	floor := Latency{Claims: f.Claims, PaceMs: f.PaceMs, P50Ms: round2(f.P50Ms + r.Health.P50Ms + r.Run.P50Ms),
 		P99Ms: round2(f.P99Ms + r.Health.P99Ms + r.Run.P99Ms)}
 	if floor.P50Ms > 0 && floor.P99Ms > 0 {
 		l.RatioP50ToReachFloor, l.RatioP99ToReachFloor = round2(l.P50Ms/floor.P50Ms), round2(l.P99Ms/floor.P99Ms)

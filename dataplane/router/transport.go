@@ -17,6 +17,10 @@ import (
 // such a host can never be dialled by mistake.
 const podHostSuffix = ".pod.invalid"
 
+// unresolvedHost is the URL host of an endpoint with neither an address
+// nor a Pod UID: it ends in .invalid too, and is refused before any dial.
+const unresolvedHost = "unresolved.invalid"
+
 // podDialer reaches a port of the Pod a UID names (named by Remember
 // first): PortForward through the API server, KwokForwards where a local
 // kwok cluster says the Pod's port is.
@@ -59,6 +63,9 @@ func NewTransport(pf *PortForward) *Transport {
 			host, port, err := net.SplitHostPort(addr)
 			if err != nil {
 				return nil, err
+			}
+			if host == unresolvedHost {
+				return nil, errNoForward
 			}
 			uid, byUID := strings.CutSuffix(host, podHostSuffix)
 			if !byUID {
@@ -105,7 +112,7 @@ func (t *Transport) Address(ep Endpoint) (urlHost, hostHeader string) {
 		return string(ep.PodUID) + podHostSuffix + ":" + port, hostHeader
 	}
 	if ipPort == "" { // not resolved: nothing is dialled by name
-		return "unresolved" + podHostSuffix + ":" + port, hostHeader
+		return unresolvedHost + ":" + port, hostHeader
 	}
 	return ipPort, hostHeader
 }

@@ -41,9 +41,9 @@ type Dataplane struct {
 	ClaimReady map[string]Latency `json:"claim_ready_floor"`
 	// FirstCommand is SDK Create from the pool, then Run("echo hi"), until
 	// its output is back: "paced_direct", "paced_router", "busy_direct",
-	// "busy_router", "burst_direct", "burst_router". Direct is the SDK's port-forward; router is
-	// bin/sandbox-router (RouterTransport). Ratios are to
-	// ClaimReady of the same pacing.
+	// "busy_router", "burst_direct", "burst_router". Direct is the SDK's
+	// port-forward; router is bin/sandbox-router (RouterTransport). Ratios
+	// are to ClaimReady of the same pacing.
 	FirstCommand map[string]Latency `json:"claim_to_first_command"`
 	// FirstCommandFloor is what claim -> first command cannot go below:
 	// ClaimReady of the same pacing plus one "echo hi" on a runtime with
@@ -292,14 +292,18 @@ func TestBenchDataplane(t *testing.T) {
 	report(t, res, "BENCH_DATAPLANE_OUT")
 }
 
-func envInt(t *testing.T, name string, def int) int {
+// envInt is the positive integer in $name, def when it is unset.
+func envInt(t *testing.T, name string, def int) int { return envAtLeast(t, name, def, 1) }
+
+// envAtLeast is the integer in $name, at least least, def when unset.
+func envAtLeast(t *testing.T, name string, def, least int) int {
 	v := os.Getenv(name)
 	if v == "" {
 		return def
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		t.Fatalf("%s=%q: want a positive integer", name, v)
+	if err != nil || n < least {
+		t.Fatalf("%s=%q: want an integer of at least %d", name, v, least)
 	}
 	return n
 }
@@ -354,15 +358,7 @@ type pacing struct {
 // 0 leaves it out) and "burst" (all at once).
 func dataplanePacings(t *testing.T, paced, burst int) []pacing {
 	out := []pacing{{"paced", paced, time.Duration(envInt(t, "BENCH_DP_PACE_MS", 1000)) * time.Millisecond}}
-	busy := 200
-	if v := os.Getenv("BENCH_DP_BUSY_PACE_MS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			t.Fatalf("BENCH_DP_BUSY_PACE_MS=%q: want 0 (none) or an interval in ms", v)
-		}
-		busy = n
-	}
-	if busy > 0 {
+	if busy := envAtLeast(t, "BENCH_DP_BUSY_PACE_MS", 200, 0); busy > 0 {
 		out = append(out, pacing{"busy", paced, time.Duration(busy) * time.Millisecond})
 	}
 	return append(out, pacing{"burst", burst, 0})

@@ -142,7 +142,7 @@ func PolicyLoaded(names []string) {
 
 func init() {
 	crmetrics.Registry.MustRegister(CreationLatency, Applies, Saved, ClaimStartupLatency, ClaimControllerStartupLatency, ClaimCreations,
-		PolicyDecisions, AdmissionDecisions, PolicyLoadErrors, PoliciesActive, RenderSeconds, PolicySeconds, ReconcileRetries, IdleSuspends)
+		PolicyDecisions, AdmissionDecisions, PolicyLoadErrors, PoliciesActive, RenderSeconds, PolicySeconds, ReconcileRetries, IdleSuspends, Watches)
 }
 
 // ObserveClaimReady records a claim's first Ready: at is now, seen is when

@@ -54,7 +54,8 @@ type Result struct {
 	Idle   Phase `json:"idle"`
 	Delete Phase `json:"delete_all"`
 	// ControllerRequestsByVerb is every request the controller sent during
-	// the run, from its rest_client_requests_total.
+	// the run, from its rest_client_requests_total, with the watches it
+	// opened taken out of GET as WATCH (requestsByVerb).
 	ControllerRequestsByVerb map[string]int64 `json:"controller_requests_by_verb"`
 	// ControllerPeakRSSMB is the controller process's peak resident memory
 	// over the whole run (VmHWM), in MiB.

@@ -35,6 +35,11 @@ type Dataplane struct {
 	// the address kwok's PortForward gives a Pod's port, as a pod network
 	// carries a router's connection) or port-forward (BENCH_ROUTER_ARGS).
 	RouterTransport string `json:"router_transport"`
+	// RouterAuth is the router's --auth (BENCH_DP_ROUTER_AUTH):
+	// tokenreview (the default; the SDK then sends a ServiceAccount's token
+	// whose Role may exec into the namespace's Sandboxes, and the router
+	// reviews it and its access as for any tenant) or none.
+	RouterAuth string `json:"router_auth"`
 	// ClaimReady is the floor of claim -> first command: a SandboxClaim
 	// created with a plain client until the bench's watch sees it Ready
 	// (what the existing claim bench measures), with the same pacing.
@@ -159,7 +164,8 @@ func TestBenchDataplane(t *testing.T) {
 	steps := recordSDKSteps(t)
 
 	ctx := context.Background()
-	dc := startDataplaneCluster(t, "bench-dp", res.Nodes)
+	res.RouterAuth = dataplaneRouterAuth(t)
+	dc := startDataplaneCluster(t, "bench-dp", res.Nodes, "--auth="+res.RouterAuth)
 	local, runtimeBin, routerURL := dc.local, dc.runtimeBin, dc.routerURL
 	res.RouterTransport = routerTransport
 
@@ -197,7 +203,8 @@ func TestBenchDataplane(t *testing.T) {
 	waitPool(t, watched, ns, pool)
 	res.PoolFillSeconds = round2(time.Since(start).Seconds())
 
-	direct, viaRouter := sdkClient(t, local.Config), sdkClient(t, local.Config, sdk.WithRouter(routerURL))
+	caller := benchCaller(t, local.Config, ns, res.RouterAuth)
+	direct, viaRouter := sdkClient(t, local.Config), sdkClient(t, local.Config, append(caller, sdk.WithRouter(routerURL))...)
 	pacings := dataplanePacings(t, paced, burst)
 	// Each phase starts on a full pool; the floor and the SDK alternate so
 	// that a drift of the machine affects them alike.

@@ -3,7 +3,8 @@
 // annotations and one status write each, made by one client before the
 // controller starts), a raw lower bound (Pods and Services created
 // directly), cold create, a metadata-only touch, suspend, resume and
-// delete of N Sandboxes, each as a ratio to the floor with the controller's API requests by verb, CPU-seconds, RSS and a
+// delete of N Sandboxes, each as a ratio to the floor with the controller's
+// API requests by verb (the watches it opens as WATCH), CPU-seconds, RSS and a
 // CPU and heap profile (.work/bench-profiles/), the controller's resident
 // memory at start and once the run is over and it has been quiet for
 // memorySettle, split into anon and file pages
@@ -22,7 +23,9 @@
 // data plane on a local cluster with the stand-in kubelet: claim -> first
 // command (SDK Create then Run, the SDK built as from a kubeconfig, paced
 // and at once, by port-forward and
-// through bin/sandbox-router) as a ratio to claim Ready, to claim Ready plus
+// through bin/sandbox-router, which checks the SDK's ServiceAccount token
+// and its right to exec as for any tenant unless BENCH_DP_ROUTER_AUTH is
+// none) as a ratio to claim Ready, to claim Ready plus
 // one command on a runtime alone, and to claim Ready plus the first contact
 // with a fresh Sandbox measured alone (its port-forward and first command:
 // the reach floor), and commands per second as a ratio to sandbox-runtime

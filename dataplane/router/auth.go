@@ -178,53 +178,91 @@ func AccessAttributes(namespace, name string) *authorizationv1.ResourceAttribute
 	}
 }
 
+// authorize asks whether user may do what attrs describe. When attrs name
+// one object and positive answers are cached, it first asks about every
+// name in the namespace (Name "": "all" to a SubjectAccessReview), and
+// keeps that answer, either way, for CacheTTL: a user who may exec into
+// any Sandbox of a namespace (a Role without resourceNames, as most are)
+// then costs one review per namespace and TTL instead of one per new
+// Sandbox; a user limited to some names costs that one more and is then
+// asked about each name as before. A yes about all names is a yes about
+// each; a no about all names says nothing about one, so it only sends the
+// question on by name.
 func (a *TokenReview) authorize(ctx context.Context, user *authenticationv1.UserInfo, attrs *authorizationv1.ResourceAttributes) *Error {
-	extra := map[string]authorizationv1.ExtraValue{}
-	for k, v := range user.Extra {
-		extra[k] = authorizationv1.ExtraValue(v)
+	spec := accessSpec(user, attrs)
+	if attrs.Name != "" && a.o.CacheTTL > 0 {
+		all := *attrs
+		all.Name = ""
+		allSpec := spec
+		allSpec.ResourceAttributes = &all
+		allowed, err := a.review(ctx, allSpec, allNamesKey, a.o.CacheTTL, a.o.CacheTTL)
+		if err != nil || allowed {
+			return err
+		}
 	}
-	spec := authorizationv1.SubjectAccessReviewSpec{
-		User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
-		ResourceAttributes: attrs,
+	allowed, err := a.review(ctx, spec, "", a.o.CacheTTL, a.o.RefusalTTL)
+	if err != nil || allowed {
+		return err
 	}
-	raw, _ := json.Marshal(spec) // the whole question is the key
-	sum := sha256.Sum256(raw)
-	key := hex.EncodeToString(sum[:])
 	resource := attrs.Resource
 	if attrs.Subresource != "" {
 		resource += "/" + attrs.Subresource
 	}
-	forbidden := &Error{Status: http.StatusForbidden, Reason: ReasonForbidden,
+	return &Error{Status: http.StatusForbidden, Reason: ReasonForbidden,
 		Detail: fmt.Sprintf("User %q may not %s %s.%s %s/%s.", user.Username, attrs.Verb, resource, attrs.Group, attrs.Namespace, attrs.Name)}
+}
+
+// allNamesKey prefixes the cache key of a question about all names asked
+// on behalf of one: its no is kept for CacheTTL as a hint, not as a
+// refusal, so it must not answer a request that asks about all names.
+const allNamesKey = "all-names/"
+
+// accessSpec is the SubjectAccessReview asking whether user may do attrs.
+func accessSpec(user *authenticationv1.UserInfo, attrs *authorizationv1.ResourceAttributes) authorizationv1.SubjectAccessReviewSpec {
+	extra := map[string]authorizationv1.ExtraValue{}
+	for k, v := range user.Extra {
+		extra[k] = authorizationv1.ExtraValue(v)
+	}
+	return authorizationv1.SubjectAccessReviewSpec{
+		User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
+		ResourceAttributes: attrs,
+	}
+}
+
+// review answers spec from the cache (its key prefixed by prefix) or by a
+// SubjectAccessReview within the budget, keeping a yes for allowedTTL and
+// a no for refusedTTL (zero: not kept). The error is set only when it
+// could not be asked (429, 502).
+func (a *TokenReview) review(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec, prefix string, allowedTTL, refusedTTL time.Duration) (bool, *Error) {
+	raw, _ := json.Marshal(spec) // the whole question is the key
+	sum := sha256.Sum256(raw)
+	key := prefix + hex.EncodeToString(sum[:])
 	if v, ok := a.grant.Get(key); ok {
-		if v.(bool) {
-			return nil
-		}
-		return forbidden
+		return v.(bool), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
 	defer cancel()
 	if e := a.o.Budget.accessReview(ctx); e != nil {
 		a.o.Metrics.review(reviewAccess, reviewThrottled)
-		return e
+		return false, e
 	}
 	sar, err := a.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
 		a.o.Metrics.review(reviewAccess, reviewError)
-		return &Error{Status: http.StatusBadGateway, Reason: ReasonAuthError, Detail: "Could not authorize the request: the API server did not review the access."}
+		return false, &Error{Status: http.StatusBadGateway, Reason: ReasonAuthError, Detail: "Could not authorize the request: the API server did not review the access."}
 	}
-	if !sar.Status.Allowed || sar.Status.Denied {
+	allowed := sar.Status.Allowed && !sar.Status.Denied
+	ttl := allowedTTL
+	if allowed {
+		a.o.Metrics.review(reviewAccess, reviewAllowed)
+	} else {
 		a.o.Metrics.review(reviewAccess, reviewRefused)
-		if a.o.RefusalTTL > 0 {
-			a.grant.Add(key, false, a.o.RefusalTTL)
-		}
-		return forbidden
+		ttl = refusedTTL
 	}
-	a.o.Metrics.review(reviewAccess, reviewAllowed)
-	if a.o.CacheTTL > 0 {
-		a.grant.Add(key, true, a.o.CacheTTL)
+	if ttl > 0 {
+		a.grant.Add(key, allowed, ttl)
 	}
-	return nil
+	return allowed, nil
 }
 
 // BearerToken returns the token of an "Authorization: Bearer <token>" header.

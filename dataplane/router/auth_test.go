@@ -36,6 +36,9 @@ func (f *fakeAPI) clientset() *fake.Clientset {
 		case "alice-token":
 			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, Audiences: tr.Spec.Audiences,
 				User: authenticationv1.UserInfo{Username: "alice", UID: "alice-uid", Groups: []string{"devs"}}}
+		case "bob-token":
+			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, Audiences: tr.Spec.Audiences,
+				User: authenticationv1.UserInfo{Username: "bob", UID: "bob-uid", Groups: []string{"devs"}}}
 		}
 		return true, tr, nil
 	})
@@ -45,8 +48,11 @@ func (f *fakeAPI) clientset() *fake.Clientset {
 		spec := sar.Spec
 		f.lastAccess.Store(&spec)
 		ra := sar.Spec.ResourceAttributes
-		sar.Status.Allowed = sar.Spec.User == "alice" && ra.Namespace == "team" && ra.Verb == "create" &&
+		exec := ra.Namespace == "team" && ra.Verb == "create" &&
 			ra.Group == "agents.x-k8s.io" && ra.Resource == "sandboxes" && ra.Subresource == "exec"
+		// alice may exec into any Sandbox of team; bob, as a Role with
+		// resourceNames gives it, only into bob-box (not "all names").
+		sar.Status.Allowed = exec && (sar.Spec.User == "alice" || sar.Spec.User == "bob" && ra.Name == "bob-box")
 		return true, sar, nil
 	})
 	return cs
@@ -81,7 +87,8 @@ func TestTokenReview(t *testing.T) {
 	check("unknown token", bearer("mallory-token"), "team", "box", http.StatusUnauthorized, "Invalid token.")
 	check("API server down", bearer("down"), "team", "box", http.StatusBadGateway, "")
 	check("alice in team", bearer("alice-token"), "team", "box", 0, "")
-	if s := api.lastAccess.Load(); s.User != "alice" || s.UID != "alice-uid" || len(s.Groups) != 1 || s.ResourceAttributes.Name != "box" {
+	// She was asked about every name of team, which covers box.
+	if s := api.lastAccess.Load(); s.User != "alice" || s.UID != "alice-uid" || len(s.Groups) != 1 || s.ResourceAttributes.Name != "" || s.ResourceAttributes.Namespace != "team" {
 		t.Errorf("SubjectAccessReview asked %+v", s)
 	}
 	check("alice elsewhere", bearer("alice-token"), "other", "box", http.StatusForbidden,
@@ -132,15 +139,73 @@ func TestTokenReviewRefusalCache(t *testing.T) {
 			t.Fatalf("the API server down: %+v", e)
 		}
 	}
-	// mallory once, alice once, down three times; alice's access once.
-	if api.reviews.Load() != 5 || api.accesses.Load() != 1 {
-		t.Errorf("%d TokenReviews and %d SubjectAccessReviews, want 5 and 1", api.reviews.Load(), api.accesses.Load())
+	// mallory once, alice once, down three times; alice's access twice:
+	// about all names of other (kept for CacheTTL), then about box.
+	if api.reviews.Load() != 5 || api.accesses.Load() != 2 {
+		t.Errorf("%d TokenReviews and %d SubjectAccessReviews, want 5 and 2", api.reviews.Load(), api.accesses.Load())
 	}
 	time.Sleep(300 * time.Millisecond)
 	_ = a.Authorize(ctx, bearer("mallory-token"), "team", "box")
 	_ = a.Authorize(ctx, bearer("alice-token"), "other", "box")
-	if api.reviews.Load() != 6 || api.accesses.Load() != 2 {
-		t.Errorf("after the refusal TTL: %d TokenReviews and %d SubjectAccessReviews, want 6 and 2", api.reviews.Load(), api.accesses.Load())
+	if api.reviews.Load() != 6 || api.accesses.Load() != 3 {
+		t.Errorf("after the refusal TTL: %d TokenReviews and %d SubjectAccessReviews, want 6 and 3", api.reviews.Load(), api.accesses.Load())
+	}
+}
+
+// TestAccessAllNames plays a user whose Role names the Sandboxes he may
+// exec into: the question about all names that saves a review per new
+// Sandbox for a user with the whole namespace never lets him into another
+// one, nor carries one user's yes to another.
+func TestAccessAllNames(t *testing.T) {
+	ctx := context.Background()
+	api := &fakeAPI{}
+	a := NewTokenReview(api.clientset(), TokenReviewOptions{CacheTTL: time.Minute})
+	allow := func(token, name string, want bool) {
+		t.Helper()
+		if e := a.Authorize(ctx, bearer(token), "team", name); (e == nil) != want {
+			t.Errorf("%s into team/%s: %+v, want allowed %t", token, name, e, want)
+		} else if !want && e.Status != http.StatusForbidden {
+			t.Errorf("%s into team/%s: %d, want 403", token, name, e.Status)
+		}
+	}
+	// alice may exec into any Sandbox of team: one review for many.
+	for _, name := range []string{"box-1", "box-2", "box-3", "bob-box"} {
+		allow("alice-token", name, true)
+	}
+	if n := api.accesses.Load(); n != 1 {
+		t.Errorf("alice into 4 new Sandboxes: %d SubjectAccessReviews, want 1 (about all names)", n)
+	}
+	// bob may exec into bob-box only: alice's yes is not his.
+	allow("bob-token", "box-1", false)
+	allow("bob-token", "alice-box", false)
+	allow("bob-token", "bob-box", true)
+	allow("bob-token", "bob-box", true)
+	allow("bob-token", "box-2", false)
+	// bob: all names once (no, kept), then by name box-1, alice-box,
+	// bob-box (yes, kept, so once) and box-2 (refusals are not kept:
+	// RefusalTTL is 0).
+	if n := api.accesses.Load() - 1; n != 5 {
+		t.Errorf("bob: %d SubjectAccessReviews, want 5", n)
+	}
+	// A request that itself asks about all names is never answered by the
+	// hint kept for a question by name: it is asked, and refused.
+	before := api.accesses.Load()
+	bob := &authenticationv1.UserInfo{Username: "bob", UID: "bob-uid", Groups: []string{"devs"}}
+	if e := a.Allowed(ctx, bob, AccessAttributes("team", "")); e == nil || e.Status != http.StatusForbidden {
+		t.Errorf("bob into every Sandbox of team: %+v, want 403", e)
+	}
+	if api.accesses.Load() != before+1 {
+		t.Errorf("a question about all names was answered from the hint")
+	}
+
+	// Without a positive cache, every request is asked by its name.
+	api2 := &fakeAPI{}
+	a = NewTokenReview(api2.clientset(), TokenReviewOptions{})
+	if e := a.Authorize(ctx, bearer("alice-token"), "team", "box-1"); e != nil {
+		t.Fatal(e)
+	}
+	if s := api2.lastAccess.Load(); api2.accesses.Load() != 1 || s.ResourceAttributes.Name != "box-1" {
+		t.Errorf("uncached: %d reviews, last about %q, want 1 about box-1", api2.accesses.Load(), s.ResourceAttributes.Name)
 	}
 }
 

@@ -6,9 +6,10 @@
 // Rules:
 //   - Callers are authorized before anything else is done for a request
 //     (TokenReview, then a SubjectAccessReview for create on
-//     sandboxes/exec: reading a Sandbox is not running code in it); reviews
-//     have a budget (ReviewBudget), so made-up tokens cannot starve real
-//     callers. TrustPortForward trusts only the router Pod's own loopback.
+//     sandboxes/exec: reading a Sandbox is not running code in it; with the
+//     cache on, first about all names of the namespace, whose yes covers
+//     each and whose no sends the question on by name); reviews have a
+//     budget (ReviewBudget), so made-up tokens cannot starve real callers. TrustPortForward trusts only the router Pod's own loopback.
 //   - A request reaches a Pod only if the watch cache shows it controlled by
 //     the named Sandbox (and the X-Sandbox-UID, when sent), Ready, and the
 //     Sandbox standalone or claimed, never an unclaimed warm member.

@@ -13,8 +13,8 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
@@ -66,7 +66,7 @@ type TokenReviewOptions struct {
 type TokenReview struct {
 	client       kubernetes.Interface
 	o            TokenReviewOptions
-	users, grant *utilcache.LRUExpireCache
+	users, grant *reviewCache
 }
 
 // NewTokenReview returns the TokenReview authorizer.
@@ -77,7 +77,7 @@ func NewTokenReview(cs kubernetes.Interface, o TokenReviewOptions) *TokenReview 
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Second
 	}
-	return &TokenReview{client: cs, o: o, users: utilcache.NewLRUExpireCache(o.CacheSize), grant: utilcache.NewLRUExpireCache(o.CacheSize)}
+	return &TokenReview{client: cs, o: o, users: newReviewCache(o.CacheSize, clock.RealClock{}), grant: newReviewCache(o.CacheSize, clock.RealClock{})}
 }
 
 // Authorize implements Authorizer.
@@ -118,12 +118,26 @@ var errInvalidToken = &Error{Status: http.StatusUnauthorized, Reason: ReasonUnau
 func (a *TokenReview) authenticate(ctx context.Context, token, source string) (*authenticationv1.UserInfo, *Error) {
 	sum := sha256.Sum256([]byte(token)) // raw tokens are never kept
 	key := hex.EncodeToString(sum[:])
-	if v, ok := a.users.Get(key); ok {
+	if v, again, ok := a.users.get(key); ok {
 		if user, ok := v.(*authenticationv1.UserInfo); ok {
+			if again {
+				go func() {
+					defer a.users.asked(key)
+					_, _ = a.reviewToken(context.WithoutCancel(ctx), token, key, source)
+				}()
+			}
 			return user, nil
 		}
 		return nil, errInvalidToken
 	}
+	return a.reviewToken(ctx, token, key, source)
+}
+
+// reviewToken asks the API server who token (whose hash is key) is,
+// within the budget, and keeps the answer: a user for CacheTTL, asked
+// again ahead of its end while it is used; a refusal for RefusalTTL, or
+// none, then also forgetting a user kept before.
+func (a *TokenReview) reviewToken(ctx context.Context, token, key, source string) (*authenticationv1.UserInfo, *Error) {
 	ctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
 	defer cancel()
 	if e := a.o.Budget.tokenReview(ctx, key, source); e != nil {
@@ -141,7 +155,9 @@ func (a *TokenReview) authenticate(ctx context.Context, token, source string) (*
 		a.o.Metrics.review(reviewToken, reviewRefused)
 		a.o.Budget.forget(key)
 		if a.o.RefusalTTL > 0 {
-			a.users.Add(key, false, a.o.RefusalTTL)
+			a.users.add(key, false, a.o.RefusalTTL, false)
+		} else {
+			a.users.remove(key)
 		}
 		return nil, errInvalidToken
 	}
@@ -149,7 +165,7 @@ func (a *TokenReview) authenticate(ctx context.Context, token, source string) (*
 	a.o.Budget.remember(key)
 	user := tr.Status.User
 	if a.o.CacheTTL > 0 {
-		a.users.Add(key, &user, a.o.CacheTTL)
+		a.users.add(key, &user, a.o.CacheTTL, true)
 	}
 	return &user, nil
 }
@@ -237,9 +253,23 @@ func (a *TokenReview) review(ctx context.Context, spec authorizationv1.SubjectAc
 	raw, _ := json.Marshal(spec) // the whole question is the key
 	sum := sha256.Sum256(raw)
 	key := prefix + hex.EncodeToString(sum[:])
-	if v, ok := a.grant.Get(key); ok {
+	if v, again, ok := a.grant.get(key); ok {
+		if again {
+			go func() {
+				defer a.grant.asked(key)
+				_, _ = a.askAccess(context.WithoutCancel(ctx), spec, key, allowedTTL, refusedTTL)
+			}()
+		}
 		return v.(bool), nil
 	}
+	return a.askAccess(ctx, spec, key, allowedTTL, refusedTTL)
+}
+
+// askAccess sends the SubjectAccessReview spec within the budget and keeps
+// its answer under key: a yes for allowedTTL, asked again ahead of its end
+// while it is used; a no for refusedTTL, or none, then also forgetting a
+// yes kept before.
+func (a *TokenReview) askAccess(ctx context.Context, spec authorizationv1.SubjectAccessReviewSpec, key string, allowedTTL, refusedTTL time.Duration) (bool, *Error) {
 	ctx, cancel := context.WithTimeout(ctx, a.o.Timeout)
 	defer cancel()
 	if e := a.o.Budget.accessReview(ctx); e != nil {
@@ -259,8 +289,11 @@ func (a *TokenReview) review(ctx context.Context, spec authorizationv1.SubjectAc
 		a.o.Metrics.review(reviewAccess, reviewRefused)
 		ttl = refusedTTL
 	}
-	if ttl > 0 {
-		a.grant.Add(key, allowed, ttl)
+	switch {
+	case ttl > 0:
+		a.grant.add(key, allowed, ttl, allowed)
+	case !allowed:
+		a.grant.remove(key)
 	}
 	return allowed, nil
 }

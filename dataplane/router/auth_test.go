@@ -22,6 +22,7 @@ import (
 // counting them.
 type fakeAPI struct {
 	reviews, accesses atomic.Int64
+	revoked           atomic.Bool // alice-token no longer authenticates
 	lastAccess        atomic.Pointer[authorizationv1.SubjectAccessReviewSpec]
 }
 
@@ -34,6 +35,9 @@ func (f *fakeAPI) clientset() *fake.Clientset {
 		case "down":
 			return true, nil, errors.New("connection refused")
 		case "alice-token":
+			if f.revoked.Load() {
+				break
+			}
 			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, Audiences: tr.Spec.Audiences,
 				User: authenticationv1.UserInfo{Username: "alice", UID: "alice-uid", Groups: []string{"devs"}}}
 		case "bob-token":

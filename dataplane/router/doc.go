@@ -8,7 +8,8 @@
 //     (TokenReview, then a SubjectAccessReview for create on
 //     sandboxes/exec: reading a Sandbox is not running code in it; with the
 //     cache on, first about all names of the namespace, whose yes covers
-//     each and whose no sends the question on by name); reviews have a
+//     each and whose no sends the question on by name; an allowed answer
+//     in use is asked again ahead of its TTL's end); reviews have a
 //     budget (ReviewBudget), so made-up tokens cannot starve real callers. TrustPortForward trusts only the router Pod's own loopback.
 //   - A request reaches a Pod only if the watch cache shows it controlled by
 //     the named Sandbox (and the X-Sandbox-UID, when sent), Ready, and the

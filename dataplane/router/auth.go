@@ -130,7 +130,11 @@ func (a *TokenReview) authenticate(ctx context.Context, token, source string) (*
 		}
 		return nil, errInvalidToken
 	}
-	return a.reviewToken(ctx, token, key, source)
+	v, e := a.users.once(key, func() (any, *Error) {
+		return a.reviewToken(context.WithoutCancel(ctx), token, key, source)
+	})
+	user, _ := v.(*authenticationv1.UserInfo)
+	return user, e
 }
 
 // reviewToken asks the API server who token (whose hash is key) is,
@@ -262,7 +266,10 @@ func (a *TokenReview) review(ctx context.Context, spec authorizationv1.SubjectAc
 		}
 		return v.(bool), nil
 	}
-	return a.askAccess(ctx, spec, key, allowedTTL, refusedTTL)
+	v, e := a.grant.once(key, func() (any, *Error) {
+		return a.askAccess(context.WithoutCancel(ctx), spec, key, allowedTTL, refusedTTL)
+	})
+	return v.(bool), e
 }
 
 // askAccess sends the SubjectAccessReview spec within the budget and keeps

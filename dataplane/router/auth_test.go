@@ -23,13 +23,18 @@ import (
 type fakeAPI struct {
 	reviews, accesses atomic.Int64
 	revoked           atomic.Bool // alice-token no longer authenticates
-	lastAccess        atomic.Pointer[authorizationv1.SubjectAccessReviewSpec]
+	// holdTokens and holdAccesses, when set, hold each review until closed.
+	holdTokens, holdAccesses chan struct{}
+	lastAccess               atomic.Pointer[authorizationv1.SubjectAccessReviewSpec]
 }
 
 func (f *fakeAPI) clientset() *fake.Clientset {
 	cs := fake.NewClientset()
 	cs.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		f.reviews.Add(1)
+		if f.holdTokens != nil {
+			<-f.holdTokens
+		}
 		tr := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview)
 		switch tr.Spec.Token {
 		case "down":
@@ -48,6 +53,9 @@ func (f *fakeAPI) clientset() *fake.Clientset {
 	})
 	cs.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		f.accesses.Add(1)
+		if f.holdAccesses != nil {
+			<-f.holdAccesses
+		}
 		sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview)
 		spec := sar.Spec
 		f.lastAccess.Store(&spec)

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/utils/clock"
 )
@@ -14,11 +15,14 @@ import (
 // background while the kept answer still serves. A caller who keeps
 // sending requests then never waits for a review after its first, and a
 // right the API server withdraws still ends within the TTL: a background
-// answer of no removes the yes.
+// answer of no removes the yes. Requests that find nothing kept for the
+// same question at the same time wait for one review (once): a burst of
+// first requests costs one review, not one each.
 type reviewCache struct {
 	lru      *utilcache.LRUExpireCache
 	clock    clock.PassiveClock
 	inflight sync.Map // keys being asked again
+	flight   singleflight.Group
 }
 
 type keptAnswer struct {
@@ -58,3 +62,18 @@ func (c *reviewCache) get(key string) (v any, again, ok bool) {
 
 // asked ends a background ask that get started.
 func (c *reviewCache) asked(key string) { c.inflight.Delete(key) }
+
+// once runs ask for key; callers with the same key meanwhile wait for its
+// answer instead of sending a review of their own.
+func (c *reviewCache) once(key string, ask func() (any, *Error)) (any, *Error) {
+	type answer struct {
+		v   any
+		err *Error
+	}
+	r, _, _ := c.flight.Do(key, func() (any, error) {
+		v, err := ask()
+		return answer{v, err}, nil
+	})
+	a := r.(answer)
+	return a.v, a.err
+}

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -70,5 +71,41 @@ func TestReviewsRefreshAhead(t *testing.T) {
 	eventually("TokenReviews after the revocation", &api.reviews, 3)
 	if e := req("box-6"); e == nil || e.Status != http.StatusUnauthorized {
 		t.Errorf("after the API server stopped authenticating the token: %+v, want 401", e)
+	}
+}
+
+// TestBurstOfFirstRequestsOneReview: 20 requests at once, each to a new
+// Sandbox, with nothing kept yet (a burst of claims reaching their
+// Sandboxes) wait for one TokenReview and one SubjectAccessReview, and
+// all get the answer.
+func TestBurstOfFirstRequestsOneReview(t *testing.T) {
+	ctx := context.Background()
+	api := &fakeAPI{holdTokens: make(chan struct{}), holdAccesses: make(chan struct{})}
+	a := NewTokenReview(api.clientset(), TokenReviewOptions{CacheTTL: time.Minute})
+	const n = 20
+	refused := make(chan *Error, n)
+	for i := range n {
+		go func() { refused <- a.Authorize(ctx, bearer("alice-token"), "team", fmt.Sprintf("box-%d", i)) }()
+	}
+	// Each review is held until every request has had time to join it.
+	release := func(what string, n *atomic.Int64, hold chan struct{}) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); n.Load() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s was sent", what)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+		close(hold)
+	}
+	release("TokenReview", &api.reviews, api.holdTokens)
+	release("SubjectAccessReview", &api.accesses, api.holdAccesses)
+	for range n {
+		if e := <-refused; e != nil {
+			t.Errorf("refused: %+v", e)
+		}
+	}
+	if api.reviews.Load() != 1 || api.accesses.Load() != 1 {
+		t.Errorf("%d requests at once: %d TokenReviews and %d SubjectAccessReviews, want 1 and 1", n, api.reviews.Load(), api.accesses.Load())
 	}
 }

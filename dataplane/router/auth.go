@@ -118,23 +118,16 @@ var errInvalidToken = &Error{Status: http.StatusUnauthorized, Reason: ReasonUnau
 func (a *TokenReview) authenticate(ctx context.Context, token, source string) (*authenticationv1.UserInfo, *Error) {
 	sum := sha256.Sum256([]byte(token)) // raw tokens are never kept
 	key := hex.EncodeToString(sum[:])
-	if v, again, ok := a.users.get(key); ok {
-		if user, ok := v.(*authenticationv1.UserInfo); ok {
-			if again {
-				go func() {
-					defer a.users.asked(key)
-					_, _ = a.reviewToken(context.WithoutCancel(ctx), token, key, source)
-				}()
-			}
-			return user, nil
-		}
-		return nil, errInvalidToken
-	}
-	v, e := a.users.once(key, func() (any, *Error) {
+	v, e := a.users.answer(key, func() (any, *Error) {
 		return a.reviewToken(context.WithoutCancel(ctx), token, key, source)
 	})
-	user, _ := v.(*authenticationv1.UserInfo)
-	return user, e
+	if e != nil {
+		return nil, e
+	}
+	if user, ok := v.(*authenticationv1.UserInfo); ok && user != nil {
+		return user, nil
+	}
+	return nil, errInvalidToken // a refusal kept for RefusalTTL
 }
 
 // reviewToken asks the API server who token (whose hash is key) is,
@@ -257,19 +250,11 @@ func (a *TokenReview) review(ctx context.Context, spec authorizationv1.SubjectAc
 	raw, _ := json.Marshal(spec) // the whole question is the key
 	sum := sha256.Sum256(raw)
 	key := prefix + hex.EncodeToString(sum[:])
-	if v, again, ok := a.grant.get(key); ok {
-		if again {
-			go func() {
-				defer a.grant.asked(key)
-				_, _ = a.askAccess(context.WithoutCancel(ctx), spec, key, allowedTTL, refusedTTL)
-			}()
-		}
-		return v.(bool), nil
-	}
-	v, e := a.grant.once(key, func() (any, *Error) {
+	v, e := a.grant.answer(key, func() (any, *Error) {
 		return a.askAccess(context.WithoutCancel(ctx), spec, key, allowedTTL, refusedTTL)
 	})
-	return v.(bool), e
+	allowed, _ := v.(bool)
+	return allowed, e
 }
 
 // askAccess sends the SubjectAccessReview spec within the budget and keeps

@@ -1,7 +1,6 @@
 package router
 
 import (
-	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -10,19 +9,17 @@ import (
 )
 
 // reviewCache keeps the answers of reviews for a TTL each (an LRU of
-// bounded size) and refreshes ahead: once a kept yes is in the last
-// quarter of its TTL, the next lookup is told to ask again in the
-// background while the kept answer still serves. A caller who keeps
-// sending requests then never waits for a review after its first, and a
-// right the API server withdraws still ends within the TTL: a background
-// answer of no removes the yes. Requests that find nothing kept for the
-// same question at the same time wait for one review (once): a burst of
-// first requests costs one review, not one each.
+// bounded size) and asks for them: callers asking the same question at
+// the same time wait for one review (a burst of first requests costs one
+// review, not one each), and a kept yes still in use in the last quarter
+// of its TTL is served while it is asked again in the background, once. A
+// caller who keeps sending requests then never waits for a review after
+// its first, and a right the API server withdraws still ends within the
+// TTL: the background answer of no removes the yes.
 type reviewCache struct {
-	lru      *utilcache.LRUExpireCache
-	clock    clock.PassiveClock
-	inflight sync.Map // keys being asked again
-	flight   singleflight.Group
+	lru    *utilcache.LRUExpireCache
+	clock  clock.PassiveClock
+	flight singleflight.Group
 }
 
 type keptAnswer struct {
@@ -44,36 +41,26 @@ func (c *reviewCache) add(key string, v any, ttl time.Duration, refresh bool) {
 // remove forgets key (a yes the API server no longer gives).
 func (c *reviewCache) remove(key string) { c.lru.Remove(key) }
 
-// get returns what is kept for key. again is true for one caller at a
-// time once a yes is in the last quarter of its TTL: that caller asks
-// again in the background and then calls asked(key).
-func (c *reviewCache) get(key string) (v any, again, ok bool) {
-	raw, ok := c.lru.Get(key)
-	if !ok {
-		return nil, false, false
-	}
-	k := raw.(keptAnswer)
-	if k.refresh && k.expires.Sub(c.clock.Now()) < k.ttl/4 {
-		_, busy := c.inflight.LoadOrStore(key, struct{}{})
-		again = !busy
-	}
-	return k.v, again, true
-}
-
-// asked ends a background ask that get started.
-func (c *reviewCache) asked(key string) { c.inflight.Delete(key) }
-
-// once runs ask for key; callers with the same key meanwhile wait for its
-// answer instead of sending a review of their own.
-func (c *reviewCache) once(key string, ask func() (any, *Error)) (any, *Error) {
+// answer returns what is kept for key, else what ask returns; ask keeps
+// its answer itself (add, remove). It must not depend on its caller's
+// cancellation: callers share it, and a refresh outlives its caller.
+func (c *reviewCache) answer(key string, ask func() (any, *Error)) (any, *Error) {
 	type answer struct {
 		v   any
 		err *Error
 	}
-	r, _, _ := c.flight.Do(key, func() (any, error) {
+	shared := func() (any, error) {
 		v, err := ask()
 		return answer{v, err}, nil
-	})
+	}
+	if raw, ok := c.lru.Get(key); ok {
+		k := raw.(keptAnswer)
+		if k.refresh && k.expires.Sub(c.clock.Now()) < k.ttl/4 {
+			c.flight.DoChan(key, shared) // asked once however many callers see it; nobody waits
+		}
+		return k.v, nil
+	}
+	r, _, _ := c.flight.Do(key, shared)
 	a := r.(answer)
 	return a.v, a.err
 }

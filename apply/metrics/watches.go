@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/sets"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 )
 
 // Watches counts the watches the controller's clients opened. client-go's
@@ -19,6 +21,13 @@ var Watches = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 var watchResourceLabel = newBoundedLabel(maxKinds)
 
+// requestInfo reads a request's Kubernetes verb and resource as the API
+// server does (a GET with watch=true or 1 is the verb watch).
+var requestInfo = &apirequest.RequestInfoFactory{
+	APIPrefixes:          sets.NewString("api", "apis"),
+	GrouplessAPIPrefixes: sets.NewString("api"),
+}
+
 // CountWatches wraps a Kubernetes client's transport (rest.Config.Wrap) so
 // that each watch request it sends is counted in Watches.
 func CountWatches(next http.RoundTripper) http.RoundTripper {
@@ -28,36 +37,15 @@ func CountWatches(next http.RoundTripper) http.RoundTripper {
 type watchCounter struct{ next http.RoundTripper }
 
 func (w watchCounter) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method == http.MethodGet && req.URL != nil {
-		if v := req.URL.Query().Get("watch"); v == "true" || v == "1" {
-			Watches.WithLabelValues(watchResourceLabel.value(WatchedResource(req.URL.Path))).Inc()
+	// Only a GET that names watch is parsed: the rest pass untouched.
+	if req.Method == http.MethodGet && req.URL != nil && strings.Contains(req.URL.RawQuery, "watch") {
+		if info, err := requestInfo.NewRequestInfo(req); err == nil && info.IsResourceRequest && info.Verb == "watch" {
+			resource := info.Resource
+			if info.APIGroup != "" {
+				resource += "." + info.APIGroup
+			}
+			Watches.WithLabelValues(watchResourceLabel.value(resource)).Inc()
 		}
 	}
 	return w.next.RoundTrip(req)
-}
-
-// WatchedResource names the resource a request path lists or watches, as
-// "pods" for the core group and "sandboxes.agents.x-k8s.io" for others;
-// Other for a path that is not a Kubernetes API path.
-func WatchedResource(path string) string {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	var group string
-	switch {
-	case len(parts) >= 3 && parts[0] == "api":
-		parts = parts[2:] // api/v1/...
-	case len(parts) >= 4 && parts[0] == "apis":
-		group, parts = parts[1], parts[3:] // apis/<group>/<version>/...
-	default:
-		return Other
-	}
-	if len(parts) >= 3 && parts[0] == "namespaces" {
-		parts = parts[2:] // namespaces/<ns>/<resource>
-	}
-	if len(parts) == 0 || parts[0] == "" {
-		return Other
-	}
-	if group == "" {
-		return parts[0]
-	}
-	return parts[0] + "." + group
 }

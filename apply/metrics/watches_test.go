@@ -8,24 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-func TestWatchedResource(t *testing.T) {
-	for path, want := range map[string]string{
-		"/api/v1/pods":                                              "pods",
-		"/api/v1/namespaces/team-a/pods":                            "pods",
-		"/api/v1/namespaces":                                        "namespaces",
-		"/apis/agents.x-k8s.io/v1beta1/sandboxes":                   "sandboxes.agents.x-k8s.io",
-		"/apis/agents.x-k8s.io/v1beta1/namespaces/team-a/sandboxes": "sandboxes.agents.x-k8s.io",
-		"/apis/node.k8s.io/v1/runtimeclasses":                       "runtimeclasses.node.k8s.io",
-		"/healthz":                                                  Other,
-		"/apis/agents.x-k8s.io/v1beta1":                             Other,
-		"/":                                                         Other,
-	} {
-		if got := WatchedResource(path); got != want {
-			t.Errorf("WatchedResource(%q) = %q, want %q", path, got, want)
-		}
-	}
-}
-
 // TestCountWatches checks that watches are counted and reads, lists and
 // writes are not, and that every request still reaches the next transport.
 func TestCountWatches(t *testing.T) {
@@ -33,16 +15,20 @@ func TestCountWatches(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
 	defer srv.Close()
 	client := &http.Client{Transport: CountWatches(http.DefaultTransport)}
-	pods := Watches.WithLabelValues("pods")
-	before := testutil.ToFloat64(pods)
-	for _, r := range []struct{ method, path string }{
+	pods, sandboxes := Watches.WithLabelValues("pods"), Watches.WithLabelValues("sandboxes.agents.x-k8s.io")
+	before, beforeSandboxes := testutil.ToFloat64(pods), testutil.ToFloat64(sandboxes)
+	requests := []struct{ method, path string }{
 		{http.MethodGet, "/api/v1/namespaces/a/pods?watch=true&resourceVersion=5"},
 		{http.MethodGet, "/api/v1/pods?watch=1"},
+		{http.MethodGet, "/apis/agents.x-k8s.io/v1beta1/namespaces/a/sandboxes?watch=true"},
 		{http.MethodGet, "/api/v1/pods?watch=false"},
 		{http.MethodGet, "/api/v1/namespaces/a/pods"},
 		{http.MethodGet, "/api/v1/namespaces/a/pods/p"},
+		{http.MethodGet, "/api/v1/namespaces/a/pods/watch?labelSelector=x"},
+		{http.MethodGet, "/healthz?watch=true"},
 		{http.MethodPatch, "/api/v1/namespaces/a/pods/p?watch=true"},
-	} {
+	}
+	for _, r := range requests {
 		req, err := http.NewRequest(r.method, srv.URL+r.path, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -56,7 +42,10 @@ func TestCountWatches(t *testing.T) {
 	if got := testutil.ToFloat64(pods) - before; got != 2 {
 		t.Errorf("watches of pods counted: %v, want 2", got)
 	}
-	if served != 6 {
-		t.Errorf("requests served: %d, want 6", served)
+	if got := testutil.ToFloat64(sandboxes) - beforeSandboxes; got != 1 {
+		t.Errorf("watches of sandboxes counted: %v, want 1", got)
+	}
+	if served != len(requests) {
+		t.Errorf("requests served: %d, want %d", served, len(requests))
 	}
 }

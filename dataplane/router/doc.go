@@ -12,7 +12,8 @@
 //     in use is asked again ahead of its TTL's end); reviews have a
 //     budget (ReviewBudget), so made-up tokens cannot starve real callers. TrustPortForward trusts only the router Pod's own loopback.
 //   - A request reaches a Pod only if the watch cache shows it controlled by
-//     the named Sandbox (and the X-Sandbox-UID, when sent), Ready, and the
+//     the named Sandbox (and the X-Sandbox-UID, when sent; and by the claim
+//     X-Sandbox-Claim-UID names, when sent), Ready, and the
 //     Sandbox standalone or claimed, never an unclaimed warm member.
 //     Addresses are checked, never trusted: X-Sandbox-Pod-IP must be the
 //     Pod's, and the DNS fallback dials the address it checked. A request
@@ -26,6 +27,10 @@
 //   - A request whose connection failed before the sandbox got it is sent
 //     again (UpstreamRetries); answers the router made without the request
 //     reaching the sandbox say so (HeaderNotForwarded).
+//   - A proxied answer names the Sandbox routed to (X-Sandbox-UID; the
+//     sandbox's own value is replaced), and /healthz the checks made beyond
+//     upstream's (X-Sandbox-Router-Checks), so that a client relies only on
+//     checks its router, not a sandbox, says it makes.
 //   - Authorization and a client's X-Sandbox-Runtime-Token never reach the
 //     sandbox; a router on a developer's machine runs behind LocalGuard.
 //   - Its only writes: spec.operatingMode Running on an opted-in Suspended

@@ -148,6 +148,7 @@ const deadlineGrace = 5 * time.Second
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/healthz" {
+		w.Header().Set(HeaderChecks, CheckClaimUID)
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		return
 	}
@@ -307,6 +308,13 @@ func (h *Handler) proxy(w *recorder, r *http.Request, t Target, ep Endpoint, req
 			}
 			if resp.Header.Get(HeaderRequestID) == "" {
 				resp.Header.Set(HeaderRequestID, reqID)
+			}
+			// Which Sandbox answered, as the router checked it: a
+			// client that named it by claim pins its next requests
+			// to it. Never what the sandbox itself says.
+			resp.Header.Del(HeaderUID)
+			if ep.SandboxUID != "" {
+				resp.Header.Set(HeaderUID, string(ep.SandboxUID))
 			}
 			return nil
 		},

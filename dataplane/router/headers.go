@@ -23,6 +23,10 @@ const (
 	// HeaderUID, when set, must be the Sandbox's UID (so a request meant for
 	// a Sandbox that was deleted and made again under the same name fails).
 	HeaderUID = "X-Sandbox-UID"
+	// HeaderClaimUID, when set, must be the UID of the SandboxClaim that
+	// controls the Sandbox (so a client that knows its claim, not yet its
+	// Sandbox, reaches only the claim's own). Not in upstream's router.
+	HeaderClaimUID = "X-Sandbox-Claim-UID"
 	// HeaderPodIP, when set, must be one of the Pod's IPs (the router never
 	// dials an address the cluster does not give the Sandbox's Pod, unless
 	// the DNS fallback is on and the Sandbox is unknown).
@@ -45,6 +49,17 @@ const (
 	// every proxied request when configured and never passes on a value a
 	// client sent.
 	HeaderRuntimeToken = "X-Sandbox-Runtime-Token"
+)
+
+// Response headers the router adds; not in upstream's router.
+const (
+	// HeaderChecks, on /healthz, lists the request checks this router
+	// makes beyond upstream's (comma-separated; CheckClaimUID): a client
+	// learns from its router, which a sandbox cannot answer for, that it
+	// may rely on them.
+	HeaderChecks = "X-Sandbox-Router-Checks"
+	// CheckClaimUID: HeaderClaimUID is checked on every request.
+	CheckClaimUID = "claim-uid"
 )
 
 // Defaults of upstream's router.
@@ -72,8 +87,9 @@ type Target struct {
 	Timeout time.Duration
 	// ClaimUID, when set, must be the UID of the SandboxClaim controlling
 	// the Sandbox (group, kind and UID): a front door that found the
-	// Sandbox through a claim never reaches one the claim does not own.
-	// Never read from headers.
+	// Sandbox through a claim, or a client that sent X-Sandbox-Claim-UID,
+	// never reaches one the claim does not own. It only ever narrows what
+	// a request reaches.
 	ClaimUID types.UID
 	// ResumeOnConnect makes the Sandbox resume on connect as if it had
 	// opted in by annotation: set by a front door whose own record of the
@@ -121,6 +137,12 @@ func ParseTarget(h http.Header, l Limits) (Target, *Error) {
 			return t, badRequest("Invalid sandbox UID format.")
 		}
 		t.UID = types.UID(raw)
+	}
+	if raw := h.Get(HeaderClaimUID); raw != "" {
+		if !validUID(raw) {
+			return t, badRequest("Invalid claim UID format.")
+		}
+		t.ClaimUID = types.UID(raw)
 	}
 	if raw := h.Get(HeaderPodIP); raw != "" {
 		ip, err := netip.ParseAddr(raw)

@@ -214,8 +214,8 @@ type CacheResolver struct {
 	// and every address it resolves to must pass AllowedAddress; the
 	// request is sent to the address checked, never to the name again (so
 	// a second answer, DNS rebinding, cannot swap it). A request pinned to
-	// a UID (X-Sandbox-UID) always gets 404: what DNS reaches cannot be
-	// checked.
+	// a UID (X-Sandbox-UID) or to a claim (X-Sandbox-Claim-UID, or a front
+	// door's claim) always gets 404: what DNS reaches cannot be checked.
 	DNSFallback   bool
 	ClusterDomain string
 	// DNS resolves the fallback's names; nil is net.DefaultResolver.
@@ -237,7 +237,7 @@ func (r *CacheResolver) Resolve(ctx context.Context, t Target) (Endpoint, error)
 	sb := &sandboxv1beta1.Sandbox{}
 	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.ID}, sb)
 	switch {
-	case apierrors.IsNotFound(err) && r.DNSFallback && t.UID == "":
+	case apierrors.IsNotFound(err) && r.DNSFallback && t.UID == "" && t.ClaimUID == "":
 		ep := Endpoint{Namespace: t.Namespace, Sandbox: t.ID, Port: t.Port, IP: t.PodIP, Source: SourcePodIP}
 		if t.PodIP.IsValid() {
 			return ep, nil

@@ -1,0 +1,90 @@
+package router
+
+import (
+	"context"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// TestClaimUIDHeader plays a tenant whose client names its Sandbox by the
+// claim it holds (X-Sandbox-Claim-UID): the router routes only to the
+// Sandbox that claim controls, tells the client which Sandbox answered
+// (X-Sandbox-UID, never what the sandbox itself wrote there), and says on
+// /healthz that it makes the check. A claim UID of another claim reaches
+// nothing, and a malformed one is refused before any lookup.
+func TestClaimUIDHeader(t *testing.T) {
+	var reached atomic.Int64
+	port := backendPort(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		reached.Add(1)
+		w.Header().Set(HeaderUID, "forged-by-the-sandbox")
+		_, _ = w.Write([]byte("ok"))
+	}))
+	sb := testSandbox("box", "SandboxClaim") // controlled by claim UID owner-uid
+	pod := testPod(sb, "box", "127.0.0.1")
+	r := newTestRouter(t, func(o *Options) {
+		o.Resolver = ResolverFunc(func(_ context.Context, target Target) (Endpoint, error) {
+			ep, e := Route(sb, pod, target)
+			if e != nil {
+				return ep, e
+			}
+			return ep, nil
+		})
+	})
+	p, _ := strconv.Atoi(port)
+	headers := func(claimUID string) map[string]string {
+		return map[string]string{HeaderSandboxID: "box", HeaderNamespace: "team", HeaderPort: strconv.Itoa(p), HeaderClaimUID: claimUID}
+	}
+
+	resp, body := do(t, r, http.MethodGet, "/", headers("owner-uid"), nil)
+	if resp.StatusCode != http.StatusOK || body != "ok" {
+		t.Fatalf("the claim's own Sandbox: %d %q", resp.StatusCode, body)
+	}
+	if got := resp.Header.Get(HeaderUID); got != string(sb.UID) {
+		t.Errorf("X-Sandbox-UID of the answer = %q, want the routed Sandbox's %q (not the sandbox's own header)", got, sb.UID)
+	}
+
+	resp, body = do(t, r, http.MethodGet, "/", headers("other-claims-uid"), nil)
+	if resp.StatusCode != http.StatusNotFound || resp.Header.Get(HeaderNotForwarded) != "true" || !strings.Contains(body, "not the sandbox of claim") {
+		t.Errorf("another claim's UID: %d %q (not forwarded %q), want 404 made by the router", resp.StatusCode, body, resp.Header.Get(HeaderNotForwarded))
+	}
+	if resp.Header.Get(HeaderUID) != "" {
+		t.Errorf("a refusal names a Sandbox UID: %q", resp.Header.Get(HeaderUID))
+	}
+	resp, body = do(t, r, http.MethodGet, "/", headers("not a uid!"), nil)
+	if resp.StatusCode != http.StatusBadRequest || body != `{"detail":"Invalid claim UID format."}` {
+		t.Errorf("a malformed claim UID: %d %q", resp.StatusCode, body)
+	}
+	if n := reached.Load(); n != 1 {
+		t.Errorf("the sandbox got %d requests, want only the claim's own one", n)
+	}
+
+	resp, _ = do(t, r, http.MethodGet, "/healthz", nil, nil)
+	if got := resp.Header.Get(HeaderChecks); got != CheckClaimUID {
+		t.Errorf("/healthz %s = %q, want %q", HeaderChecks, got, CheckClaimUID)
+	}
+}
+
+// TestClaimUIDNeverTakesTheDNSFallback: a request naming a claim, for a
+// Sandbox the cache does not hold, is never sent to the name in DNS,
+// which nothing checks against the claim (nor is one pinned to a UID).
+func TestClaimUIDNeverTakesTheDNSFallback(t *testing.T) {
+	dns := startDNS(t, map[string][]netip.Addr{"box.team.svc.cluster.local": {netip.MustParseAddr("10.1.2.3")}})
+	r := &CacheResolver{Reader: testReader(t), DNSFallback: true, ClusterDomain: "cluster.local", DNS: dns.Resolver()}
+	ctx := context.Background()
+	if ep, err := r.Resolve(ctx, Target{ID: "box", Namespace: "team", Port: 8888}); err != nil || ep.Source != SourceDNS {
+		t.Fatalf("without a claim the fallback is used: %+v, %v", ep, err)
+	}
+	for _, target := range []Target{
+		{ID: "box", Namespace: "team", Port: 8888, ClaimUID: "claim-uid"},
+		{ID: "box", Namespace: "team", Port: 8888, UID: "sandbox-uid"},
+	} {
+		ep, err := r.Resolve(ctx, target)
+		if err == nil || AsError(err).Status != http.StatusNotFound {
+			t.Errorf("%+v: %+v, %v, want 404 without the fallback", target, ep, err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,11 @@ type Client struct {
 	extensions *rest.RESTClient // extensions.agents.x-k8s.io/v1beta1
 	core       *rest.RESTClient // v1, for pods/portforward
 	opts       []Option
+
+	// probes are the routers' answers on the checks they make, by URL
+	// (routerChecks).
+	probesMu sync.Mutex
+	probes   map[string]*routerProbe
 }
 
 var codecs = func() serializer.CodecFactory {
@@ -152,12 +158,13 @@ func (c *Client) Create(ctx context.Context, namespace, warmPool string, opts ..
 	}
 	wctx, cancel := o.readyContext(ctx)
 	defer cancel()
+	probe := c.routerChecks(&o)
 	created, early, err := c.createClaim(wctx, claim)
 	if err != nil {
 		return nil, fmt.Errorf("creating a claim on warm pool %s/%s: %w", namespace, warmPool, err)
 	}
 	o.seenReady = true
-	sb, err := c.openClaim(wctx, &o, created, early)
+	sb, err := c.openClaim(wctx, &o, created, early, probe)
 	if err != nil {
 		// The claim is ours and useless: remove it even though ctx may be over.
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -208,10 +215,11 @@ func (c *Client) Open(ctx context.Context, namespace, name string, opts ...Optio
 	o := c.options(opts)
 	ctx, cancel := o.readyContext(ctx)
 	defer cancel()
+	probe := c.routerChecks(&o)
 	claim := &extv1beta1.SandboxClaim{}
 	err := c.extensions.Get().Namespace(namespace).Resource("sandboxclaims").Name(name).Do(ctx).Into(claim)
 	if err == nil {
-		return c.openClaim(ctx, &o, claim, nil)
+		return c.openClaim(ctx, &o, claim, nil, probe)
 	}
 	if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("getting claim %s/%s: %w", namespace, name, waitError(ctx, err))
@@ -232,13 +240,18 @@ func (c *Client) Open(ctx context.Context, namespace, name string, opts ...Optio
 }
 
 // openClaim waits for claim to be bound (early is a watch on its name
-// opened before it was created, or nil) and opens its Sandbox.
-func (c *Client) openClaim(ctx context.Context, o *options, claim *extv1beta1.SandboxClaim, early *earlyWatch) (*Sandbox, error) {
+// opened before it was created, or nil) and opens its Sandbox: by claim
+// when probe says the router checks claims (openByClaim), else read and
+// checked here.
+func (c *Client) openClaim(ctx context.Context, o *options, claim *extv1beta1.SandboxClaim, early *earlyWatch, probe *routerProbe) (*Sandbox, error) {
 	wctx, span := tracer().Start(ctx, "sandbox.wait_bound")
 	bound, err := c.waitForClaim(wctx, claim, early)
 	endSpan(span, nil, err)
 	if err != nil {
 		return nil, err
+	}
+	if s, ok, err := c.openByClaim(ctx, o, bound, probe); ok {
+		return s, err
 	}
 	sb := &sandboxv1beta1.Sandbox{}
 	name := bound.Status.Sandbox.Name

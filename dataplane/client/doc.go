@@ -18,6 +18,12 @@
 //     calls get ErrNotFound, never a namesake. Waiting for a claim or a
 //     Sandbox heeds that object only, by UID: another of its name (one being
 //     deleted, or another tenant's made first) is never taken for it.
+//     Through a router that says on /healthz that it checks claim UIDs
+//     (ours), a Ready claim's Sandbox is not read: each request names the
+//     claim (HeaderSandboxClaimUID) for the router to check, and the
+//     handle pins itself to the Sandbox UID the router's answer names. A
+//     check is relied on only when the router, not a sandbox, says it
+//     makes it.
 //   - Only idempotent calls are retried (Read, List, Exists, the health
 //     check); Run and Write reach the runtime at most once: Run is sent
 //     again only when a router answered that it never reached the sandbox

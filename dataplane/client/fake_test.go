@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // fakeRuntime speaks upstream's legacy runtime protocol (DATAPLANE.md) over
@@ -160,18 +162,42 @@ func (f *fakeRuntime) serveFile(w http.ResponseWriter, op, asked, rel string) {
 }
 
 // fakeRouter checks upstream's routing headers on every request and passes
-// it to the runtime.
+// it to the runtime; it answers /healthz itself. With checks set (before
+// the first request), it is one of ours: /healthz says it checks claim
+// UIDs, a request naming another claim than claimUID gets 404, and its
+// answers carry sandboxUID.
 type fakeRouter struct {
-	mu      sync.Mutex
-	headers []http.Header
+	mu                   sync.Mutex
+	headers              []http.Header
+	probes               int
+	checks               bool
+	claimUID, sandboxUID types.UID
 }
 
 func newFakeRouter(t *testing.T, runtime http.Handler) (*fakeRouter, *httptest.Server) {
 	rt := &fakeRouter{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt.mu.Lock()
+		checks := rt.checks
+		if r.URL.Path == "/healthz" {
+			rt.probes++
+			rt.mu.Unlock()
+			if checks {
+				w.Header().Set(HeaderRouterChecks, "claim-uid")
+			}
+			writeJSON(w, 200, map[string]string{"status": "ok"})
+			return
+		}
 		rt.headers = append(rt.headers, r.Header.Clone())
 		rt.mu.Unlock()
+		if checks {
+			if c := r.Header.Get(HeaderSandboxClaimUID); c != "" && c != string(rt.claimUID) {
+				w.Header().Set(HeaderNotForwarded, "true")
+				writeJSON(w, 404, map[string]string{"detail": "Sandbox is not the sandbox of claim UID " + c + "."})
+				return
+			}
+			w.Header().Set(HeaderSandboxUID, string(rt.sandboxUID))
+		}
 		if r.Header.Get(HeaderSandboxID) == "" {
 			writeJSON(w, 400, map[string]string{"detail": "missing X-Sandbox-ID header"})
 			return

@@ -32,6 +32,9 @@ type Sandbox struct {
 	ownsClaim                           bool // made by Create: Close deletes the claim
 
 	uid types.UID
+	// claimUID, set when the Sandbox was opened by claim (openByClaim),
+	// is sent on every request for the router to check.
+	claimUID types.UID
 
 	conn   *conn
 	mu     sync.Mutex
@@ -84,7 +87,7 @@ const MaxResultSize = 16 << 20
 // answers (GET /, retried like every idempotent call).
 func (s *Sandbox) connect(ctx context.Context, o *options) error {
 	c := &conn{
-		namespace: s.namespace, name: s.name, uid: s.uid, port: o.port, token: o.token,
+		namespace: s.namespace, name: s.name, uid: newPin(s.uid), claimUID: s.claimUID, port: o.port, token: o.token,
 		attempts: o.attempts, backoff: o.backoff, maxBackoff: o.maxBackoff, close: func() {},
 	}
 	hc := o.httpClient

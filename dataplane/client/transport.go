@@ -48,7 +48,8 @@ type conn struct {
 	token      string
 	namespace  string
 	name       string
-	uid        types.UID // the Sandbox's, sent to a router when known
+	uid        *uidPin   // the Sandbox's, sent to a router when known
+	claimUID   types.UID // the claim's, sent to a router that checks it
 	port       int
 	attempts   int
 	backoff    time.Duration
@@ -123,6 +124,10 @@ func (c *conn) do(ctx context.Context, r request) (resp *http.Response, err erro
 			}
 		}
 		resp, err := c.send(ctx, r, id)
+		if err == nil && c.claimUID != "" {
+			// Opened by claim: the router names the Sandbox it checked.
+			c.uid.learn(resp.Header.Get(HeaderSandboxUID))
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctxError(ctx, err)
@@ -168,8 +173,11 @@ func (c *conn) send(ctx context.Context, r request, id string) (*http.Response, 
 		req.Header.Set(HeaderSandboxID, c.name)
 		req.Header.Set(HeaderSandboxNamespace, c.namespace)
 		req.Header.Set(HeaderSandboxPort, strconv.Itoa(c.port))
-		if c.uid != "" {
-			req.Header.Set(HeaderSandboxUID, string(c.uid))
+		if uid := c.uid.get(); uid != "" {
+			req.Header.Set(HeaderSandboxUID, string(uid))
+		}
+		if c.claimUID != "" {
+			req.Header.Set(HeaderSandboxClaimUID, string(c.claimUID))
 		}
 		if d, ok := ctx.Deadline(); ok {
 			req.Header.Set(HeaderSandboxTimeout, strconv.FormatFloat(max(time.Until(d).Seconds(), 0.001), 'f', 3, 64))

@@ -68,6 +68,8 @@ type Dataplane struct {
 	// SDK calls against sandbox-runtime processes on 127.0.0.1, no
 	// Kubernetes), "direct" and "router". Ratios are to "floor".
 	Commands map[string]Commands `json:"commands"`
+	// BurstRouter is the router's bursts over rounds, with their median.
+	BurstRouter *BurstRounds `json:"burst_router_rounds,omitempty"`
 }
 
 // Latency summarises claim latencies of one phase.
@@ -145,9 +147,11 @@ type Commands struct {
 // BENCH_DP_BUSY_PACE_MS on a busy one (200, "busy": the floor's own claims
 // and refills keep most of a 2-core machine's CPU busy; 0 skips it),
 // BENCH_DP_BURST the claims at once (50, the issue's figure, at most the
-// pool; 100 is the whole pool, a harder case), BENCH_DP_CLIENTS and
-// BENCH_DP_SANDBOXES the throughput load (8 on 4), BENCH_DP_SECONDS its
-// length (10), BENCH_DATAPLANE_OUT a file for the JSON.
+// pool; 100 is the whole pool, a harder case), BENCH_DP_BURSTS the
+// rounds of bursts, floor and router (3; see BurstRounds),
+// BENCH_DP_CLIENTS and BENCH_DP_SANDBOXES the throughput load (8 on 4),
+// BENCH_DP_SECONDS its length (10), BENCH_DATAPLANE_OUT a file for the
+// JSON.
 func TestBenchDataplane(t *testing.T) {
 	if os.Getenv("AGENT_SANDBOX_BENCH") != "1" {
 		t.Skip("benchmarks run with `make bench` (AGENT_SANDBOX_BENCH=1)")
@@ -243,6 +247,13 @@ func TestBenchDataplane(t *testing.T) {
 		phase(p.name+"_direct", p.n, p.every, false, direct)
 		phase(p.name+"_router", p.n, p.every, false, viaRouter)
 	}
+	bursts := burstRounds(t, func(key string, floor bool) {
+		sc := viaRouter
+		if floor {
+			sc = nil
+		}
+		phase(key, burst, 0, floor, sc)
+	})
 
 	// Throughput: the floor first, then the same load on claimed sandboxes.
 	waitPool(t, watched, ns, pool)
@@ -281,6 +292,7 @@ func TestBenchDataplane(t *testing.T) {
 		l.RatioP50ToFirstCommandFloor, l.RatioP99ToFirstCommandFloor = round2(l.P50Ms/floor.P50Ms), round2(l.P99Ms/floor.P99Ms)
 		res.FirstCommand[key] = l
 	}
+	res.BurstRouter = summarizeBursts(&res, bursts)
 	for _, sb := range append(routed, owned...) {
 		if err := sb.Close(ctx); err != nil {
 			t.Error(err)

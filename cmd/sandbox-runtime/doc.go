@@ -9,7 +9,9 @@
 //
 // It is flags, environment and wiring only: the protocols, the command
 // execution and the path confinement live in dataplane/runtime,
-// dataplane/sandboxd and dataplane/envd. It reads upstream's SANDBOX_BASE_DIR and
+// dataplane/sandboxd and dataplane/envd. As it starts it sends its own
+// legacy server a health check and one command over loopback (--warm-up),
+// so a client's first request finds the code paths warm. It reads upstream's SANDBOX_BASE_DIR and
 // SANDBOX_EXEC_TIMEOUT_SECONDS and ours (SANDBOX_MAX_OUTPUT_BYTES,
 // SANDBOX_MAX_UPLOAD_BYTES, SANDBOX_LISTEN_ADDRESS, SANDBOX_ENVD_ADDRESS,
 // SANDBOX_ALLOWED_HOSTS);

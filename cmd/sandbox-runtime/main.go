@@ -46,6 +46,7 @@ type options struct {
 	idleTimeout       time.Duration
 	shutdownTimeout   time.Duration
 	showVersion       bool
+	warmUp            bool
 	authTokenFile     string
 	allowedHosts      string
 	otlpEndpoint      string
@@ -96,6 +97,9 @@ func (o *options) bind(fs *flag.FlagSet, getenv func(string) string) {
 			"($SANDBOX_ALLOWED_HOSTS; legacy protocol and sandboxd REST); for a runtime listening on a developer's machine (the local cluster sets it), against DNS rebinding. "+
 			"Empty: any Host (a Pod is reached by its IP or a Service name).")
 	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", tracing.FlagUsage)
+	fs.BoolVar(&o.warmUp, "warm-up", true,
+		"At start, send the legacy server a health check and one command (this binary with -version) over loopback, "+
+			"so that a client's first request finds its code paths warm.")
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 }
 
@@ -299,6 +303,9 @@ func serve(ctx context.Context, o options, l listeners, logger *slog.Logger) err
 		servers = append(servers, srv)
 		go func() { served <- srv.Serve(l.legacy) }()
 		running++
+		if o.warmUp {
+			go warmUp(baseCtx, l.legacy.Addr(), o.token, logger)
+		}
 		logger.Info("serving the legacy protocol", "address", l.legacy.Addr().String())
 	}
 	if l.rest != nil {

@@ -35,7 +35,7 @@ func TestOpenByClaimThroughACheckingRouter(t *testing.T) {
 	ctx := ctxFor(t)
 	for i := range 2 {
 		o := c.options(nil)
-		sb, err := c.openClaim(ctx, &o, boundClaim(f.name, "claim-uid", true), nil, c.routerChecks(&o))
+		sb, err := c.openClaim(ctx, &o, boundClaim(f.name, "claim-uid", true), c.routerChecks(&o))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func TestOpenByClaimThroughACheckingRouter(t *testing.T) {
 	// router refuses every request, and none reaches that sandbox.
 	o := c.options(nil)
 	before := f.executes()
-	sb, err := c.openClaim(ctx, &o, boundClaim(f.name, "someone-elses-claim", true), nil, c.routerChecks(&o))
+	sb, err := c.openClaim(ctx, &o, boundClaim(f.name, "someone-elses-claim", true), c.routerChecks(&o))
 	if err == nil {
 		_, err = sb.Run(ctx, "echo stolen")
 		_ = sb.Close(ctx)
@@ -111,7 +111,7 @@ func TestOpenByClaimNeedsTheRoutersWord(t *testing.T) {
 		c.probesMu.Unlock()
 		claim := boundClaim(f.name, "claim-uid", tc.ready)
 		o := c.options(nil)
-		_, err := c.openClaim(ctx, &o, claim, nil, c.routerChecks(&o))
+		_, err := c.openClaim(ctx, &o, claim, c.routerChecks(&o))
 		// The fake Sandbox has no claim as owner: the SDK's own check
 		// refuses it, which shows it read and checked it.
 		if !errors.Is(err, ErrNotFound) {

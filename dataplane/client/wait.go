@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -19,16 +20,15 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
-// waitForClaim watches the claim until status.sandbox.name is set, with
-// early as its first watch when there is one.
-func (c *Client) waitForClaim(ctx context.Context, claim *extv1beta1.SandboxClaim, early *earlyWatch) (*extv1beta1.SandboxClaim, error) {
+// waitForClaim watches the claim until status.sandbox.name is set.
+func (c *Client) waitForClaim(ctx context.Context, claim *extv1beta1.SandboxClaim) (*extv1beta1.SandboxClaim, error) {
 	last := claim
-	obj, err := waitFor(ctx, c.extensions, "sandboxclaims", claim, early.take(), func(o runtime.Object) bool {
+	obj, err := waitFor(ctx, c.extensions, "sandboxclaims", claim, nil, func(o runtime.Object) bool {
 		cl, ok := o.(*extv1beta1.SandboxClaim)
 		if ok {
 			last = cl
 		}
-		return ok && cl.Status.Sandbox.Name != ""
+		return ok && claimBound(cl)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim %s/%s: no sandbox bound (%s): %w", claim.Namespace, claim.Name,
@@ -36,6 +36,9 @@ func (c *Client) waitForClaim(ctx context.Context, claim *extv1beta1.SandboxClai
 	}
 	return obj.(*extv1beta1.SandboxClaim), nil
 }
+
+// claimBound says a claim names its Sandbox.
+func claimBound(c *extv1beta1.SandboxClaim) bool { return c.Status.Sandbox.Name != "" }
 
 // waitForSandbox watches the Sandbox until it is Ready for its current
 // spec (readyNow).
@@ -195,4 +198,15 @@ func waitError(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %w", ErrTimeout, err)
 	}
 	return err
+}
+
+// watchByName watches the object name in namespace from resourceVersion
+// rv, by a metadata.name field selector (what RBAC lets a caller with
+// watch on that one name do).
+func watchByName(ctx context.Context, rc *rest.RESTClient, resource, namespace, name, rv string) (watch.Interface, error) {
+	return rc.Get().Namespace(namespace).Resource(resource).VersionedParams(&metav1.ListOptions{
+		FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
+		ResourceVersion: rv,
+		Watch:           true,
+	}, metav1.ParameterCodec).Watch(ctx)
 }

@@ -11,6 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
@@ -81,12 +82,6 @@ func (a *claimsAPI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (a *claimsAPI) open(name string) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.watched[name]
-}
-
 func suffixes(t *testing.T, s ...string) {
 	old := claimSuffix
 	t.Cleanup(func() { claimSuffix = old })
@@ -104,46 +99,40 @@ func newClaim() *extv1beta1.SandboxClaim {
 	return &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{GenerateName: ClaimGenerateName, Namespace: "team-a"}}
 }
 
-// TestCreateClaimWatchesItsName: the claim's watch is opened with its
-// create, under the name the client made; a name taken already (another
-// tenant's claim, say) is made again, and its watch ends.
-func TestCreateClaimWatchesItsName(t *testing.T) {
+// TestCreateClaimMakesItsName: the claim is created under the name the
+// client made, with no watch opened on it before or with the create (the
+// wait opens its own, from the created version); a name taken already
+// (another tenant's claim, say) is made again.
+func TestCreateClaimMakesItsName(t *testing.T) {
 	a, c := newClaimsAPI(t, "sandbox-claim-taken")
 	suffixes(t, "taken", "fresh")
-	created, early, err := c.createClaim(ctxFor(t), newClaim())
+	created, err := c.createClaim(ctxFor(t), newClaim())
 	if err != nil {
 		t.Fatalf("createClaim: %v", err)
 	}
 	if created.Name != "sandbox-claim-fresh" || created.GenerateName != ClaimGenerateName || created.UID != "uid-sandbox-claim-fresh" {
 		t.Errorf("created %s (generateName %q, uid %s)", created.Name, created.GenerateName, created.UID)
 	}
-	w := early.take()
-	if w == nil {
-		t.Fatal("no watch open on the claim's name")
+	a.mu.Lock()
+	opened := append([]string(nil), a.opened...)
+	a.mu.Unlock()
+	if len(opened) != 0 {
+		t.Errorf("watches opened with the create: %v, want none", opened)
 	}
-	eventually(t, "the taken name's watch to end", func() bool { return a.open("sandbox-claim-taken") == 0 })
-	if n := a.open("sandbox-claim-fresh"); n != 1 {
-		t.Errorf("%d watches open on the claim's name, want 1", n)
-	}
-	w.Stop()
-	eventually(t, "the claim's watch to end", func() bool { return a.open("sandbox-claim-fresh") == 0 })
 
 	// Names taken every time: the conflict is the answer, after a few.
 	a2, c2 := newClaimsAPI(t, "sandbox-claim-a", "sandbox-claim-b", "sandbox-claim-c")
 	suffixes(t, "a", "b", "c", "d")
-	if _, _, err := c2.createClaim(ctxFor(t), newClaim()); !apierrors.IsAlreadyExists(err) {
+	if _, err := c2.createClaim(ctxFor(t), newClaim()); !apierrors.IsAlreadyExists(err) {
 		t.Errorf("every name taken: %v, want AlreadyExists", err)
 	}
 	if len(a2.posted) != claimNameAttempts {
 		t.Errorf("posted %v, want %d attempts", a2.posted, claimNameAttempts)
 	}
-	eventually(t, "every watch to end", func() bool {
-		return a2.open("sandbox-claim-a")+a2.open("sandbox-claim-b")+a2.open("sandbox-claim-c") == 0
-	})
 }
 
 // TestWaitHeedsOnlyItsClaim plays a tenant who made a claim of the same
-// name first (or one being deleted): the early watch sees it, bound to
+// name first (or one being deleted): the claim's watch sees it, bound to
 // the tenant's Sandbox, and its deletion; the wait takes neither, only
 // the claim the create returned.
 func TestWaitHeedsOnlyItsClaim(t *testing.T) {
@@ -153,30 +142,30 @@ func TestWaitHeedsOnlyItsClaim(t *testing.T) {
 	theirs := ours.DeepCopy()
 	theirs.UID, theirs.ResourceVersion = "theirs", "9"
 	theirs.Status.Sandbox.Name = "their-sandbox"
+	bound := func(o runtime.Object) bool {
+		cl, ok := o.(*extv1beta1.SandboxClaim)
+		return ok && claimBound(cl)
+	}
 
 	fw := watch.NewFakeWithChanSize(4, false)
 	fw.Add(theirs)
 	fw.Delete(theirs)
-	bound := ours.DeepCopy()
-	bound.ResourceVersion = "11"
-	bound.Status.Sandbox.Name = "our-sandbox"
-	fw.Modify(bound)
-	early := &earlyWatch{opened: make(chan struct{}), w: fw}
-	close(early.opened)
-	got, err := c.waitForClaim(ctxFor(t), ours, early)
+	ourBound := ours.DeepCopy()
+	ourBound.ResourceVersion = "11"
+	ourBound.Status.Sandbox.Name = "our-sandbox"
+	fw.Modify(ourBound)
+	got, err := waitFor(ctxFor(t), c.extensions, "sandboxclaims", ours, fw, bound)
 	if err != nil {
-		t.Fatalf("waitForClaim: %v", err)
+		t.Fatalf("waitFor: %v", err)
 	}
-	if got.UID != "ours" || got.Status.Sandbox.Name != "our-sandbox" {
-		t.Errorf("waited for claim %s bound to %q, want ours bound to our-sandbox", got.UID, got.Status.Sandbox.Name)
+	if cl := got.(*extv1beta1.SandboxClaim); cl.UID != "ours" || cl.Status.Sandbox.Name != "our-sandbox" {
+		t.Errorf("waited for claim %s bound to %q, want ours bound to our-sandbox", cl.UID, cl.Status.Sandbox.Name)
 	}
 
 	// Our own claim deleted ends the wait.
 	gone := watch.NewFakeWithChanSize(1, false)
 	gone.Delete(ours.DeepCopy())
-	early = &earlyWatch{opened: make(chan struct{}), w: gone}
-	close(early.opened)
-	if _, err := c.waitForClaim(ctxFor(t), ours, early); !errors.Is(err, ErrDeleted) {
+	if _, err := waitFor(ctxFor(t), c.extensions, "sandboxclaims", ours, gone, bound); !errors.Is(err, ErrDeleted) {
 		t.Errorf("our claim deleted: %v, want ErrDeleted", err)
 	}
 }

@@ -22,7 +22,8 @@
 // burst. TestBenchDataplane measures the
 // data plane on a local cluster with the stand-in kubelet: claim -> first
 // command (SDK Create then Run, the SDK built as from a kubeconfig, paced
-// and at once, by port-forward and
+// and 50 at once, the bursts through the router in three rounds with the
+// median of their ratios, by port-forward and
 // through bin/sandbox-router, which checks the SDK's ServiceAccount token
 // and its right to exec as for any tenant unless BENCH_DP_ROUTER_AUTH is
 // none) as a ratio to claim Ready, to claim Ready plus

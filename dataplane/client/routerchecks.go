@@ -155,7 +155,7 @@ func (p *uidPin) get() types.UID {
 
 // learn pins to uid unless a UID is pinned already.
 func (p *uidPin) learn(uid string) {
-	if p != nil && uid != "" {
+	if p != nil && uid != "" && p.v.Load() == nil {
 		u := types.UID(uid)
 		p.v.CompareAndSwap(nil, &u)
 	}

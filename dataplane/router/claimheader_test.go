@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestClaimUIDHeader plays a tenant whose client names its Sandbox by the
@@ -86,5 +87,52 @@ func TestClaimUIDNeverTakesTheDNSFallback(t *testing.T) {
 		if err == nil || AsError(err).Status != http.StatusNotFound {
 			t.Errorf("%+v: %+v, %v, want 404 without the fallback", target, ep, err)
 		}
+	}
+}
+
+// TestClaimUIDGrantsNothing plays bob, whose Role lets him exec into
+// bob-box only, and who has learnt the UID of alice's claim (any reader of
+// claims can): naming alice's Sandbox with her claim's UID is still 403,
+// with no token 401, and her Sandbox sees none of it. The header narrows
+// what an authorized request reaches; it never stands in for the review.
+func TestClaimUIDGrantsNothing(t *testing.T) {
+	var reached atomic.Int64
+	port := backendPort(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		reached.Add(1)
+		_, _ = w.Write([]byte("alice's files"))
+	}))
+	alices := testSandbox("alice-box", "SandboxClaim") // claimed by UID owner-uid
+	pod := testPod(alices, "alice-box", "127.0.0.1")
+	api := &fakeAPI{}
+	r := newTestRouter(t, func(o *Options) {
+		o.Authorizer = NewTokenReview(api.clientset(), TokenReviewOptions{CacheTTL: time.Minute})
+		o.Resolver = ResolverFunc(func(_ context.Context, target Target) (Endpoint, error) {
+			ep, e := Route(alices, pod, target)
+			if e != nil {
+				return ep, e
+			}
+			return ep, nil
+		})
+	})
+	p, _ := strconv.Atoi(port)
+	ask := func(token string) int {
+		h := map[string]string{HeaderSandboxID: "alice-box", HeaderNamespace: "team", HeaderPort: strconv.Itoa(p), HeaderClaimUID: "owner-uid"}
+		if token != "" {
+			h["Authorization"] = "Bearer " + token
+		}
+		resp, _ := do(t, r, http.MethodPost, "/execute", h, strings.NewReader(`{"command":"cat secret"}`))
+		return resp.StatusCode
+	}
+	if got := ask("bob-token"); got != http.StatusForbidden {
+		t.Errorf("bob with alice's claim UID: %d, want 403", got)
+	}
+	if got := ask(""); got != http.StatusUnauthorized {
+		t.Errorf("no token with alice's claim UID: %d, want 401", got)
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("alice's sandbox got %d requests from callers not allowed to exec into it", n)
+	}
+	if got := ask("alice-token"); got != http.StatusOK || reached.Load() != 1 {
+		t.Errorf("alice with her claim's UID: %d, %d requests reached her sandbox; want 200 and 1", got, reached.Load())
 	}
 }

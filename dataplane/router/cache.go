@@ -50,7 +50,8 @@ type CacheOptions struct {
 }
 
 // NewCache returns a watch cache of what the router reads, no more:
-// Sandboxes reduced to what routing and resume read (trimSandbox), and Pods with the sandbox-name-hash label, reduced
+// Sandboxes reduced to what routing and resume read (trimSandbox) and
+// indexed by their claim's UID (IndexClaimUID), and Pods with the sandbox-name-hash label, reduced
 // to their identity, owners and status (and, with Claims, SandboxClaims). Its informers are registered, so
 // Start and WaitForCacheSync cover them; reading anything else fails.
 func NewCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (cache.Cache, error) {
@@ -91,6 +92,9 @@ func NewCache(ctx context.Context, cfg *rest.Config, o CacheOptions) (cache.Cach
 	c, err := cache.New(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("router cache: %w", err)
+	}
+	if err := c.IndexField(ctx, sandbox, IndexClaimUID, ClaimUIDIndex); err != nil {
+		return nil, fmt.Errorf("router cache: sandboxes (is the Sandbox CRD installed?): %w", err)
 	}
 	sandboxes, err := c.GetInformer(ctx, sandbox)
 	if err != nil {

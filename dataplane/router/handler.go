@@ -148,13 +148,16 @@ const deadlineGrace = 5 * time.Second
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/healthz" {
-		w.Header().Set(HeaderChecks, CheckClaimUID)
+		w.Header().Set(HeaderChecks, RouterChecks)
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		return
 	}
 	rec, r, reqID, start, end := h.begin(w, r)
 	defer end()
 	t, e := ParseTarget(r.Header, h.o.Limits)
+	if e == nil && t.ID == "" {
+		t, e = h.claimTarget(r, t, start)
+	}
 	if e == nil && h.o.Authorizer != nil {
 		e = h.o.Authorizer.Authorize(r.Context(), r, t.Namespace, t.ID)
 	}
@@ -309,12 +312,14 @@ func (h *Handler) proxy(w *recorder, r *http.Request, t Target, ep Endpoint, req
 			if resp.Header.Get(HeaderRequestID) == "" {
 				resp.Header.Set(HeaderRequestID, reqID)
 			}
-			// Which Sandbox answered, as the router checked it: a
-			// client that named it by claim pins its next requests
-			// to it. Never what the sandbox itself says.
+			// Which Sandbox answered (UID and name), as the router
+			// checked it: a client that named it by claim pins its
+			// next requests to it. Never what the sandbox itself says.
 			resp.Header.Del(HeaderUID)
+			resp.Header.Del(HeaderSandboxID)
 			if ep.SandboxUID != "" {
 				resp.Header.Set(HeaderUID, string(ep.SandboxUID))
+				resp.Header.Set(HeaderSandboxID, ep.Sandbox)
 			}
 			return nil
 		},

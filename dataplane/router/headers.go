@@ -14,7 +14,9 @@ import (
 
 // Request headers of upstream's router contract.
 const (
-	// HeaderSandboxID names the Sandbox (a DNS-1123 label). Required.
+	// HeaderSandboxID names the Sandbox (a DNS-1123 label). Required,
+	// unless HeaderClaimUID names the claim whose Sandbox is meant
+	// (CheckClaimRoute). Our answers carry it too: the Sandbox routed to.
 	HeaderSandboxID = "X-Sandbox-ID"
 	// HeaderNamespace is the Sandbox's namespace; default DefaultNamespace.
 	HeaderNamespace = "X-Sandbox-Namespace"
@@ -60,7 +62,15 @@ const (
 	HeaderChecks = "X-Sandbox-Router-Checks"
 	// CheckClaimUID: HeaderClaimUID is checked on every request.
 	CheckClaimUID = "claim-uid"
+	// CheckClaimRoute: a request with HeaderClaimUID and no HeaderSandboxID
+	// goes to the Sandbox that claim controls, waiting (up to the resolve
+	// wait) for the claim to take one; its answer names that Sandbox
+	// (HeaderSandboxID and HeaderUID).
+	CheckClaimRoute = "claim-route"
 )
+
+// RouterChecks is HeaderChecks' value on this router's /healthz.
+var RouterChecks = CheckClaimUID + ", " + CheckClaimRoute
 
 // Defaults of upstream's router.
 const (
@@ -73,7 +83,8 @@ const maxUIDLength = 128
 
 // Target is what a request's headers ask for.
 type Target struct {
-	// ID is the Sandbox's name.
+	// ID is the Sandbox's name; empty, the Sandbox ClaimUID controls
+	// (found by the resolver, CheckClaimRoute).
 	ID string
 	// Namespace is the Sandbox's namespace.
 	Namespace string
@@ -113,10 +124,10 @@ type Limits struct {
 // messages.
 func ParseTarget(h http.Header, l Limits) (Target, *Error) {
 	t := Target{ID: h.Get(HeaderSandboxID), Namespace: h.Get(HeaderNamespace), Port: DefaultPort}
-	if t.ID == "" {
+	if t.ID == "" && h.Get(HeaderClaimUID) == "" {
 		return t, badRequest("X-Sandbox-ID header is required.")
 	}
-	if len(validation.IsDNS1123Label(t.ID)) > 0 {
+	if t.ID != "" && len(validation.IsDNS1123Label(t.ID)) > 0 {
 		return t, badRequest("Invalid sandbox ID format.")
 	}
 	if t.Namespace == "" {

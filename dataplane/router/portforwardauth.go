@@ -32,6 +32,19 @@ func (a TrustPortForward) Authorize(ctx context.Context, r *http.Request, namesp
 	return a.Next.Authorize(ctx, r, namespace, name)
 }
 
+// AuthenticateRequest implements Authenticator: a request through the
+// Pod's loopback is let through, any other goes to Next when it can
+// authenticate before the Sandbox is known (else it waits for Authorize).
+func (a TrustPortForward) AuthenticateRequest(ctx context.Context, r *http.Request) *Error {
+	if ViaLoopback(r) {
+		return nil
+	}
+	if n, ok := a.Next.(Authenticator); ok {
+		return n.AuthenticateRequest(ctx, r)
+	}
+	return nil
+}
+
 // ViaLoopback reports whether the request's connection was made to a
 // loopback address from a loopback address (what a port-forward into the
 // Pod's network namespace does).

@@ -230,6 +230,9 @@ type CacheResolver struct {
 
 // Resolve implements Resolver.
 func (r *CacheResolver) Resolve(ctx context.Context, t Target) (Endpoint, error) {
+	if t.ID == "" {
+		return r.resolveClaim(ctx, t)
+	}
 	if len(r.Namespaces) > 0 && !slices.Contains(r.Namespaces, t.Namespace) {
 		return Endpoint{}, &Error{Status: http.StatusNotFound, Reason: ReasonNotFound,
 			Detail: fmt.Sprintf("Sandbox %s/%s not found.", t.Namespace, t.ID)}
@@ -250,6 +253,11 @@ func (r *CacheResolver) Resolve(ctx context.Context, t Target) (Endpoint, error)
 		return Endpoint{}, &Error{Status: http.StatusBadGateway, Reason: ReasonCacheError,
 			Detail: fmt.Sprintf("Could not look up sandbox %s/%s.", t.Namespace, t.ID)}
 	}
+	return r.route(ctx, sb, t)
+}
+
+// route routes t to sb with its Pod from the cache (Route).
+func (r *CacheResolver) route(ctx context.Context, sb *sandboxv1beta1.Sandbox, t Target) (Endpoint, error) {
 	pod := &corev1.Pod{}
 	if err := r.Reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: PodName(sb)}, pod); apierrors.IsNotFound(err) {
 		pod = nil

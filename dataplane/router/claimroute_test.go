@@ -1,0 +1,193 @@
+package router
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+)
+
+// claimedBy is a Sandbox name in ns controlled by the claim of UID
+// claimUID, with a Ready Pod on 127.0.0.1.
+func claimedBy(name, ns string, claimUID types.UID) []client.Object {
+	sb := testSandbox(name, "SandboxClaim")
+	sb.Namespace, sb.OwnerReferences[0].UID = ns, claimUID
+	pod := testPod(sb, name, "127.0.0.1")
+	return []client.Object{sb, pod}
+}
+
+// indexedReader is a fake cache with the router's claim UID index.
+func indexedReader(t *testing.T, objs ...client.Object) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := sandboxv1beta1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
+		WithIndex(&sandboxv1beta1.Sandbox{}, IndexClaimUID, ClaimUIDIndex).Build()
+}
+
+// TestClaimRoute plays a client that knows its claim, not yet its
+// Sandbox: a request naming only the claim (X-Sandbox-Claim-UID, no
+// X-Sandbox-ID) reaches the Sandbox that claim controls in the request's
+// namespace, waits while the claim has not taken one, and its answer names
+// the Sandbox (never what the sandbox wrote). A claim with no Sandbox, one
+// in another namespace and one with two get the router's refusal, and
+// /healthz says the router routes by claim.
+func TestClaimRoute(t *testing.T) {
+	var reached atomic.Int64
+	port := backendPort(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		reached.Add(1)
+		w.Header().Set(HeaderSandboxID, "forged-by-the-sandbox")
+		w.Header().Set(HeaderUID, "forged-by-the-sandbox")
+		_, _ = w.Write([]byte("ok"))
+	}))
+	objs := claimedBy("box", "team", "claim-1")
+	objs = append(objs, claimedBy("elsewhere", "other", "claim-2")...)
+	objs = append(objs, claimedBy("twin-a", "team", "claim-3")...)
+	objs = append(objs, claimedBy("twin-b", "team", "claim-3")...)
+	reader := indexedReader(t, objs...)
+	r := newTestRouter(t, func(o *Options) {
+		o.Resolver = &CacheResolver{Reader: reader, AllowLocalAddresses: true}
+		o.ResolveWait = 3 * time.Second
+	})
+	ask := func(ns, claimUID string) (*http.Response, string) {
+		return do(t, r, http.MethodGet, "/", map[string]string{HeaderNamespace: ns, HeaderPort: port, HeaderClaimUID: claimUID}, nil)
+	}
+
+	resp, body := ask("team", "claim-1")
+	if resp.StatusCode != http.StatusOK || body != "ok" {
+		t.Fatalf("the claim's Sandbox: %d %q", resp.StatusCode, body)
+	}
+	if id, uid := resp.Header.Get(HeaderSandboxID), resp.Header.Get(HeaderUID); id != "box" || uid != "uid-box" {
+		t.Errorf("the answer names %q (UID %q), want box (uid-box) as the router routed it", id, uid)
+	}
+
+	resolveWait := func(o *Options) { o.ResolveWait = 200 * time.Millisecond }
+	short := newTestRouter(t, func(o *Options) {
+		o.Resolver = &CacheResolver{Reader: reader, AllowLocalAddresses: true}
+		resolveWait(o)
+	})
+	for _, c := range []struct{ name, ns, claim, want string }{
+		{"a claim with no Sandbox", "team", "claim-none", "No Sandbox of claim UID claim-none"},
+		{"a claim of another namespace", "team", "claim-2", "No Sandbox of claim UID claim-2"},
+		{"a claim with two Sandboxes", "team", "claim-3", "controls 2 Sandboxes"},
+	} {
+		resp, body := do(t, short, http.MethodGet, "/", map[string]string{HeaderNamespace: c.ns, HeaderPort: port, HeaderClaimUID: c.claim}, nil)
+		if resp.StatusCode < 400 || resp.Header.Get(HeaderNotForwarded) != "true" || !strings.Contains(body, c.want) {
+			t.Errorf("%s: %d %q, want the router's refusal saying %q", c.name, resp.StatusCode, body, c.want)
+		}
+	}
+	resp, body = do(t, short, http.MethodGet, "/", map[string]string{HeaderNamespace: "team", HeaderPort: port}, nil)
+	if resp.StatusCode != http.StatusBadRequest || body != `{"detail":"X-Sandbox-ID header is required."}` {
+		t.Errorf("neither a Sandbox nor a claim: %d %q", resp.StatusCode, body)
+	}
+	if n := reached.Load(); n != 1 {
+		t.Errorf("the sandboxes got %d requests, want the claim's own one", n)
+	}
+
+	// The claim takes its Sandbox while the request waits.
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		for _, o := range claimedBy("late", "team", "claim-late") {
+			if err := reader.Create(context.Background(), o); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	resp, _ = ask("team", "claim-late")
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(HeaderSandboxID) != "late" {
+		t.Errorf("a claim that takes its Sandbox while the request waits: %d, named %q", resp.StatusCode, resp.Header.Get(HeaderSandboxID))
+	}
+
+	resp, _ = do(t, r, http.MethodGet, "/healthz", nil, nil)
+	if got := resp.Header.Get(HeaderChecks); !strings.Contains(got, CheckClaimRoute) || !strings.Contains(got, CheckClaimUID) {
+		t.Errorf("/healthz %s = %q, want %q and %q", HeaderChecks, got, CheckClaimUID, CheckClaimRoute)
+	}
+}
+
+// TestClaimRouteGrantsNothing plays bob, whose Role lets him exec into
+// bob-box only, and who knows the UID of alice's claim: naming only that
+// claim gets him 403 and her sandbox nothing; with no token the request
+// is refused 401 before the router looks for the claim's Sandbox (so an
+// anonymous caller can neither probe claims nor make it wait); alice
+// reaches her Sandbox.
+func TestClaimRouteGrantsNothing(t *testing.T) {
+	var reached atomic.Int64
+	port := backendPort(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		reached.Add(1)
+		_, _ = w.Write([]byte("alice's files"))
+	}))
+	api := &fakeAPI{}
+	r := newTestRouter(t, func(o *Options) {
+		o.Authorizer = NewTokenReview(api.clientset(), TokenReviewOptions{CacheTTL: time.Minute})
+		o.Resolver = &CacheResolver{Reader: indexedReader(t, claimedBy("alice-box", "team", "alices-claim")...), AllowLocalAddresses: true}
+		o.ResolveWait = time.Second
+	})
+	p, _ := strconv.Atoi(port)
+	ask := func(token string) int {
+		h := map[string]string{HeaderNamespace: "team", HeaderPort: strconv.Itoa(p), HeaderClaimUID: "alices-claim"}
+		if token != "" {
+			h["Authorization"] = "Bearer " + token
+		}
+		resp, _ := do(t, r, http.MethodPost, "/execute", h, strings.NewReader(`{"command":"cat secret"}`))
+		return resp.StatusCode
+	}
+	if got := ask("bob-token"); got != http.StatusForbidden {
+		t.Errorf("bob with alice's claim UID: %d, want 403", got)
+	}
+	before := r.resolves.Load()
+	if got := ask(""); got != http.StatusUnauthorized {
+		t.Errorf("no token with alice's claim UID: %d, want 401", got)
+	}
+	if got := ask("forged-token"); got != http.StatusUnauthorized {
+		t.Errorf("a token the API server does not know: %d, want 401", got)
+	}
+	if n := r.resolves.Load() - before; n != 0 {
+		t.Errorf("the router looked %d times for the claim's Sandbox for unauthenticated callers", n)
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("alice's sandbox got %d requests from callers not allowed to exec into it", n)
+	}
+	if got := ask("alice-token"); got != http.StatusOK || reached.Load() != 1 {
+		t.Errorf("alice by her claim: %d, %d requests reached her sandbox; want 200 and 1", got, reached.Load())
+	}
+}
+
+// TestClaimUIDIndex: only a controller reference to a SandboxClaim of our
+// API group indexes a Sandbox.
+func TestClaimUIDIndex(t *testing.T) {
+	for _, c := range []struct {
+		kind string
+		want []string
+	}{{"SandboxClaim", []string{"owner-uid"}}, {"SandboxWarmPool", nil}, {"", nil}} {
+		got := ClaimUIDIndex(testSandbox("box", c.kind))
+		if strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("owner %q: %v, want %v", c.kind, got, c.want)
+		}
+	}
+	sb := testSandbox("box", "SandboxClaim")
+	sb.OwnerReferences[0].APIVersion = "example.com/v1"
+	if got := ClaimUIDIndex(sb); got != nil {
+		t.Errorf("a SandboxClaim of another group: %v", got)
+	}
+	sb.OwnerReferences[0] = metav1.OwnerReference{}
+	if got := ClaimUIDIndex(sb); got != nil {
+		t.Errorf("no owner: %v", got)
+	}
+}

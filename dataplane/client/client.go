@@ -136,7 +136,11 @@ func (o *options) readyContext(ctx context.Context) (context.Context, context.Ca
 // as the API server would make it), watches it from the version the create
 // returned until status.sandbox.name is set and then the Sandbox until
 // Ready=True (one watch each; through a router that checks claims, the
-// Sandbox is neither watched nor read: openByClaim), and connects. If
+// Sandbox is neither watched nor read: openByClaim), and connects.
+// Through a router that routes by claim, nothing is watched: one health
+// request naming the claim waits in the router until the claim controls
+// a Sandbox whose runtime answers (openRouted; the claim is watched as
+// above only if that fails, e.g. after the router's resolve wait). If
 // any of this fails, or ctx ends or the ready timeout passes first
 // (ErrTimeout), the claim is deleted.
 //
@@ -165,7 +169,13 @@ func (c *Client) Create(ctx context.Context, namespace, warmPool string, opts ..
 		return nil, fmt.Errorf("creating a claim on warm pool %s/%s: %w", namespace, warmPool, err)
 	}
 	o.seenReady = true
-	sb, err := c.openClaim(wctx, &o, created, probe)
+	var sb *Sandbox
+	if probe.routesClaims(wctx) {
+		sb, err = c.openRouted(wctx, &o, created)
+	}
+	if sb == nil && wctx.Err() == nil {
+		sb, err = c.openClaim(wctx, &o, created, probe)
+	}
 	if err != nil {
 		// The claim is ours and useless: remove it even though ctx may be over.
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

@@ -21,14 +21,18 @@ import (
 
 const claimsPath = "/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/team-a/sandboxclaims"
 
-// claimsAPI serves claim creates (a name in taken answers 409) and watches
-// by name (held open until the client ends them), and records both.
+// claimsAPI serves claim creates (a name in taken answers 409), watches
+// by name (held open until the client ends them; with bindTo set, the
+// claim shows bound to that Sandbox and Ready at once) and deletes, and
+// records them.
 type claimsAPI struct {
 	mu      sync.Mutex
 	taken   map[string]bool
 	posted  []string
 	watched map[string]int // name -> watches open now
 	opened  []string
+	deleted []string
+	bindTo  string
 }
 
 func newClaimsAPI(t *testing.T, taken ...string) (*claimsAPI, *Client) {
@@ -46,7 +50,7 @@ func newClaimsAPI(t *testing.T, taken ...string) (*claimsAPI, *Client) {
 }
 
 func (a *claimsAPI) serve(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != claimsPath {
+	if r.URL.Path != claimsPath && (r.Method != http.MethodDelete || !strings.HasPrefix(r.URL.Path, claimsPath+"/")) {
 		writeJSON(w, http.StatusNotFound, metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonNotFound, Code: 404})
 		return
 	}
@@ -57,8 +61,15 @@ func (a *claimsAPI) serve(w http.ResponseWriter, r *http.Request) {
 		a.watched[name]++
 		a.opened = append(a.opened, name)
 		a.mu.Unlock()
+		bindTo := a.bindTo
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
+		if bindTo != "" {
+			bound := boundClaim(bindTo, types.UID("uid-"+name), true)
+			bound.Name, bound.ResourceVersion = name, "8"
+			bound.APIVersion, bound.Kind = extv1beta1.GroupVersion.String(), "SandboxClaim"
+			_ = json.NewEncoder(w).Encode(map[string]any{"type": watch.Modified, "object": bound})
+		}
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 		a.mu.Lock()
@@ -77,6 +88,11 @@ func (a *claimsAPI) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		claim.UID, claim.ResourceVersion = types.UID("uid-"+claim.Name), "7"
 		writeJSON(w, http.StatusCreated, &claim)
+	case r.Method == http.MethodDelete:
+		a.mu.Lock()
+		a.deleted = append(a.deleted, r.URL.Path)
+		a.mu.Unlock()
+		writeJSON(w, http.StatusOK, metav1.Status{Status: metav1.StatusSuccess})
 	default:
 		writeJSON(w, http.StatusMethodNotAllowed, metav1.Status{Status: metav1.StatusFailure, Code: 405})
 	}

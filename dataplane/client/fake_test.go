@@ -165,25 +165,29 @@ func (f *fakeRuntime) serveFile(w http.ResponseWriter, op, asked, rel string) {
 // it to the runtime; it answers /healthz itself. With checks set (before
 // the first request), it is one of ours: /healthz says it checks claim
 // UIDs, a request naming another claim than claimUID gets 404, and its
-// answers carry sandboxUID.
+// answers carry sandboxUID. With routed set too, it routes a request
+// naming only claimUID (no X-Sandbox-ID) to the Sandbox routed, whose
+// name its answers carry; without, it refuses such a request 404 as if
+// the claim had not taken a Sandbox within its wait.
 type fakeRouter struct {
 	mu                   sync.Mutex
 	headers              []http.Header
 	probes               int
 	checks               bool
 	claimUID, sandboxUID types.UID
+	routed               string
 }
 
 func newFakeRouter(t *testing.T, runtime http.Handler) (*fakeRouter, *httptest.Server) {
 	rt := &fakeRouter{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt.mu.Lock()
-		checks := rt.checks
+		checks, routed := rt.checks, rt.routed
 		if r.URL.Path == "/healthz" {
 			rt.probes++
 			rt.mu.Unlock()
 			if checks {
-				w.Header().Set(HeaderRouterChecks, "claim-uid")
+				w.Header().Set(HeaderRouterChecks, "claim-uid, claim-route")
 			}
 			writeJSON(w, 200, map[string]string{"status": "ok"})
 			return
@@ -197,6 +201,17 @@ func newFakeRouter(t *testing.T, runtime http.Handler) (*fakeRouter, *httptest.S
 				return
 			}
 			w.Header().Set(HeaderSandboxUID, string(rt.sandboxUID))
+			if r.Header.Get(HeaderSandboxID) == "" && r.Header.Get(HeaderSandboxClaimUID) != "" {
+				if routed == "" {
+					w.Header().Set(HeaderNotForwarded, "true")
+					writeJSON(w, 404, map[string]string{"detail": "No Sandbox of claim UID " + r.Header.Get(HeaderSandboxClaimUID) + "."})
+					return
+				}
+				r.Header.Set(HeaderSandboxID, routed)
+			}
+			if routed != "" {
+				w.Header().Set(HeaderSandboxID, routed)
+			}
 		}
 		if r.Header.Get(HeaderSandboxID) == "" {
 			writeJSON(w, 400, map[string]string{"detail": "missing X-Sandbox-ID header"})

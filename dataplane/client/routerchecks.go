@@ -26,16 +26,23 @@ const (
 	HeaderRouterChecks    = "X-Sandbox-Router-Checks"
 	HeaderSandboxClaimUID = "X-Sandbox-Claim-UID"
 	checkClaimUID         = "claim-uid"
+	// checkClaimRoute: a request naming only its claim (no
+	// HeaderSandboxID) goes to the Sandbox the claim controls, once it
+	// has taken one, and the answer names it (HeaderSandboxID and
+	// HeaderSandboxUID). Create then waits for the claim through the
+	// router (openRouted), not with a watch of its own.
+	checkClaimRoute = "claim-route"
 )
 
 // probeTimeout bounds a router's /healthz probe.
 const probeTimeout = 5 * time.Second
 
 // routerProbe is what one router said on /healthz: done closes once it
-// answered (or could not), claimUID says it checks HeaderSandboxClaimUID.
+// answered (or could not), claimUID says it checks HeaderSandboxClaimUID
+// and claimRoute that it routes by claim (checkClaimRoute).
 type routerProbe struct {
-	done     chan struct{}
-	claimUID bool
+	done                 chan struct{}
+	claimUID, claimRoute bool
 }
 
 // checksClaims waits for the probe (or ctx) and says whether the router
@@ -50,6 +57,12 @@ func (p *routerProbe) checksClaims(ctx context.Context) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// routesClaims waits for the probe (or ctx) and says whether the router
+// routes by claim; false when it is not known.
+func (p *routerProbe) routesClaims(ctx context.Context) bool {
+	return p.checksClaims(ctx) && p.claimRoute
 }
 
 // routerChecks returns the probe of o's router (nil unless o goes through
@@ -78,7 +91,7 @@ func (c *Client) routerChecks(o *options) *routerProbe {
 	go func() {
 		defer close(p.done)
 		answered, checks := probeRouter(hc, base)
-		p.claimUID = checks
+		p.claimUID, p.claimRoute = checks[checkClaimUID], checks[checkClaimRoute]
 		if !answered {
 			c.probesMu.Lock()
 			delete(c.probes, base)
@@ -88,30 +101,30 @@ func (c *Client) routerChecks(o *options) *routerProbe {
 	return p
 }
 
-// probeRouter asks base's /healthz; answered is false when it could not.
-func probeRouter(hc *http.Client, base string) (answered, claimUID bool) {
+// probeRouter asks base's /healthz which checks it makes; answered is
+// false when it could not.
+func probeRouter(hc *http.Client, base string) (answered bool, checks map[string]bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"healthz", nil)
 	if err != nil {
-		return false, false
+		return false, nil
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return false, false
+		return false, nil
 	}
 	drainClose(resp)
 	if resp.StatusCode != http.StatusOK {
-		return false, false
+		return false, nil
 	}
+	checks = map[string]bool{}
 	for _, v := range resp.Header.Values(HeaderRouterChecks) {
 		for _, check := range strings.Split(v, ",") {
-			if strings.TrimSpace(check) == checkClaimUID {
-				return true, true
-			}
+			checks[strings.TrimSpace(check)] = true
 		}
 	}
-	return true, false
+	return true, checks
 }
 
 // openByClaim opens a bound claim's Sandbox without reading it, when the

@@ -170,7 +170,9 @@ func (c *conn) send(ctx context.Context, r request, id string) (*http.Response, 
 	req.Header.Set(HeaderRequestID, id)
 	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(req.Header)) // traceparent, when tracing
 	if c.router {
-		req.Header.Set(HeaderSandboxID, c.name)
+		if c.name != "" { // else the claim names it (openRouted)
+			req.Header.Set(HeaderSandboxID, c.name)
+		}
 		req.Header.Set(HeaderSandboxNamespace, c.namespace)
 		req.Header.Set(HeaderSandboxPort, strconv.Itoa(c.port))
 		if uid := c.uid.get(); uid != "" {

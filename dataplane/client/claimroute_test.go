@@ -1,0 +1,81 @@
+package client
+
+import (
+	"testing"
+)
+
+// TestCreateThroughAClaimRoutingRouter: through a router that routes by
+// claim, Create watches nothing: its one health request names only the
+// claim it made, and the handle takes the Sandbox's name and UID from the
+// router's answer; its commands then name that Sandbox, its UID and the
+// claim. Close deletes the claim.
+func TestCreateThroughAClaimRoutingRouter(t *testing.T) {
+	a, c := newClaimsAPI(t)
+	suffixes(t, "r1")
+	rt, _ := newFakeRuntime(t)
+	router, srv := newFakeRouter(t, rt)
+	router.checks, router.claimUID, router.sandboxUID, router.routed = true, "uid-sandbox-claim-r1", "sb-uid", "sb-routed"
+	ctx := ctxFor(t)
+	sb, err := c.Create(ctx, "team-a", "pool", fast, WithRouter(srv.URL), WithBearerToken("s3cret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.Name() != "sb-routed" || sb.ClaimName() != "sandbox-claim-r1" || sb.PodName() != "sb-routed" {
+		t.Errorf("handle names Sandbox %q (pod %q) of claim %q", sb.Name(), sb.PodName(), sb.ClaimName())
+	}
+	a.mu.Lock()
+	opened := append([]string(nil), a.opened...)
+	a.mu.Unlock()
+	if len(opened) != 0 {
+		t.Errorf("watches opened: %v, want none (the router waits for the claim)", opened)
+	}
+	if _, err := sb.Run(ctx, "echo hi"); err != nil {
+		t.Fatal(err)
+	}
+	seen := router.seen()
+	if len(seen) != 2 {
+		t.Fatalf("router saw %d requests, want the health request and the run", len(seen))
+	}
+	if id, claim := seen[0].Get(HeaderSandboxID), seen[0].Get(HeaderSandboxClaimUID); id != "" || claim != "uid-sandbox-claim-r1" {
+		t.Errorf("the first request names Sandbox %q and claim %q, want only the claim", id, claim)
+	}
+	if id, uid, claim := seen[1].Get(HeaderSandboxID), seen[1].Get(HeaderSandboxUID), seen[1].Get(HeaderSandboxClaimUID); id != "sb-routed" || uid != "sb-uid" || claim != "uid-sandbox-claim-r1" {
+		t.Errorf("the run names Sandbox %q, UID %q, claim %q; want the router's answer and the claim", id, uid, claim)
+	}
+	if err := sb.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.deleted) != 1 {
+		t.Errorf("deletes %v, want the claim's", a.deleted)
+	}
+}
+
+// TestCreateFallsBackToTheClaimsWatch: when the router does not find the
+// claim's Sandbox within its wait (404, not forwarded), Create waits for
+// the claim with its watch as through any router, and opens it by claim.
+func TestCreateFallsBackToTheClaimsWatch(t *testing.T) {
+	a, c := newClaimsAPI(t)
+	a.bindTo = "sb-bound"
+	suffixes(t, "f1")
+	rt, _ := newFakeRuntime(t)
+	router, srv := newFakeRouter(t, rt)
+	router.checks, router.claimUID, router.sandboxUID = true, "uid-sandbox-claim-f1", "sb-uid"
+	ctx := ctxFor(t)
+	sb, err := c.Create(ctx, "team-a", "pool", fast, WithRouter(srv.URL), WithBearerToken("s3cret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.Name() != "sb-bound" {
+		t.Errorf("handle names %q, want the claim's status's sb-bound", sb.Name())
+	}
+	a.mu.Lock()
+	opened := append([]string(nil), a.opened...)
+	a.mu.Unlock()
+	if len(opened) != 1 || opened[0] != "sandbox-claim-f1" {
+		t.Errorf("watches opened: %v, want the claim's, after the router's refusal", opened)
+	}
+	if _, err := sb.Run(ctx, "echo hi"); err != nil {
+		t.Fatal(err)
+	}
+	_ = sb.Close(ctx)
+}

@@ -21,15 +21,18 @@
 //     Through a router that says on /healthz that it checks claim UIDs
 //     (ours), a Ready claim's Sandbox is not read: each request names the
 //     claim (HeaderSandboxClaimUID) for the router to check, and the
-//     handle pins itself to the Sandbox UID the router's answer names. A
-//     check is relied on only when the router, not a sandbox, says it
-//     makes it.
+//     handle pins itself to the Sandbox UID the router's answer names.
+//     Through a router that also routes by claim, Create watches nothing:
+//     its health request names only the new claim, waits in the router
+//     until the claim controls a Sandbox, and the answer names it (the
+//     claim's watch is the fallback). A check is relied on only when the
+//     router, not a sandbox, says it makes it.
 //   - Only idempotent calls are retried (Read, List, Exists, the health
 //     check); Run and Write reach the runtime at most once: Run is sent
 //     again only when a router answered that it never reached the sandbox
-//     (HeaderNotForwarded). Create through a router sends no health check:
-//     it has just seen the Sandbox Ready, and the first call finds the
-//     runtime.
+//     (HeaderNotForwarded). Create through a router that does not route by
+//     claim sends no health check: it has just seen the Sandbox Ready, and
+//     the first call finds the runtime.
 //   - Its writes (a claim, resume on connect, activity reports) are made with
 //     the caller's rights.
 //   - It must never import the controller (apply/), the router or the runtime

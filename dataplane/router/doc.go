@@ -5,7 +5,9 @@
 //
 // Rules:
 //   - Callers are authorized before anything else is done for a request
-//     (TokenReview, then a SubjectAccessReview for create on
+//     (a request that names only its claim, no Sandbox: authenticated
+//     first, then authorized on the Sandbox the claim controls;
+//     TokenReview, then a SubjectAccessReview for create on
 //     sandboxes/exec: reading a Sandbox is not running code in it; with the
 //     cache on, first about all names of the namespace, whose yes covers
 //     each and whose no sends the question on by name; an allowed answer
@@ -14,7 +16,10 @@
 //   - A request reaches a Pod only if the watch cache shows it controlled by
 //     the named Sandbox (and the X-Sandbox-UID, when sent; and by the claim
 //     X-Sandbox-Claim-UID names, when sent), Ready, and the
-//     Sandbox standalone or claimed, never an unclaimed warm member.
+//     Sandbox standalone or claimed, never an unclaimed warm member. A
+//     request naming only a claim (X-Sandbox-Claim-UID, no X-Sandbox-ID)
+//     goes to the one Sandbox of its namespace that claim controls (the
+//     cache's claim UID index), waited for while the claim takes one.
 //     Addresses are checked, never trusted: X-Sandbox-Pod-IP must be the
 //     Pod's, and the DNS fallback dials the address it checked. A request
 //     the cache cannot route yet waits for the cache's next event
@@ -27,8 +32,8 @@
 //   - A request whose connection failed before the sandbox got it is sent
 //     again (UpstreamRetries); answers the router made without the request
 //     reaching the sandbox say so (HeaderNotForwarded).
-//   - A proxied answer names the Sandbox routed to (X-Sandbox-UID; the
-//     sandbox's own value is replaced), and /healthz the checks made beyond
+//   - A proxied answer names the Sandbox routed to (X-Sandbox-UID and
+//     X-Sandbox-ID; the sandbox's own values are replaced), and /healthz the checks made beyond
 //     upstream's (X-Sandbox-Router-Checks), so that a client relies only on
 //     checks its router, not a sandbox, says it makes.
 //   - Authorization and a client's X-Sandbox-Runtime-Token never reach the

@@ -43,33 +43,33 @@ var (
 )
 
 type options struct {
-	httpAddr, metricsAddr      string
-	transport, auth            string
-	authCacheTTL, authRefusal  time.Duration
-	authAudiences              string
-	authNewQPS, authReviewQPS  float64
-	authNewBurst, authBurst    int
-	runtimeTokenFile           string
-	clusterDomain              string
-	dnsFallback, allowLocal    bool
-	trustPortForward           bool
-	namespaces                 string
-	proxyTimeout, maxTimeout   time.Duration
-	resolveWait, wsMaxLifetime time.Duration
-	resumeTimeout, activityMax time.Duration
-	retries                    router.UpstreamRetries
-	maxBody                    int64
-	maxHeaderBytes             int
-	readHeaderTimeout, idle    time.Duration
-	shutdownTimeout, pfIdle    time.Duration
-	pfPrewarm                  int
-	shutdownDelay              time.Duration
-	qps                        float64
-	burst                      int
-	showVersion                bool
-	allowedHosts               string
-	otlpEndpoint               string
-	e2b                        e2bOptions
+	httpAddr, metricsAddr                 string
+	transport, auth                       string
+	authCacheTTL, authRefusal             time.Duration
+	authAudiences                         string
+	authNewQPS, authReviewQPS             float64
+	authNewBurst, authBurst               int
+	runtimeTokenFile                      string
+	clusterDomain                         string
+	dnsFallback, allowLocal               bool
+	trustPortForward                      bool
+	namespaces                            string
+	proxyTimeout, maxTimeout              time.Duration
+	resolveWait, claimWait, wsMaxLifetime time.Duration
+	resumeTimeout, activityMax            time.Duration
+	retries                               router.UpstreamRetries
+	maxBody                               int64
+	maxHeaderBytes                        int
+	readHeaderTimeout, idle               time.Duration
+	shutdownTimeout, pfIdle               time.Duration
+	pfPrewarm                             int
+	shutdownDelay                         time.Duration
+	qps                                   float64
+	burst                                 int
+	showVersion                           bool
+	allowedHosts                          string
+	otlpEndpoint                          string
+	e2b                                   e2bOptions
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -98,6 +98,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.allowLocal, "allow-local-addresses", false, "Dial loopback and link-local addresses (X-Sandbox-Pod-IP and Pod IPs); for tests and local clusters only.")
 	fs.StringVar(&o.namespaces, "namespaces", "", "Only route to sandboxes in these namespaces, comma-separated (and watch only these); empty: all.")
 	fs.DurationVar(&o.maxTimeout, "max-timeout", 10*time.Minute, "Largest X-Sandbox-Timeout honoured; longer ones are cut to it.")
+	fs.DurationVar(&o.claimWait, "claim-wait", 30*time.Second, "How long a request that names only its claim (X-Sandbox-Claim-UID, no X-Sandbox-ID) waits for the claim to control a routable Sandbox before it is refused 404; the request's timeout bounds it too.")
 	fs.DurationVar(&o.resolveWait, "resolve-wait", 2*time.Second, "How long a request waits for the router's cache to show its Sandbox routable (just created, claimed or Ready) before it is refused.")
 	fs.DurationVar(&o.resumeTimeout, "resume-timeout", 2*time.Minute, "How long a request for a Suspended Sandbox that opted in to resume on connect (annotation agents.x-k8s.io/resume-on-connect or idle-timeout) waits for the router's resume to make it routable, and a request for such a Sandbox that is starting waits for it; X-Sandbox-Timeout bounds it too.")
 	fs.IntVar(&o.retries.Max, "upstream-max-retries", router.DefaultUpstreamRetries.Max, "How many times a request is sent to its sandbox again when the connection fails before the sandbox got it (refused, not resolved, the port-forward stream not opened): such a request never reached the sandbox, so any method is sent again; the answer to the last try carries X-Sandbox-Not-Forwarded: true. 0: never.")
@@ -164,7 +165,7 @@ func (o *options) validate() error {
 	for _, d := range []struct {
 		name  string
 		value time.Duration
-	}{{"--shutdown-delay", o.shutdownDelay}, {"--resolve-wait", o.resolveWait}, {"--websocket-max-lifetime", o.wsMaxLifetime}, {"--auth-cache-ttl", o.authCacheTTL}, {"--auth-refusal-cache-ttl", o.authRefusal}, {"--port-forward-idle-timeout", o.pfIdle},
+	}{{"--shutdown-delay", o.shutdownDelay}, {"--resolve-wait", o.resolveWait}, {"--claim-wait", o.claimWait}, {"--websocket-max-lifetime", o.wsMaxLifetime}, {"--auth-cache-ttl", o.authCacheTTL}, {"--auth-refusal-cache-ttl", o.authRefusal}, {"--port-forward-idle-timeout", o.pfIdle},
 		{"--upstream-retry-initial-delay", o.retries.Initial}, {"--upstream-retry-max-delay", o.retries.MaxDelay}} {
 		if d.value < 0 {
 			errs = append(errs, fmt.Errorf("%s=%s: must not be negative", d.name, d.value))
@@ -381,6 +382,7 @@ func run(ctx context.Context, o options) error {
 		RuntimeToken:         runtimeToken,
 		Limits:               limits,
 		ResolveWait:          o.resolveWait,
+		ClaimWait:            o.claimWait,
 		Changes:              cacheOpts.Changes,
 		Resume:               writer,
 		ResumeTimeout:        o.resumeTimeout,

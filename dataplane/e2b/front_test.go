@@ -27,6 +27,7 @@ func TestFrontKeepsUpstreamRouterContract(t *testing.T) {
 		{"GET", "/healthz", nil, http.StatusTeapot, ""},
 		{"GET", "/sandboxesque", nil, http.StatusTeapot, ""},
 		{"POST", "/v2/sandboxes", map[string]string{"X-Sandbox-ID": "sb"}, http.StatusTeapot, ""},
+		{"GET", "/sandboxes/files", map[string]string{"X-Sandbox-Claim-UID": "claim-uid"}, http.StatusTeapot, ""},
 		{"GET", "/v2/sandboxes/x/unknown", nil, http.StatusNotFound, "is not part of the E2B API"},
 		{"GET", "/sandboxes/x/unknown/more", nil, http.StatusNotFound, "is not part of the E2B API"},
 		{"POST", "/process.Process/Start", map[string]string{HeaderSandboxID: "../etc"}, http.StatusBadRequest, "invalid E2b-Sandbox-Id"},

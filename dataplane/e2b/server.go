@@ -130,7 +130,8 @@ func New(o Options) *Server {
 // Front routes a request on the router's port: one with E2b-Sandbox-Id to
 // the data plane; one without it under the E2B API's paths (/sandboxes,
 // /v2/sandboxes and below) to the E2B control plane; any other to legacy,
-// upstream's router contract, so that a request with X-Sandbox-ID, /healthz
+// upstream's router contract, so that a request with X-Sandbox-ID (or,
+// routed by claim, X-Sandbox-Claim-UID), /healthz
 // and a request missing its headers are answered exactly as without --e2b
 // (the last with upstream's 400 "X-Sandbox-ID header is required").
 func (s *Server) Front(legacy http.Handler) http.Handler {
@@ -138,7 +139,7 @@ func (s *Server) Front(legacy http.Handler) http.Handler {
 		switch {
 		case r.Header.Get(HeaderSandboxID) != "":
 			s.dataPlane(w, r)
-		case r.Header.Get(router.HeaderSandboxID) == "" && isControlPath(r.URL.Path):
+		case r.Header.Get(router.HeaderSandboxID) == "" && r.Header.Get(router.HeaderClaimUID) == "" && isControlPath(r.URL.Path):
 			// Never reaches a sandbox: the key stays here.
 			s.control.ServeHTTP(w, r)
 		default:

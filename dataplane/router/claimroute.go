@@ -50,7 +50,7 @@ func (a *TokenReview) AuthenticateRequest(ctx context.Context, r *http.Request) 
 // claimTarget finds the Sandbox of a target that names only its claim:
 // the caller authenticated first (Authenticator), then the Sandbox the
 // claim controls, waited for as any Sandbox not yet routable is (up to
-// ResolveWait and the request's deadline). The target returned names it
+// ClaimWait and the request's deadline). The target returned names it
 // and is pinned to its UID, so the request is authorized on that Sandbox
 // and routed to it alone.
 func (h *Handler) claimTarget(r *http.Request, t Target, start time.Time) (Target, *Error) {
@@ -59,7 +59,11 @@ func (h *Handler) claimTarget(r *http.Request, t Target, start time.Time) (Targe
 			return t, e
 		}
 	}
-	ep, e := h.resolve(r.Context(), t, start.Add(t.Timeout))
+	wait := h.o.ClaimWait
+	if wait <= 0 {
+		wait = h.o.ResolveWait
+	}
+	ep, e := h.resolveWaiting(r.Context(), t, wait, start.Add(t.Timeout))
 	if e != nil {
 		return t, e
 	}

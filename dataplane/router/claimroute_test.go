@@ -45,10 +45,10 @@ func indexedReader(t *testing.T, objs ...client.Object) client.Client {
 // TestClaimRoute plays a client that knows its claim, not yet its
 // Sandbox: a request naming only the claim (X-Sandbox-Claim-UID, no
 // X-Sandbox-ID) reaches the Sandbox that claim controls in the request's
-// namespace, waits while the claim has not taken one, and its answer names
-// the Sandbox (never what the sandbox wrote). A claim with no Sandbox, one
-// in another namespace and one with two get the router's refusal, and
-// /healthz says the router routes by claim.
+// namespace, waits while the claim has not taken one (up to ClaimWait),
+// and its answer names the Sandbox (never what the sandbox wrote). A claim
+// with no Sandbox, one in another namespace and one with two get the
+// router's refusal, and /healthz says the router routes by claim.
 func TestClaimRoute(t *testing.T) {
 	var reached atomic.Int64
 	port := backendPort(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -64,7 +64,8 @@ func TestClaimRoute(t *testing.T) {
 	reader := indexedReader(t, objs...)
 	r := newTestRouter(t, func(o *Options) {
 		o.Resolver = &CacheResolver{Reader: reader, AllowLocalAddresses: true}
-		o.ResolveWait = 3 * time.Second
+		// A claim-only request waits ClaimWait, not ResolveWait.
+		o.ResolveWait, o.ClaimWait = 100*time.Millisecond, 3*time.Second
 	})
 	ask := func(ns, claimUID string) (*http.Response, string) {
 		return do(t, r, http.MethodGet, "/", map[string]string{HeaderNamespace: ns, HeaderPort: port, HeaderClaimUID: claimUID}, nil)
@@ -101,7 +102,8 @@ func TestClaimRoute(t *testing.T) {
 		t.Errorf("the sandboxes got %d requests, want the claim's own one", n)
 	}
 
-	// The claim takes its Sandbox while the request waits.
+	// The claim takes its Sandbox while the request waits (longer than
+	// the resolve wait: ClaimWait).
 	go func() {
 		time.Sleep(300 * time.Millisecond)
 		for _, o := range claimedBy("late", "team", "claim-late") {

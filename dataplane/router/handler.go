@@ -37,6 +37,11 @@ type Options struct {
 	// (yet) routable waits for the cache to catch up: a client that just saw
 	// its claim Ready may be a moment ahead of the router's watch.
 	ResolveWait time.Duration
+	// ClaimWait is how long a request that names only its claim
+	// (CheckClaimRoute) waits for the claim to control a routable Sandbox:
+	// a client sends it as soon as it made the claim, and a burst of
+	// claims takes the controller a while. Zero means ResolveWait.
+	ClaimWait time.Duration
 	// Changes, if set, is told of every change the resolver's cache takes
 	// in (CacheOptions.Changes): a waiting request looks again at once
 	// rather than at the next poll (resolvePoll).
@@ -244,8 +249,13 @@ func (h *Handler) serveTarget(rec *recorder, r *http.Request, start time.Time, r
 // resume on connect is resumed, or waited for, until it is routable, up to
 // ResumeTimeout and the request's deadline (awaitResume).
 func (h *Handler) resolve(ctx context.Context, t Target, requestDeadline time.Time) (Endpoint, *Error) {
+	return h.resolveWaiting(ctx, t, h.o.ResolveWait, requestDeadline)
+}
+
+// resolveWaiting is resolve, looking again for up to wait.
+func (h *Handler) resolveWaiting(ctx context.Context, t Target, wait time.Duration, requestDeadline time.Time) (Endpoint, *Error) {
 	start := time.Now()
-	deadline := earliest(start.Add(h.o.ResolveWait), requestDeadline)
+	deadline := earliest(start.Add(wait), requestDeadline)
 	for looks := 1; ; looks++ {
 		changed := h.o.Changes.Wait()
 		ep, err := h.o.Resolver.Resolve(ctx, t)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -39,4 +40,21 @@ func (c *Client) openRouted(ctx context.Context, o *options, created *extv1beta1
 	}
 	s.name, s.podName, s.conn.name = name, name, name
 	return s, nil
+}
+
+// routedTimeout is the error of a Create whose routed wait (openRouted)
+// ran out of time: what the claim says of itself, read once, as the
+// claim's watch would have said it.
+func (c *Client) routedTimeout(ctx context.Context, created *extv1beta1.SandboxClaim, err error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	cl := &extv1beta1.SandboxClaim{}
+	if gerr := c.extensions.Get().Namespace(created.Namespace).Resource("sandboxclaims").Name(created.Name).Do(rctx).Into(cl); gerr != nil || cl.UID != created.UID {
+		return err
+	}
+	if claimBound(cl) {
+		return fmt.Errorf("claim %s/%s: bound to sandbox %s (%s), whose runtime did not answer through the router: %w",
+			cl.Namespace, cl.Name, cl.Status.Sandbox.Name, readyCondition(cl.Status.Conditions), err)
+	}
+	return fmt.Errorf("claim %s/%s: no sandbox bound (%s): %w", cl.Namespace, cl.Name, readyCondition(cl.Status.Conditions), err)
 }

@@ -1,7 +1,14 @@
 package client
 
 import (
+	"errors"
+	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 )
 
 // TestCreateThroughAClaimRoutingRouter: through a router that routes by
@@ -78,4 +85,24 @@ func TestCreateFallsBackToTheClaimsWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = sb.Close(ctx)
+}
+
+// TestCreateRoutedTimeoutSaysWhy: when the ready timeout passes while the
+// router still waits for the claim's Sandbox, Create's error is
+// ErrTimeout with what the claim says of itself (its Ready condition), as
+// the claim's watch would have said it, and the claim is deleted.
+func TestCreateRoutedTimeoutSaysWhy(t *testing.T) {
+	a, c := newClaimsAPI(t)
+	a.ready = &metav1.Condition{Type: extv1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: "WarmPoolEmpty", Message: "the pool has no Ready member"}
+	suffixes(t, "t1")
+	rt, _ := newFakeRuntime(t)
+	router, srv := newFakeRouter(t, rt)
+	router.checks, router.claimUID, router.hold = true, "uid-sandbox-claim-t1", true
+	_, err := c.Create(ctxFor(t), "team-a", "pool", fast, WithRouter(srv.URL), WithBearerToken("s3cret"), WithReadyTimeout(300*time.Millisecond))
+	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "no sandbox bound (Ready=False WarmPoolEmpty: the pool has no Ready member)") {
+		t.Errorf("Create: %v, want ErrTimeout saying the claim's Ready condition", err)
+	}
+	if len(a.deleted) != 1 {
+		t.Errorf("deletes %v, want the claim's", a.deleted)
+	}
 }

@@ -171,7 +171,9 @@ func (c *Client) Create(ctx context.Context, namespace, warmPool string, opts ..
 	o.seenReady = true
 	var sb *Sandbox
 	if probe.routesClaims(wctx) {
-		sb, err = c.openRouted(wctx, &o, created)
+		if sb, err = c.openRouted(wctx, &o, created); err != nil && wctx.Err() != nil {
+			err = c.routedTimeout(ctx, created, err)
+		}
 	}
 	if sb == nil && wctx.Err() == nil {
 		sb, err = c.openClaim(wctx, &o, created, probe)

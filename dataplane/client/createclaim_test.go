@@ -33,6 +33,8 @@ type claimsAPI struct {
 	opened  []string
 	deleted []string
 	bindTo  string
+	// ready is the Ready condition a read of a claim by name shows.
+	ready *metav1.Condition
 }
 
 func newClaimsAPI(t *testing.T, taken ...string) (*claimsAPI, *Client) {
@@ -50,11 +52,21 @@ func newClaimsAPI(t *testing.T, taken ...string) (*claimsAPI, *Client) {
 }
 
 func (a *claimsAPI) serve(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != claimsPath && (r.Method != http.MethodDelete || !strings.HasPrefix(r.URL.Path, claimsPath+"/")) {
+	if r.URL.Path != claimsPath && !strings.HasPrefix(r.URL.Path, claimsPath+"/") {
 		writeJSON(w, http.StatusNotFound, metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonNotFound, Code: 404})
 		return
 	}
 	switch {
+	case r.Method == http.MethodGet && r.URL.Path != claimsPath:
+		name := strings.TrimPrefix(r.URL.Path, claimsPath+"/")
+		a.mu.Lock()
+		cl := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name, UID: types.UID("uid-" + name), ResourceVersion: "8"}}
+		if a.ready != nil {
+			cl.Status.Conditions = []metav1.Condition{*a.ready}
+		}
+		a.mu.Unlock()
+		cl.APIVersion, cl.Kind = extv1beta1.GroupVersion.String(), "SandboxClaim"
+		writeJSON(w, http.StatusOK, cl)
 	case r.Method == http.MethodGet && r.URL.Query().Get("watch") == "true":
 		name := strings.TrimPrefix(r.URL.Query().Get("fieldSelector"), "metadata.name=")
 		a.mu.Lock()

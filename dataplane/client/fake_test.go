@@ -176,13 +176,15 @@ type fakeRouter struct {
 	checks               bool
 	claimUID, sandboxUID types.UID
 	routed               string
+	// hold keeps a request naming only a claim until its client leaves.
+	hold bool
 }
 
 func newFakeRouter(t *testing.T, runtime http.Handler) (*fakeRouter, *httptest.Server) {
 	rt := &fakeRouter{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt.mu.Lock()
-		checks, routed := rt.checks, rt.routed
+		checks, routed, hold := rt.checks, rt.routed, rt.hold
 		if r.URL.Path == "/healthz" {
 			rt.probes++
 			rt.mu.Unlock()
@@ -202,6 +204,10 @@ func newFakeRouter(t *testing.T, runtime http.Handler) (*fakeRouter, *httptest.S
 			}
 			w.Header().Set(HeaderSandboxUID, string(rt.sandboxUID))
 			if r.Header.Get(HeaderSandboxID) == "" && r.Header.Get(HeaderSandboxClaimUID) != "" {
+				if hold {
+					<-r.Context().Done()
+					return
+				}
 				if routed == "" {
 					w.Header().Set(HeaderNotForwarded, "true")
 					writeJSON(w, 404, map[string]string{"detail": "No Sandbox of claim UID " + r.Header.Get(HeaderSandboxClaimUID) + "."})

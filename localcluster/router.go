@@ -136,7 +136,7 @@ func StartRouter(ctx context.Context, c *Cluster, o RouterOptions) (*Router, err
 	}
 	cmd := exec.Command(o.Binary, append(append([]string{"--kubeconfig", kubeconfig}, transport...), "--auth=none",
 		"--http-bind-address="+addr, "--metrics-bind-address="+metrics, "--allowed-hosts=localhost",
-		"--e2b", "--e2b-namespace=default")...)
+		"--e2b", "--e2b-namespace=default", "--route-by-claim")...)
 	cmd.Args = append(cmd.Args, o.Args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if o.Detach {

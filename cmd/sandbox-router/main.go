@@ -52,7 +52,7 @@ type options struct {
 	runtimeTokenFile                      string
 	clusterDomain                         string
 	dnsFallback, allowLocal               bool
-	trustPortForward                      bool
+	trustPortForward, routeByClaim        bool
 	namespaces                            string
 	proxyTimeout, maxTimeout              time.Duration
 	resolveWait, claimWait, wsMaxLifetime time.Duration
@@ -98,6 +98,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.allowLocal, "allow-local-addresses", false, "Dial loopback and link-local addresses (X-Sandbox-Pod-IP and Pod IPs); for tests and local clusters only.")
 	fs.StringVar(&o.namespaces, "namespaces", "", "Only route to sandboxes in these namespaces, comma-separated (and watch only these); empty: all.")
 	fs.DurationVar(&o.maxTimeout, "max-timeout", 10*time.Minute, "Largest X-Sandbox-Timeout honoured; longer ones are cut to it.")
+	fs.BoolVar(&o.routeByClaim, "route-by-claim", false, "Route a request that names only its claim (X-Sandbox-Claim-UID, no X-Sandbox-ID) to the Sandbox that claim controls. It trusts Sandboxes' controller references to SandboxClaims: turn it on only where the controller's ownership webhook refuses them from anyone but the controller (the deploy bundle does).")
 	fs.DurationVar(&o.claimWait, "claim-wait", 30*time.Second, "How long a request that names only its claim (X-Sandbox-Claim-UID, no X-Sandbox-ID) waits for the claim to control a routable Sandbox before it is refused 404; the request's timeout bounds it too.")
 	fs.DurationVar(&o.resolveWait, "resolve-wait", 2*time.Second, "How long a request waits for the router's cache to show its Sandbox routable (just created, claimed or Ready) before it is refused.")
 	fs.DurationVar(&o.resumeTimeout, "resume-timeout", 2*time.Minute, "How long a request for a Suspended Sandbox that opted in to resume on connect (annotation agents.x-k8s.io/resume-on-connect or idle-timeout) waits for the router's resume to make it routable, and a request for such a Sandbox that is starting waits for it; X-Sandbox-Timeout bounds it too.")
@@ -383,6 +384,7 @@ func run(ctx context.Context, o options) error {
 		Limits:               limits,
 		ResolveWait:          o.resolveWait,
 		ClaimWait:            o.claimWait,
+		RouteByClaim:         o.routeByClaim,
 		Changes:              cacheOpts.Changes,
 		Resume:               writer,
 		ResumeTimeout:        o.resumeTimeout,

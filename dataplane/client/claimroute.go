@@ -13,11 +13,15 @@ import (
 
 // openRouted opens the Sandbox of created, a claim just made, through a
 // router that routes by claim (checkClaimRoute), without watching the
-// claim: one health request names only the claim, the router holds it
-// until the claim has taken a Sandbox that answers, and its answer names
-// that Sandbox (HeaderSandboxID) and its UID, to which the handle is
-// pinned. So the first command can follow as soon as the claim controls
-// its Sandbox, before the controller has written the claim's status. An
+// claim: one request names only the claim, the router holds it until the
+// claim controls a routable Sandbox and answers it itself
+// (HeaderResolveOnly; a router that does not know the header sends it on
+// to the runtime, a health check), naming that Sandbox (HeaderSandboxID)
+// and its UID, to which the handle is pinned. So the first command can
+// follow as soon as the claim controls its Sandbox, before the controller
+// has written the claim's status; as after seeing a claim Ready, the
+// runtime is not asked first (the router sends a command again while the
+// Pod refuses its connection). An
 // error means the router did not answer so (the claim not bound within
 // the router's wait, a refusal): Create waits for the claim as before.
 func (c *Client) openRouted(ctx context.Context, o *options, created *extv1beta1.SandboxClaim) (*Sandbox, error) {
@@ -26,7 +30,7 @@ func (c *Client) openRouted(ctx context.Context, o *options, created *extv1beta1
 		return nil, err
 	}
 	wctx, span := tracer().Start(ctx, "sandbox.wait_bound")
-	resp, err := s.conn.do(wctx, request{op: "health", method: http.MethodGet, endpoint: s.conn.healthEndpoint(), idempotent: true})
+	resp, err := s.conn.do(wctx, request{op: "health", method: http.MethodGet, endpoint: s.conn.healthEndpoint(), idempotent: true, resolveOnly: true})
 	endSpan(span, nil, err)
 	if err != nil {
 		s.conn.close()

@@ -12,16 +12,25 @@ import (
 )
 
 // TestCreateThroughAClaimRoutingRouter: through a router that routes by
-// claim, Create watches nothing: its one health request names only the
-// claim it made, and the handle takes the Sandbox's name and UID from the
-// router's answer; its commands then name that Sandbox, its UID and the
-// claim. Close deletes the claim.
+// claim, Create watches nothing: its one request names only the claim it
+// made and asks only where it goes, and the handle takes the Sandbox's name
+// and UID from the router's answer (the runtime is not asked); its commands
+// then name that Sandbox, its UID and the claim. Through a router that
+// sends the request on (one that does not know HeaderResolveOnly), the
+// runtime's answer through it does as well. Close deletes the claim.
 func TestCreateThroughAClaimRoutingRouter(t *testing.T) {
+	for _, resolves := range []bool{true, false} {
+		t.Run(map[bool]string{true: "answered by the router", false: "sent on"}[resolves], func(t *testing.T) { createRouted(t, resolves) })
+	}
+}
+
+func createRouted(t *testing.T, resolves bool) {
 	a, c := newClaimsAPI(t)
 	suffixes(t, "r1")
 	rt, _ := newFakeRuntime(t)
 	router, srv := newFakeRouter(t, rt)
 	router.checks, router.claimUID, router.sandboxUID, router.routed = true, "uid-sandbox-claim-r1", "sb-uid", "sb-routed"
+	router.resolves = resolves
 	ctx := ctxFor(t)
 	sb, err := c.Create(ctx, "team-a", "pool", fast, WithRouter(srv.URL), WithBearerToken("s3cret"))
 	if err != nil {
@@ -43,8 +52,14 @@ func TestCreateThroughAClaimRoutingRouter(t *testing.T) {
 	if len(seen) != 2 {
 		t.Fatalf("router saw %d requests, want the health request and the run", len(seen))
 	}
-	if id, claim := seen[0].Get(HeaderSandboxID), seen[0].Get(HeaderSandboxClaimUID); id != "" || claim != "uid-sandbox-claim-r1" {
-		t.Errorf("the first request names Sandbox %q and claim %q, want only the claim", id, claim)
+	if id, claim, only := seen[0].Get(HeaderSandboxID), seen[0].Get(HeaderSandboxClaimUID), seen[0].Get(HeaderResolveOnly); id != "" || claim != "uid-sandbox-claim-r1" || only != "true" {
+		t.Errorf("the first request names Sandbox %q and claim %q (resolve only %q), want only the claim, resolved only", id, claim, only)
+	}
+	if got := seen[1].Get(HeaderResolveOnly); got != "" {
+		t.Errorf("the run asks to be resolved only (%q)", got)
+	}
+	if got, want := len(rt.recorded()), map[bool]int{true: 1, false: 2}[resolves]; got != want {
+		t.Errorf("the runtime got %d requests, want %d", got, want)
 	}
 	if id, uid, claim := seen[1].Get(HeaderSandboxID), seen[1].Get(HeaderSandboxUID), seen[1].Get(HeaderSandboxClaimUID); id != "sb-routed" || uid != "sb-uid" || claim != "uid-sandbox-claim-r1" {
 		t.Errorf("the run names Sandbox %q, UID %q, claim %q; want the router's answer and the claim", id, uid, claim)

@@ -178,13 +178,16 @@ type fakeRouter struct {
 	routed               string
 	// hold keeps a request naming only a claim until its client leaves.
 	hold bool
+	// resolves answers a request that asks only to be routed
+	// (HeaderResolveOnly) itself, 204, as our router does.
+	resolves bool
 }
 
 func newFakeRouter(t *testing.T, runtime http.Handler) (*fakeRouter, *httptest.Server) {
 	rt := &fakeRouter{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rt.mu.Lock()
-		checks, routed, hold := rt.checks, rt.routed, rt.hold
+		checks, routed, hold, resolves := rt.checks, rt.routed, rt.hold, rt.resolves
 		if r.URL.Path == "/healthz" {
 			rt.probes++
 			rt.mu.Unlock()
@@ -225,6 +228,11 @@ func newFakeRouter(t *testing.T, runtime http.Handler) (*fakeRouter, *httptest.S
 		}
 		if r.Header.Get("Authorization") != "Bearer s3cret" {
 			writeJSON(w, 401, map[string]string{"detail": "unauthenticated"})
+			return
+		}
+		if checks && resolves && r.Header.Get(HeaderResolveOnly) == "true" {
+			w.Header().Set(HeaderNotForwarded, "true")
+			w.WriteHeader(http.StatusNoContent)
 			return
 		}
 		r.Header.Del("Authorization") // a router strips it before the pod

@@ -32,6 +32,10 @@ const (
 	// HeaderSandboxUID). Create then waits for the claim through the
 	// router (openRouted), not with a watch of its own.
 	checkClaimRoute = "claim-route"
+	// HeaderResolveOnly asks our router to answer a routed request itself
+	// (204, naming the Sandbox) instead of sending it to the sandbox; a
+	// router that does not know it sends it on, and the runtime answers.
+	HeaderResolveOnly = "X-Sandbox-Resolve-Only"
 )
 
 // probeTimeout bounds a router's /healthz probe.

@@ -84,6 +84,9 @@ type request struct {
 	length      int64 // of body; -1 unknown
 	contentType string
 	idempotent  bool // retried on connection errors and 500/502/503/504
+	// resolveOnly asks a router of ours to answer itself once the request
+	// is routed (HeaderResolveOnly), not to send it on.
+	resolveOnly bool
 	// replay makes the body again for a call that is not idempotent, sent
 	// again only when a router answered HeaderNotForwarded (nil: a body
 	// that cannot be made again is sent once).
@@ -180,6 +183,9 @@ func (c *conn) send(ctx context.Context, r request, id string) (*http.Response, 
 		}
 		if c.claimUID != "" {
 			req.Header.Set(HeaderSandboxClaimUID, string(c.claimUID))
+		}
+		if r.resolveOnly {
+			req.Header.Set(HeaderResolveOnly, "true")
 		}
 		if d, ok := ctx.Deadline(); ok {
 			req.Header.Set(HeaderSandboxTimeout, strconv.FormatFloat(max(time.Until(d).Seconds(), 0.001), 'f', 3, 64))

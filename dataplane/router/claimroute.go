@@ -109,3 +109,27 @@ func (r *CacheResolver) resolveClaim(ctx context.Context, t Target) (Endpoint, e
 	t.ID = found[0].Name
 	return r.route(ctx, found[0], t)
 }
+
+// checks is HeaderChecks' value on /healthz.
+func (h *Handler) checks() string {
+	if h.o.RouteByClaim {
+		return RouterChecks
+	}
+	return CheckClaimUID
+}
+
+// resolvedOnly answers a request that asked only where it goes
+// (HeaderResolveOnly), once routed and its caller authorized: 204 with
+// the Sandbox's name and UID, the sandbox never reached. False for any
+// other request, or an endpoint that is not a Sandbox of the cache.
+func resolvedOnly(w http.ResponseWriter, r *http.Request, reqID string, ep Endpoint) bool {
+	if r.Header.Get(HeaderResolveOnly) != "true" || ep.SandboxUID == "" {
+		return false
+	}
+	w.Header().Set(HeaderRequestID, reqID)
+	w.Header().Set(HeaderNotForwarded, "true")
+	w.Header().Set(HeaderSandboxID, ep.Sandbox)
+	w.Header().Set(HeaderUID, string(ep.SandboxUID))
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}

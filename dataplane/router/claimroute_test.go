@@ -65,7 +65,7 @@ func TestClaimRoute(t *testing.T) {
 	r := newTestRouter(t, func(o *Options) {
 		o.Resolver = &CacheResolver{Reader: reader, AllowLocalAddresses: true}
 		// A claim-only request waits ClaimWait, not ResolveWait.
-		o.ResolveWait, o.ClaimWait = 100*time.Millisecond, 3*time.Second
+		o.RouteByClaim, o.ResolveWait, o.ClaimWait = true, 100*time.Millisecond, 3*time.Second
 	})
 	ask := func(ns, claimUID string) (*http.Response, string) {
 		return do(t, r, http.MethodGet, "/", map[string]string{HeaderNamespace: ns, HeaderPort: port, HeaderClaimUID: claimUID}, nil)
@@ -79,9 +79,18 @@ func TestClaimRoute(t *testing.T) {
 		t.Errorf("the answer names %q (UID %q), want box (uid-box) as the router routed it", id, uid)
 	}
 
+	// Asked only where it goes: the router answers, the sandbox sees nothing.
+	resp, body = do(t, r, http.MethodGet, "/", map[string]string{HeaderNamespace: "team", HeaderPort: port, HeaderClaimUID: "claim-1", HeaderResolveOnly: "true"}, nil)
+	if resp.StatusCode != http.StatusNoContent || body != "" || resp.Header.Get(HeaderSandboxID) != "box" || resp.Header.Get(HeaderUID) != "uid-box" ||
+		resp.Header.Get(HeaderNotForwarded) != "true" || reached.Load() != 1 {
+		t.Errorf("resolve only: %d %q, named %q (%q), not forwarded %q, the sandbox got %d requests; want 204 naming box, the sandbox 1",
+			resp.StatusCode, body, resp.Header.Get(HeaderSandboxID), resp.Header.Get(HeaderUID), resp.Header.Get(HeaderNotForwarded), reached.Load())
+	}
+
 	resolveWait := func(o *Options) { o.ResolveWait = 200 * time.Millisecond }
 	short := newTestRouter(t, func(o *Options) {
 		o.Resolver = &CacheResolver{Reader: reader, AllowLocalAddresses: true}
+		o.RouteByClaim = true
 		resolveWait(o)
 	})
 	for _, c := range []struct{ name, ns, claim, want string }{
@@ -123,6 +132,27 @@ func TestClaimRoute(t *testing.T) {
 	}
 }
 
+// TestClaimRouteIsOptIn: without RouteByClaim (--route-by-claim), a
+// request naming only its claim gets upstream's 400 and reaches nothing,
+// and /healthz does not say the router routes by claim: a router that
+// cannot tell whether controller references to claims are guarded does
+// not trust them.
+func TestClaimRouteIsOptIn(t *testing.T) {
+	var reached atomic.Int64
+	port := backendPort(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached.Add(1) }))
+	r := newTestRouter(t, func(o *Options) {
+		o.Resolver = &CacheResolver{Reader: indexedReader(t, claimedBy("box", "team", "claim-1")...), AllowLocalAddresses: true}
+	})
+	resp, body := do(t, r, http.MethodGet, "/", map[string]string{HeaderNamespace: "team", HeaderPort: port, HeaderClaimUID: "claim-1"}, nil)
+	if resp.StatusCode != http.StatusBadRequest || body != `{"detail":"X-Sandbox-ID header is required."}` || reached.Load() != 0 {
+		t.Errorf("a claim-only request without --route-by-claim: %d %q, %d reached the sandbox", resp.StatusCode, body, reached.Load())
+	}
+	resp, _ = do(t, r, http.MethodGet, "/healthz", nil, nil)
+	if got := resp.Header.Get(HeaderChecks); got != CheckClaimUID {
+		t.Errorf("/healthz %s = %q, want only %q", HeaderChecks, got, CheckClaimUID)
+	}
+}
+
 // TestClaimRouteGrantsNothing plays bob, whose Role lets him exec into
 // bob-box only, and who knows the UID of alice's claim: naming only that
 // claim gets him 403 and her sandbox nothing; with no token the request
@@ -139,7 +169,7 @@ func TestClaimRouteGrantsNothing(t *testing.T) {
 	r := newTestRouter(t, func(o *Options) {
 		o.Authorizer = NewTokenReview(api.clientset(), TokenReviewOptions{CacheTTL: time.Minute})
 		o.Resolver = &CacheResolver{Reader: indexedReader(t, claimedBy("alice-box", "team", "alices-claim")...), AllowLocalAddresses: true}
-		o.ResolveWait = time.Second
+		o.RouteByClaim, o.ResolveWait = true, time.Second
 	})
 	p, _ := strconv.Atoi(port)
 	ask := func(token string) int {
@@ -152,6 +182,12 @@ func TestClaimRouteGrantsNothing(t *testing.T) {
 	}
 	if got := ask("bob-token"); got != http.StatusForbidden {
 		t.Errorf("bob with alice's claim UID: %d, want 403", got)
+	}
+	resp, _ := do(t, r, http.MethodGet, "/", map[string]string{HeaderNamespace: "team", HeaderPort: strconv.Itoa(p), HeaderClaimUID: "alices-claim",
+		HeaderResolveOnly: "true", "Authorization": "Bearer bob-token"}, nil)
+	if resp.StatusCode != http.StatusForbidden || resp.Header.Get(HeaderSandboxID) != "" || resp.Header.Get(HeaderUID) != "" {
+		t.Errorf("bob asking only where alice's claim goes: %d, named %q (%q); want 403 naming nothing",
+			resp.StatusCode, resp.Header.Get(HeaderSandboxID), resp.Header.Get(HeaderUID))
 	}
 	before := r.resolves.Load()
 	if got := ask(""); got != http.StatusUnauthorized {

@@ -37,6 +37,13 @@ type Options struct {
 	// (yet) routable waits for the cache to catch up: a client that just saw
 	// its claim Ready may be a moment ahead of the router's watch.
 	ResolveWait time.Duration
+	// RouteByClaim routes a request that names only its claim
+	// (CheckClaimRoute; off, it gets upstream's 400 for a missing
+	// X-Sandbox-ID). It trusts a Sandbox's controller reference to a
+	// SandboxClaim, which only the controller may set where the ownership
+	// webhook runs: turn it on only there (the deploy bundle and the local
+	// cluster do).
+	RouteByClaim bool
 	// ClaimWait is how long a request that names only its claim
 	// (CheckClaimRoute) waits for the claim to control a routable Sandbox:
 	// a client sends it as soon as it made the claim, and a burst of
@@ -115,52 +122,23 @@ var (
 	errLifetime = errors.New("the WebSocket's maximum lifetime passed")
 )
 
-// resolvePoll is how often a waiting request looks at the cache again
-// when the cache tells of no change (Options.Changes). A variable for the
-// tests alone.
-var resolvePoll = 50 * time.Millisecond
-
-// changeSettle is how long a waiting request told of a change waits before
-// it looks (a burst of events makes one look, not one each).
-const changeSettle = 2 * time.Millisecond
-
-// Pause waits until changed (Changes.Wait, taken before the last look at
-// the cache) is closed, then changeSettle more, or d passes, or ctx ends;
-// false when ctx ended. A nil changed waits d.
-func Pause(ctx context.Context, changed <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	case <-changed:
-	}
-	s := time.NewTimer(changeSettle)
-	defer s.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-s.C:
-		return true
-	}
-}
-
 // deadlineGrace is added to a request's timeout for the deadlines of the
 // client connection, so that a timed-out request can still be answered 504.
 const deadlineGrace = 5 * time.Second
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/healthz" {
-		w.Header().Set(HeaderChecks, RouterChecks)
+		w.Header().Set(HeaderChecks, h.checks())
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		return
 	}
 	rec, r, reqID, start, end := h.begin(w, r)
 	defer end()
 	t, e := ParseTarget(r.Header, h.o.Limits)
-	if e == nil && t.ID == "" {
+	switch {
+	case e == nil && t.ID == "" && !h.o.RouteByClaim:
+		e = badRequest("X-Sandbox-ID header is required.")
+	case e == nil && t.ID == "":
 		t, e = h.claimTarget(r, t, start)
 	}
 	if e == nil && h.o.Authorizer != nil {
@@ -236,44 +214,15 @@ func (h *Handler) serveTarget(rec *recorder, r *http.Request, start time.Time, r
 		WriteError(rec, e)
 		return
 	}
+	if resolvedOnly(rec, r, reqID, ep) {
+		return
+	}
 	if h.o.Activity != nil && ep.IdleTimeout > 0 && ep.SandboxUID != "" {
 		key := resume.Key{Namespace: ep.Namespace, Name: ep.Sandbox, UID: ep.SandboxUID}
 		end := h.o.Activity.Begin(key, resume.Interval(ep.IdleTimeout, h.o.ActivityInterval))
 		defer end() // after the response, or the WebSocket session, ended
 	}
 	h.proxy(rec, r, t, ep, reqID)
-}
-
-// resolve resolves t, looking again for up to ResolveWait while the answer
-// is a state that may change in a moment. A Sandbox that opted in to
-// resume on connect is resumed, or waited for, until it is routable, up to
-// ResumeTimeout and the request's deadline (awaitResume).
-func (h *Handler) resolve(ctx context.Context, t Target, requestDeadline time.Time) (Endpoint, *Error) {
-	return h.resolveWaiting(ctx, t, h.o.ResolveWait, requestDeadline)
-}
-
-// resolveWaiting is resolve, looking again for up to wait.
-func (h *Handler) resolveWaiting(ctx context.Context, t Target, wait time.Duration, requestDeadline time.Time) (Endpoint, *Error) {
-	start := time.Now()
-	deadline := earliest(start.Add(wait), requestDeadline)
-	for looks := 1; ; looks++ {
-		changed := h.o.Changes.Wait()
-		ep, err := h.o.Resolver.Resolve(ctx, t)
-		if err == nil {
-			if looks > 1 {
-				h.o.Metrics.resolveWaited(time.Since(start).Seconds())
-			}
-			return ep, nil
-		}
-		e := AsError(err)
-		if e.Resume != nil {
-			return h.awaitResume(ctx, t, e, requestDeadline)
-		}
-		left := time.Until(deadline)
-		if !e.Retry || left <= 0 || !Pause(ctx, changed, min(left, resolvePoll)) {
-			return ep, e
-		}
-	}
 }
 
 func (h *Handler) proxy(w *recorder, r *http.Request, t Target, ep Endpoint, reqID string) {

@@ -43,6 +43,14 @@ const (
 	// the sandbox got the request (after UpstreamRetries). A client may send
 	// such a request again whatever its method. Not in upstream's router.
 	HeaderNotForwarded = "X-Sandbox-Not-Forwarded"
+	// HeaderResolveOnly ("true") asks the router to route the request,
+	// its caller authorized and its Sandbox waited for as for any request,
+	// and to answer 204 itself with the Sandbox's name and UID
+	// (HeaderSandboxID, HeaderUID) instead of sending it on: a client that
+	// named only its claim learns its Sandbox without a round trip to the
+	// sandbox. Not in upstream's router (which sends such a request on, and
+	// our router's answers name the Sandbox either way).
+	HeaderResolveOnly = "X-Sandbox-Resolve-Only"
 	// HeaderRequestID is passed on; the router makes one when it is missing
 	// and returns it in the response.
 	HeaderRequestID = "X-Request-ID"

@@ -23,9 +23,9 @@
 //     claim (HeaderSandboxClaimUID) for the router to check, and the
 //     handle pins itself to the Sandbox UID the router's answer names.
 //     Through a router that also routes by claim, Create watches nothing:
-//     its health request names only the new claim, waits in the router
-//     until the claim controls a Sandbox, and the answer names it (the
-//     claim's watch is the fallback). A check is relied on only when the
+//     one request names only the new claim and asks only where it goes,
+//     waits in the router until the claim controls a Sandbox, and the
+//     router's answer names it (the claim's watch is the fallback). A check is relied on only when the
 //     router, not a sandbox, says it makes it.
 //   - Only idempotent calls are retried (Read, List, Exists, the health
 //     check); Run and Write reach the runtime at most once: Run is sent

@@ -19,7 +19,11 @@
 //     Sandbox standalone or claimed, never an unclaimed warm member. A
 //     request naming only a claim (X-Sandbox-Claim-UID, no X-Sandbox-ID)
 //     goes to the one Sandbox of its namespace that claim controls (the
-//     cache's claim UID index), waited for while the claim takes one.
+//     cache's claim UID index), waited for while the claim takes one
+//     (with RouteByClaim: it trusts controller references, which the
+//     ownership webhook guards). A request that asks only where it goes
+//     (X-Sandbox-Resolve-Only) is answered 204 with its Sandbox's name and
+//     UID, once routed and authorized, and never sent on.
 //     Addresses are checked, never trusted: X-Sandbox-Pod-IP must be the
 //     Pod's, and the DNS fallback dials the address it checked. A request
 //     the cache cannot route yet waits for the cache's next event

@@ -72,6 +72,34 @@ func createRouted(t *testing.T, resolves bool) {
 	}
 }
 
+// TestCreateWithClaimReady: WithClaimReady makes Create wait for the
+// claim's Ready with its watch even through a router that routes by claim.
+func TestCreateWithClaimReady(t *testing.T) {
+	a, c := newClaimsAPI(t)
+	a.bindTo = "sb-bound"
+	suffixes(t, "w1")
+	rt, _ := newFakeRuntime(t)
+	router, srv := newFakeRouter(t, rt)
+	router.checks, router.claimUID, router.sandboxUID, router.routed, router.resolves = true, "uid-sandbox-claim-w1", "sb-uid", "sb-bound", true
+	ctx := ctxFor(t)
+	sb, err := c.Create(ctx, "team-a", "pool", fast, WithRouter(srv.URL), WithBearerToken("s3cret"), WithClaimReady())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	opened := append([]string(nil), a.opened...)
+	a.mu.Unlock()
+	if len(opened) != 1 {
+		t.Errorf("watches opened: %v, want the claim's", opened)
+	}
+	for _, h := range router.seen() {
+		if h.Get(HeaderResolveOnly) != "" || h.Get(HeaderSandboxID) == "" {
+			t.Errorf("a request routed by claim alone: %v", h)
+		}
+	}
+	_ = sb.Close(ctx)
+}
+
 // TestCreateFallsBackToTheClaimsWatch: when the router does not find the
 // claim's Sandbox within its wait (404, not forwarded), Create waits for
 // the claim with its watch as through any router, and opens it by claim.

@@ -170,7 +170,7 @@ func (c *Client) Create(ctx context.Context, namespace, warmPool string, opts ..
 	}
 	o.seenReady = true
 	var sb *Sandbox
-	if probe.routesClaims(wctx) {
+	if !o.claimReady && probe.routesClaims(wctx) {
 		if sb, err = c.openRouted(wctx, &o, created); err != nil && wctx.Err() != nil {
 			err = c.routedTimeout(ctx, created, err)
 		}

@@ -28,6 +28,9 @@ type options struct {
 	attempts     int
 	backoff      time.Duration
 	maxBackoff   time.Duration
+	// claimReady: Create waits for the claim's Ready, even through a
+	// router that routes by claim (WithClaimReady).
+	claimReady bool
 	// starting: the sandbox was just resumed, its runtime is starting
 	// (connect polls its health quickly; not an Option).
 	starting bool
@@ -118,6 +121,15 @@ func WithHTTPClient(c *http.Client) Option {
 // context's.
 func WithReadyTimeout(d time.Duration) Option {
 	return func(o *options) { o.readyTimeout = d }
+}
+
+// WithClaimReady makes Create wait, as upstream's SDKs do, for the claim's
+// status to say Ready (one watch of the claim) before it returns, even
+// through a router that routes by claim, where it would otherwise return
+// as soon as the claim controls a routable Sandbox: for a caller that
+// reads the claim's status right after Create.
+func WithClaimReady() Option {
+	return func(o *options) { o.claimReady = true }
 }
 
 // WithRetries sets how many times idempotent calls (Read, List, Exists and

@@ -49,8 +49,10 @@ func startRouter(t *testing.T, kubeconfig string, extraArgs ...string) (string, 
 		t.Fatalf("building the router: %v\n%s", err, out)
 	}
 	addr, metrics := freeAddr(t), freeAddr(t)
+	// --route-by-claim as the deploy bundle runs it (where the ownership
+	// webhook guards it; the bench has a single tenant).
 	cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--transport=kwok", "--auth=none",
-		"--allow-local-addresses", "--http-bind-address", addr, "--metrics-bind-address", metrics}, extraArgs...)...)
+		"--allow-local-addresses", "--route-by-claim", "--http-bind-address", addr, "--metrics-bind-address", metrics}, extraArgs...)...)
 	// Flags to compare a variant of the router, e.g.
 	// BENCH_ROUTER_ARGS="--port-forward-prewarm=0".
 	cmd.Args = append(cmd.Args, strings.Fields(os.Getenv("BENCH_ROUTER_ARGS"))...)

@@ -45,10 +45,13 @@ type Dataplane struct {
 	// (what the existing claim bench measures), with the same pacing.
 	ClaimReady map[string]Latency `json:"claim_ready_floor"`
 	// FirstCommand is SDK Create from the pool, then Run("echo hi"), until
-	// its output is back: "paced_direct", "paced_router", "busy_direct",
-	// "busy_router", "burst_direct", "burst_router". Direct is the SDK's
-	// port-forward; router is bin/sandbox-router (RouterTransport). Ratios
-	// are to ClaimReady of the same pacing.
+	// its output is back: "paced_direct", "paced_router",
+	// "paced_router_watch", and the same for "busy" and "burst". Direct is
+	// the SDK's port-forward; router is bin/sandbox-router
+	// (RouterTransport, --route-by-claim: Create asks the router for its
+	// claim's Sandbox); router_watch the same router with the SDK waiting
+	// for the claim's Ready by its watch (WithClaimReady). Ratios are to
+	// ClaimReady of the same pacing.
 	FirstCommand map[string]Latency `json:"claim_to_first_command"`
 	// FirstCommandFloor is what claim -> first command cannot go below:
 	// ClaimReady of the same pacing plus one "echo hi" on a runtime with
@@ -210,6 +213,10 @@ func TestBenchDataplane(t *testing.T) {
 
 	caller := benchCaller(t, local.Config, ns, res.RouterAuth)
 	direct, viaRouter := sdkClient(t, local.Config), sdkClient(t, local.Config, append(caller, sdk.WithRouter(routerURL))...)
+	// The same router, the SDK waiting for each claim's Ready with its
+	// watch (WithClaimReady) rather than asking the router for the claim's
+	// Sandbox: the route by claim's A/B, in the same run.
+	viaRouterWatch := sdkClient(t, local.Config, append(caller, sdk.WithRouter(routerURL), sdk.WithClaimReady())...)
 	pacings := dataplanePacings(t, paced, burst)
 	// Each phase starts on a full pool; the floor and the SDK alternate so
 	// that a drift of the machine affects them alike.
@@ -246,11 +253,15 @@ func TestBenchDataplane(t *testing.T) {
 		phase(p.name, p.n, p.every, true, nil)
 		phase(p.name+"_direct", p.n, p.every, false, direct)
 		phase(p.name+"_router", p.n, p.every, false, viaRouter)
+		phase(p.name+"_router_watch", p.n, p.every, false, viaRouterWatch)
 	}
 	bursts := burstRounds(t, func(key string, floor bool) {
 		sc := viaRouter
-		if floor {
+		switch {
+		case floor:
 			sc = nil
+		case strings.HasSuffix(key, "_router_watch"):
+			sc = viaRouterWatch
 		}
 		phase(key, burst, 0, floor, sc)
 	})

@@ -26,7 +26,9 @@
 // median of their ratios, by port-forward and
 // through bin/sandbox-router, which checks the SDK's ServiceAccount token
 // and its right to exec as for any tenant unless BENCH_DP_ROUTER_AUTH is
-// none) as a ratio to claim Ready, to claim Ready plus
+// none, and routes by claim: Create asks it for its claim's Sandbox; and
+// through the same router with the SDK waiting for each claim's Ready by
+// watch, router_watch, the A/B of that) as a ratio to claim Ready, to claim Ready plus
 // one command on a runtime alone, and to claim Ready plus the first contact
 // with a fresh Sandbox measured alone (its port-forward and first command:
 // the reach floor), and commands per second as a ratio to sandbox-runtime

@@ -7,8 +7,9 @@ import (
 
 // BurstRounds is claim -> first command through the router, all at once,
 // over several rounds (BENCH_DP_BURSTS, 3): each round the plain client's
-// burst (the floor's claim Ready) and then the SDK's through the router,
-// on a full pool. One burst's ratio moves with the floor's own burst,
+// burst (the floor's claim Ready), then the SDK's through the router, then
+// the SDK's waiting for its claims' Ready by watch (router_watch), each on
+// a full pool. One burst's ratio moves with the floor's own burst,
 // which on this machine was 684 ms at p50 in one run and 1380 ms in
 // another with the same build, so the median of the rounds' ratios is the
 // figure to read.
@@ -23,6 +24,9 @@ type BurstRounds struct {
 	P99Ratios []float64 `json:"p99_ratios_to_first_command_floor"`
 	MedianP50 float64   `json:"median_p50_ratio_to_first_command_floor"`
 	MedianP99 float64   `json:"median_p99_ratio_to_first_command_floor"`
+	// Watch is the same for <key>_router_watch: the SDK waiting for its
+	// claims' Ready by watch, through the same router, in the same rounds.
+	Watch *BurstRounds `json:"router_watch,omitempty"`
 }
 
 // burstRounds runs the bursts after the first (BENCH_DP_BURSTS in all,
@@ -34,6 +38,7 @@ func burstRounds(t *testing.T, phase func(key string, floor bool)) []string {
 		key := fmt.Sprintf("burst%d", i)
 		phase(key, true)
 		phase(key+"_router", false)
+		phase(key+"_router_watch", false)
 		keys = append(keys, key)
 	}
 	return keys
@@ -42,9 +47,15 @@ func burstRounds(t *testing.T, phase func(key string, floor bool)) []string {
 // summarizeBursts reads the rounds' ratios from res (FirstCommand with
 // its ratios to the first command floor filled in).
 func summarizeBursts(res *Dataplane, keys []string) *BurstRounds {
+	b := summarizeWay(res, keys, "_router")
+	b.Watch = summarizeWay(res, keys, "_router_watch")
+	return b
+}
+
+func summarizeWay(res *Dataplane, keys []string, way string) *BurstRounds {
 	b := &BurstRounds{Rounds: len(keys), Keys: keys}
 	for _, k := range keys {
-		l, ok := res.FirstCommand[k+"_router"]
+		l, ok := res.FirstCommand[k+way]
 		if !ok {
 			continue
 		}

@@ -10,9 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -31,14 +29,7 @@ func claimedBy(name, ns string, claimUID types.UID) []client.Object {
 // indexedReader is a fake cache with the router's claim UID index.
 func indexedReader(t *testing.T, objs ...client.Object) client.Client {
 	t.Helper()
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := sandboxv1beta1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
+	return fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
 		WithIndex(&sandboxv1beta1.Sandbox{}, IndexClaimUID, ClaimUIDIndex).Build()
 }
 

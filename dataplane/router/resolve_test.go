@@ -56,6 +56,12 @@ func testPod(sb *sandboxv1beta1.Sandbox, name string, ips ...string) *corev1.Pod
 
 func testReader(t *testing.T, objs ...client.Object) client.Reader {
 	t.Helper()
+	return fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).Build()
+}
+
+// testScheme knows the core kinds and Sandboxes, as the router's cache.
+func testScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
@@ -63,7 +69,7 @@ func testReader(t *testing.T, objs ...client.Object) client.Reader {
 	if err := sandboxv1beta1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+	return s
 }
 
 func TestRoute(t *testing.T) {

@@ -137,10 +137,11 @@ func (o *options) readyContext(ctx context.Context) (context.Context, context.Ca
 // returned until status.sandbox.name is set and then the Sandbox until
 // Ready=True (one watch each; through a router that checks claims, the
 // Sandbox is neither watched nor read: openByClaim), and connects.
-// Through a router that routes by claim, nothing is watched: one health
-// request naming the claim waits in the router until the claim controls
-// a Sandbox whose runtime answers (openRouted; the claim is watched as
-// above only if that fails, e.g. after the router's resolve wait). If
+// Through a router that routes by claim, nothing is watched (unless
+// WithClaimReady): one request naming only the claim waits in the router
+// until the claim controls a routable Sandbox, which the router's answer
+// names (openRouted; the claim is watched as above only if that fails,
+// e.g. after the router's --claim-wait). If
 // any of this fails, or ctx ends or the ready timeout passes first
 // (ErrTimeout), the claim is deleted.
 //

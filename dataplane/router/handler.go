@@ -41,8 +41,8 @@ type Options struct {
 	// (CheckClaimRoute; off, it gets upstream's 400 for a missing
 	// X-Sandbox-ID). It trusts a Sandbox's controller reference to a
 	// SandboxClaim, which only the controller may set where the ownership
-	// webhook runs: turn it on only there (the deploy bundle and the local
-	// cluster do).
+	// webhook runs: turn it on only there (the deploy bundle, the chart and
+	// the local cluster do).
 	RouteByClaim bool
 	// ClaimWait is how long a request that names only its claim
 	// (CheckClaimRoute) waits for the claim to control a routable Sandbox:

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -9,6 +10,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
 // TestClaimUIDHeader plays a tenant whose client names its Sandbox by the
@@ -27,13 +32,7 @@ func TestClaimUIDHeader(t *testing.T) {
 	sb := testSandbox("box", "SandboxClaim") // controlled by claim UID owner-uid
 	pod := testPod(sb, "box", "127.0.0.1")
 	r := newTestRouter(t, func(o *Options) {
-		o.Resolver = ResolverFunc(func(_ context.Context, target Target) (Endpoint, error) {
-			ep, e := Route(sb, pod, target)
-			if e != nil {
-				return ep, e
-			}
-			return ep, nil
-		})
+		o.Resolver = fixedRoute(sb, pod)
 	})
 	p, _ := strconv.Atoi(port)
 	headers := func(claimUID string) map[string]string {
@@ -106,25 +105,17 @@ func TestClaimUIDGrantsNothing(t *testing.T) {
 	api := &fakeAPI{}
 	r := newTestRouter(t, func(o *Options) {
 		o.Authorizer = NewTokenReview(api.clientset(), TokenReviewOptions{CacheTTL: time.Minute})
-		o.Resolver = ResolverFunc(func(_ context.Context, target Target) (Endpoint, error) {
-			ep, e := Route(alices, pod, target)
-			if e != nil {
-				return ep, e
-			}
-			return ep, nil
-		})
+		o.Resolver = fixedRoute(alices, pod)
 	})
-	p, _ := strconv.Atoi(port)
-	ask := func(token string) int {
-		h := map[string]string{HeaderSandboxID: "alice-box", HeaderNamespace: "team", HeaderPort: strconv.Itoa(p), HeaderClaimUID: "owner-uid"}
-		if token != "" {
-			h["Authorization"] = "Bearer " + token
-		}
-		resp, _ := do(t, r, http.MethodPost, "/execute", h, strings.NewReader(`{"command":"cat secret"}`))
-		return resp.StatusCode
-	}
+	named := map[string]string{HeaderSandboxID: "alice-box", HeaderNamespace: "team", HeaderPort: port, HeaderClaimUID: "owner-uid"}
+	ask := func(token string) int { return execAs(t, r, named, token) }
 	if got := ask("bob-token"); got != http.StatusForbidden {
 		t.Errorf("bob with alice's claim UID: %d, want 403", got)
+	}
+	for _, token := range []string{"bob-token", ""} {
+		if got, id, uid := resolveAs(t, r, named, token); got < 400 || id != "" || uid != "" {
+			t.Errorf("asking only where alice-box goes with token %q: %d, named %q (%q); want a refusal naming nothing", token, got, id, uid)
+		}
 	}
 	if got := ask(""); got != http.StatusUnauthorized {
 		t.Errorf("no token with alice's claim UID: %d, want 401", got)
@@ -135,4 +126,40 @@ func TestClaimUIDGrantsNothing(t *testing.T) {
 	if got := ask("alice-token"); got != http.StatusOK || reached.Load() != 1 {
 		t.Errorf("alice with her claim's UID: %d, %d requests reached her sandbox; want 200 and 1", got, reached.Load())
 	}
+}
+
+// fixedRoute resolves every target against sb and its pod (Route).
+func fixedRoute(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) Resolver {
+	return ResolverFunc(func(_ context.Context, target Target) (Endpoint, error) {
+		ep, e := Route(sb, pod, target)
+		if e != nil {
+			return ep, e
+		}
+		return ep, nil
+	})
+}
+
+// execAs sends a command with headers and, unless token is empty, the
+// bearer token; it returns the status.
+func execAs(t *testing.T, r *testRouter, headers map[string]string, token string) int {
+	t.Helper()
+	h := maps.Clone(headers)
+	if token != "" {
+		h["Authorization"] = "Bearer " + token
+	}
+	resp, _ := do(t, r, http.MethodPost, "/execute", h, strings.NewReader(`{"command":"cat secret"}`))
+	return resp.StatusCode
+}
+
+// resolveAs asks only where headers' request goes (HeaderResolveOnly), as
+// execAs does, and returns the status and the Sandbox the answer names.
+func resolveAs(t *testing.T, r *testRouter, headers map[string]string, token string) (status int, id, uid string) {
+	t.Helper()
+	h := maps.Clone(headers)
+	h[HeaderResolveOnly] = "true"
+	if token != "" {
+		h["Authorization"] = "Bearer " + token
+	}
+	resp, _ := do(t, r, http.MethodGet, "/", h, nil)
+	return resp.StatusCode, resp.Header.Get(HeaderSandboxID), resp.Header.Get(HeaderUID)
 }

@@ -3,7 +3,6 @@ package router
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -162,23 +161,13 @@ func TestClaimRouteGrantsNothing(t *testing.T) {
 		o.Resolver = &CacheResolver{Reader: indexedReader(t, claimedBy("alice-box", "team", "alices-claim")...), AllowLocalAddresses: true}
 		o.RouteByClaim, o.ResolveWait = true, time.Second
 	})
-	p, _ := strconv.Atoi(port)
-	ask := func(token string) int {
-		h := map[string]string{HeaderNamespace: "team", HeaderPort: strconv.Itoa(p), HeaderClaimUID: "alices-claim"}
-		if token != "" {
-			h["Authorization"] = "Bearer " + token
-		}
-		resp, _ := do(t, r, http.MethodPost, "/execute", h, strings.NewReader(`{"command":"cat secret"}`))
-		return resp.StatusCode
-	}
+	byClaim := map[string]string{HeaderNamespace: "team", HeaderPort: port, HeaderClaimUID: "alices-claim"}
+	ask := func(token string) int { return execAs(t, r, byClaim, token) }
 	if got := ask("bob-token"); got != http.StatusForbidden {
 		t.Errorf("bob with alice's claim UID: %d, want 403", got)
 	}
-	resp, _ := do(t, r, http.MethodGet, "/", map[string]string{HeaderNamespace: "team", HeaderPort: strconv.Itoa(p), HeaderClaimUID: "alices-claim",
-		HeaderResolveOnly: "true", "Authorization": "Bearer bob-token"}, nil)
-	if resp.StatusCode != http.StatusForbidden || resp.Header.Get(HeaderSandboxID) != "" || resp.Header.Get(HeaderUID) != "" {
-		t.Errorf("bob asking only where alice's claim goes: %d, named %q (%q); want 403 naming nothing",
-			resp.StatusCode, resp.Header.Get(HeaderSandboxID), resp.Header.Get(HeaderUID))
+	if got, id, uid := resolveAs(t, r, byClaim, "bob-token"); got != http.StatusForbidden || id != "" || uid != "" {
+		t.Errorf("bob asking only where alice's claim goes: %d, named %q (%q); want 403 naming nothing", got, id, uid)
 	}
 	before := r.resolves.Load()
 	if got := ask(""); got != http.StatusUnauthorized {
@@ -186,6 +175,9 @@ func TestClaimRouteGrantsNothing(t *testing.T) {
 	}
 	if got := ask("forged-token"); got != http.StatusUnauthorized {
 		t.Errorf("a token the API server does not know: %d, want 401", got)
+	}
+	if got, id, uid := resolveAs(t, r, byClaim, ""); got != http.StatusUnauthorized || id != "" || uid != "" {
+		t.Errorf("no token asking only where alice's claim goes: %d, named %q (%q); want 401 naming nothing", got, id, uid)
 	}
 	if n := r.resolves.Load() - before; n != 0 {
 		t.Errorf("the router looked %d times for the claim's Sandbox for unauthenticated callers", n)

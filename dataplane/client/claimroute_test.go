@@ -39,9 +39,7 @@ func createRouted(t *testing.T, resolves bool) {
 	if sb.Name() != "sb-routed" || sb.ClaimName() != "sandbox-claim-r1" || sb.PodName() != "sb-routed" {
 		t.Errorf("handle names Sandbox %q (pod %q) of claim %q", sb.Name(), sb.PodName(), sb.ClaimName())
 	}
-	a.mu.Lock()
-	opened := append([]string(nil), a.opened...)
-	a.mu.Unlock()
+	opened := a.watchesOpened()
 	if len(opened) != 0 {
 		t.Errorf("watches opened: %v, want none (the router waits for the claim)", opened)
 	}
@@ -86,9 +84,7 @@ func TestCreateWithClaimReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.mu.Lock()
-	opened := append([]string(nil), a.opened...)
-	a.mu.Unlock()
+	opened := a.watchesOpened()
 	if len(opened) != 1 {
 		t.Errorf("watches opened: %v, want the claim's", opened)
 	}
@@ -118,9 +114,7 @@ func TestCreateFallsBackToTheClaimsWatch(t *testing.T) {
 	if sb.Name() != "sb-bound" {
 		t.Errorf("handle names %q, want the claim's status's sb-bound", sb.Name())
 	}
-	a.mu.Lock()
-	opened := append([]string(nil), a.opened...)
-	a.mu.Unlock()
+	opened := a.watchesOpened()
 	if len(opened) != 1 || opened[0] != "sandbox-claim-f1" {
 		t.Errorf("watches opened: %v, want the claim's, after the router's refusal", opened)
 	}

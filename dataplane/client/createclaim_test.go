@@ -110,6 +110,13 @@ func (a *claimsAPI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// watchesOpened names the claims a watch was opened on, in order.
+func (a *claimsAPI) watchesOpened() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.opened...)
+}
+
 func suffixes(t *testing.T, s ...string) {
 	old := claimSuffix
 	t.Cleanup(func() { claimSuffix = old })
@@ -141,9 +148,7 @@ func TestCreateClaimMakesItsName(t *testing.T) {
 	if created.Name != "sandbox-claim-fresh" || created.GenerateName != ClaimGenerateName || created.UID != "uid-sandbox-claim-fresh" {
 		t.Errorf("created %s (generateName %q, uid %s)", created.Name, created.GenerateName, created.UID)
 	}
-	a.mu.Lock()
-	opened := append([]string(nil), a.opened...)
-	a.mu.Unlock()
+	opened := a.watchesOpened()
 	if len(opened) != 0 {
 		t.Errorf("watches opened with the create: %v, want none", opened)
 	}

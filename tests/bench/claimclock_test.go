@@ -39,6 +39,8 @@ type claimClock struct {
 	// traceContext is each claim's trace-context annotation, as the Go
 	// SDK sets it: which of the SDK's spans made the claim.
 	traceContext map[string]string
+	// members are the pool members the watch saw, by name (member).
+	members map[string]memberSpan
 	// apiserver, if set, is the API server whose served requests (and,
 	// with BENCH_APISERVER_PROFILE=1, CPU profile) are taken per burst.
 	apiserver *rest.Config
@@ -85,7 +87,7 @@ func startClaimClock(t *testing.T, watched cache.Cache, ns string) (k *claimCloc
 	k = &claimClock{ns: ns, sent: map[string]time.Time{}, created: map[string]time.Duration{},
 		seenAt: map[string]time.Time{}, readyAt: map[string]time.Time{},
 		observedAt: map[string]time.Time{}, adoptedAt: map[string]time.Time{}, annotatedAt: map[string]time.Time{},
-		traceContext: map[string]string{}}
+		traceContext: map[string]string{}, members: map[string]memberSpan{}}
 	informer, err := watched.GetInformer(context.Background(), &extv1beta1.SandboxClaim{})
 	if err != nil {
 		t.Fatal(err)
@@ -115,13 +117,14 @@ func (k *claimClock) adopted(obj any) {
 	if !ok || sb.Namespace != k.ns {
 		return
 	}
-	ref := metav1.GetControllerOf(sb)
-	if ref == nil || ref.Kind != extv1beta1.ClaimKind.Kind {
-		return
-	}
 	now := time.Now()
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	ref := metav1.GetControllerOf(sb)
+	if ref == nil || ref.Kind != extv1beta1.ClaimKind.Kind {
+		k.member(sb, now)
+		return
+	}
 	if _, ok := k.adoptedAt[ref.Name]; !ok {
 		k.adoptedAt[ref.Name] = now
 	}

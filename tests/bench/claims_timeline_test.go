@@ -30,6 +30,8 @@ type ClaimTimeline struct {
 	// their stages: where a p99 went, and when (to set beside the
 	// controller's log and the API server's profile).
 	Slowest []SlowClaim `json:"slowest,omitempty"`
+	// Refill is how the claims met the pool's refill.
+	Refill RefillOverlap `json:"refill"`
 }
 
 // SlowClaim is one claim of a timeline: when its create was sent (this
@@ -41,6 +43,9 @@ type SlowClaim struct {
 	// CreateMs is its create request's duration (within the first stage).
 	CreateMs float64 `json:"create_request_ms"`
 	TotalMs  float64 `json:"total_ms"`
+	// Refills counts the pool members on their way to Ready while it was
+	// served.
+	Refills int `json:"refills_in_flight"`
 }
 
 // slowestClaims is how many claims a timeline names.
@@ -74,7 +79,8 @@ func (k *claimClock) timelineOf(names []string) ClaimTimeline {
 			continue
 		}
 		tl.Claims++
-		slow := SlowClaim{Name: name, SentAt: at[0], TotalMs: ms(at[4].Sub(at[0])), CreateMs: ms(k.created[name])}
+		slow := SlowClaim{Name: name, SentAt: at[0], TotalMs: ms(at[4].Sub(at[0])), CreateMs: ms(k.created[name]),
+			Refills: k.refillsDuring(at[0], at[4])}
 		creates = append(creates, slow.CreateMs)
 		for i := range stages {
 			slow.StagesMs[i] = max(0, ms(at[i+1].Sub(at[i])))
@@ -87,6 +93,7 @@ func (k *claimClock) timelineOf(names []string) ClaimTimeline {
 	q := quantilesOf
 	tl.ToObserved, tl.ObservedToTaken, tl.TakenToRecorded, tl.RecordedToReady = q(stages[0]), q(stages[1]), q(stages[2]), q(stages[3])
 	tl.CreateRequest = q(creates)
+	tl.Refill = k.refillOverlap(names)
 	return tl
 }
 

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
@@ -61,10 +60,8 @@ type WarmPoolReconciler struct {
 	// ago), or one took a member less than RefillQuiet ago, refilling
 	// waits, so claims are served before the API server is busy with
 	// replacements. It never waits longer than RefillMaxHold in a row.
-	// While claims are served the pool looks again every RefillPoll, and
-	// at once when the last of them stops waiting (WarmQueue.Settled).
-	Queue                                                  *WarmQueue
-	RefillQuiet, RefillPoll, RefillMaxDelay, RefillMaxHold time.Duration
+	Queue                                      *WarmQueue
+	RefillQuiet, RefillMaxDelay, RefillMaxHold time.Duration
 	// StatusHold is how long a status that only counts members on their
 	// way back to the pool's size may wait to be written (statusHold);
 	// negative writes every one at once.
@@ -119,11 +116,6 @@ func (r *WarmPoolReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 		For(&extv1beta1.SandboxWarmPool{}).
 		Owns(&sandboxv1beta1.Sandbox{}).
 		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.poolsOfTemplate))
-	if r.Queue != nil {
-		// A pool whose claims are all served looks again at once: the
-		// refill it put off for them starts now.
-		b = b.WatchesRawSource(source.Channel(r.Queue.Settled(), &handler.EnqueueRequestForObject{}))
-	}
 	b = watchModeLabels(b, mgr.GetClient(), r.Policy, func() client.ObjectList { return &extv1beta1.SandboxWarmPoolList{} })
 	// A pool that creates nothing for want of a runtime class looks again
 	// when the default one changes.
@@ -133,8 +125,8 @@ func (r *WarmPoolReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 }
 
 // SetDefaults fills the fields left zero: the real clock, a 5 minute grace
-// period, the refill's waits (RefillQuiet 10 ms, RefillPoll 50 ms,
-// RefillMaxDelay 5 s, RefillMaxHold 30 s) and StatusHold 1 s.
+// period, the refill's waits (RefillQuiet 50 ms, RefillMaxDelay 5 s,
+// RefillMaxHold 30 s) and StatusHold 1 s.
 func (r *WarmPoolReconciler) SetDefaults() {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -143,10 +135,7 @@ func (r *WarmPoolReconciler) SetDefaults() {
 		r.Grace = 5 * time.Minute
 	}
 	if r.RefillQuiet == 0 {
-		r.RefillQuiet = 10 * time.Millisecond
-	}
-	if r.RefillPoll == 0 {
-		r.RefillPoll = 50 * time.Millisecond
+		r.RefillQuiet = 50 * time.Millisecond
 	}
 	if r.RefillMaxDelay == 0 {
 		r.RefillMaxDelay = 5 * time.Second
@@ -163,16 +152,10 @@ func (r *WarmPoolReconciler) SetDefaults() {
 // taking them right now: while a burst of claims is served from the pool
 // (claims wait for a member, or for the commit of the one they took, and
 // moved less than RefillMaxDelay ago: a refill made now would compete with
-// them for the API server, and they need none of it; the pool looks again
-// after RefillPoll, or when they are all served, WarmQueue.Settled), and
-// for RefillQuiet after the last take; zero means go ahead. It never puts
-// a refill off for more than RefillMaxHold in a row.
-//
-// The refill starts as soon as the claims are served, not a fixed time
-// after the take: a claim's commit takes about 20 ms on a quiet cluster,
-// and a refill begun 50 ms after the take (the quiet period before) ended
-// just as the next claim of a series one every 200 ms began, which it
-// slowed by a third (docs/bench/2026-11-30).
+// them for the API server, and they need none of it), and for RefillQuiet
+// after the last take (the taking claim's commit is still being written);
+// zero means go ahead. It never puts a refill off for more than
+// RefillMaxHold in a row.
 func (r *WarmPoolReconciler) refillWait(pool *extv1beta1.SandboxWarmPool, now time.Time) time.Duration {
 	if r.Queue == nil {
 		return 0
@@ -183,7 +166,7 @@ func (r *WarmPoolReconciler) refillWait(pool *extv1beta1.SandboxWarmPool, now ti
 		quiet = last.Add(r.RefillQuiet).Sub(now)
 	}
 	if r.Queue.Serving(key, now, r.RefillMaxDelay) {
-		quiet = max(quiet, r.RefillPoll)
+		quiet = max(quiet, r.RefillQuiet)
 	}
 	if quiet <= 0 {
 		r.memory.deferredSince.Forget(key)

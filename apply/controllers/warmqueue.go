@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -47,10 +46,7 @@ type WarmQueue struct {
 	// moved is, per pool with waiting claims, when its claims last moved:
 	// one began to wait, took a member or stopped waiting.
 	moved map[types.NamespacedName]time.Time
-	// settled tells the pool reconciler that a pool's last waiting claim
-	// stopped waiting (Settled).
-	settled chan event.GenericEvent
-	now     func() time.Time
+	now   func() time.Time
 }
 
 type holdKind int
@@ -81,7 +77,6 @@ func NewWarmQueue() *WarmQueue {
 		waiting:   map[types.NamespacedName]map[types.UID]struct{}{},
 		waitingIn: map[types.UID]types.NamespacedName{},
 		moved:     map[types.NamespacedName]time.Time{},
-		settled:   make(chan event.GenericEvent, settledBuffer),
 		now:       time.Now,
 	}
 }

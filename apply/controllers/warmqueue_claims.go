@@ -6,7 +6,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 )
@@ -79,33 +78,7 @@ func (q *WarmQueue) stopWaiting(uid types.UID) {
 	if len(q.waiting[pool]) == 0 {
 		delete(q.waiting, pool)
 		delete(q.moved, pool)
-		q.settle(pool)
 	}
-}
-
-// settledBuffer is how many settled pools wait to be read before more
-// are dropped: the pool reconciler looks again on its own shortly anyway
-// (WarmPoolReconciler.RefillPoll).
-const settledBuffer = 256
-
-// settle tells Settled's reader that no claim waits for a member of pool
-// any more, without blocking. Callers hold q.mu.
-func (q *WarmQueue) settle(pool types.NamespacedName) {
-	obj := &extv1beta1.SandboxWarmPool{}
-	obj.Namespace, obj.Name = pool.Namespace, pool.Name
-	select {
-	case q.settled <- event.GenericEvent{Object: obj}:
-	default:
-	}
-}
-
-// Settled delivers a pool (its namespace and name) each time the last
-// claim waiting for one of its members stops waiting: bound, reported on
-// or gone. The pool reconciler watches it so that a refill put off for the
-// claims (WarmPoolReconciler.refillWait) starts as soon as they are
-// served, not at its next look. One reader only.
-func (q *WarmQueue) Settled() <-chan event.GenericEvent {
-	return q.settled
 }
 
 // Waiting returns the number of claims waiting for a member of a pool.

@@ -71,8 +71,8 @@ type ClaimsFloor struct {
 // (render.ClaimStatus, guarded by the resourceVersion the annotations
 // left). Three requests per claim, claimWorkers at once as the
 // controller's workers; no events, no refill. After the paced claims,
-// claimBursts-1 more bursts are timed the same way, from members made for
-// them beforehand. The members are made as the
+// claimBursts-1 more bursts, each with its paced series, are timed the
+// same way, from members made for them beforehand. The members are made as the
 // contract has a Ready member, not timed: applied by the controller's
 // field manager, then the pod-name annotation and a Ready status
 // (readyMember); they have no Pods (the floor never looks at them). The
@@ -89,9 +89,9 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 			t.Fatal(err)
 		}
 	}
-	free := make(chan *sandboxv1beta1.Sandbox, bursts*m+paced)
+	free := make(chan *sandboxv1beta1.Sandbox, bursts*(m+paced))
 	var res ClaimsFloor
-	for i := range bursts*m + paced {
+	for i := range bursts * (m + paced) {
 		ac, err := render.WarmPoolMember(render.WarmPoolInputs{Pool: pool, Template: tmpl}, render.MemberName(pool.Name, render.SeededSuffixes(string(pool.UID))(i)))
 		if err != nil {
 			t.Fatal(err)
@@ -116,7 +116,7 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 	}
 
 	// Each claim the watch sees for the first time is a job.
-	jobs := make(chan *extv1beta1.SandboxClaim, bursts*m+paced)
+	jobs := make(chan *extv1beta1.SandboxClaim, bursts*(m+paced))
 	informer, err := watched.GetInformer(ctx, &extv1beta1.SandboxClaim{})
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +192,7 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 	res.Timeline, res.PacedTimeline = clock.timeline("claim", m), clock.timeline("paced", paced)
 	var b Baseline
 	counts.fill(&b, m+paced) // before the other bursts
-	res.Bursts = clock.moreBursts(t, user, m, bursts, res.P99Ms, nil)
+	res.Bursts = clock.moreBursts(t, user, m, paced, bursts, res.P99Ms, res.PacedP99Ms, nil)
 	res.RequestsPerClaim, res.ByVerb = b.RequestsPerSandbox, b.ByVerb
 	dropNamespace(t, c, ns)
 	return res

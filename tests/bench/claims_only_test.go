@@ -52,6 +52,7 @@ func (res *Claims) withFloor(floor ClaimsFloor) {
 	res.P99RatioToFloor = res.P99Ms / floor.P99Ms
 	res.PacedP99RatioToFloor = res.PacedP99Ms / floor.PacedP99Ms
 	res.MedianP99RatioToFloor = res.MedianP99Ms / floor.MedianP99Ms
+	res.MedianPacedP99RatioToFloor = ratio(res.MedianPacedP99Ms, floor.MedianPacedP99Ms)
 	res.ClaimsPerSecondToFloor = res.ClaimsPerSecond / floor.ClaimsPerSecond
 }
 
@@ -62,4 +63,5 @@ func (res *Claims) besideFloor(floor ClaimsFloor) {
 	res.P99RatioToFloorBeside = res.P99Ms / floor.P99Ms
 	res.PacedP99RatioToFloorBeside = res.PacedP99Ms / floor.PacedP99Ms
 	res.MedianP99RatioToFloorBeside = res.MedianP99Ms / floor.MedianP99Ms
+	res.MedianPacedP99RatioToFloorBeside = ratio(res.MedianPacedP99Ms, floor.MedianPacedP99Ms)
 }

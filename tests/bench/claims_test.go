@@ -91,18 +91,21 @@ type Claims struct {
 	Floor                ClaimsFloor `json:"floor"`
 	P99RatioToFloor      float64     `json:"claim_ready_p99_ratio_to_floor"`
 	PacedP99RatioToFloor float64     `json:"paced_claim_ready_p99_ratio_to_floor"`
-	// MedianP99RatioToFloor is MedianP99Ms over the floor's.
-	MedianP99RatioToFloor float64 `json:"claim_ready_median_p99_ratio_to_floor"`
+	// MedianP99RatioToFloor is MedianP99Ms over the floor's, and
+	// MedianPacedP99RatioToFloor MedianPacedP99Ms over the floor's.
+	MedianP99RatioToFloor      float64 `json:"claim_ready_median_p99_ratio_to_floor"`
+	MedianPacedP99RatioToFloor float64 `json:"paced_claim_ready_median_p99_ratio_to_floor,omitempty"`
 	// ClaimsPerSecondToFloor is ClaimsPerSecond over the floor's.
 	ClaimsPerSecondToFloor float64 `json:"claims_per_second_ratio_to_floor"`
 	// FloorBeside is the claims floor measured next to as many Running
 	// Sandboxes as the controller's claims run beside (TestBench: the
 	// floor's own n, before they are deleted), and the ratios to it; Floor
 	// is measured on a cluster with nothing else in it.
-	FloorBeside                 *ClaimsFloor `json:"floor_next_to_n,omitempty"`
-	P99RatioToFloorBeside       float64      `json:"claim_ready_p99_ratio_to_floor_next_to_n,omitempty"`
-	MedianP99RatioToFloorBeside float64      `json:"claim_ready_median_p99_ratio_to_floor_next_to_n,omitempty"`
-	PacedP99RatioToFloorBeside  float64      `json:"paced_claim_ready_p99_ratio_to_floor_next_to_n,omitempty"`
+	FloorBeside                      *ClaimsFloor `json:"floor_next_to_n,omitempty"`
+	P99RatioToFloorBeside            float64      `json:"claim_ready_p99_ratio_to_floor_next_to_n,omitempty"`
+	MedianP99RatioToFloorBeside      float64      `json:"claim_ready_median_p99_ratio_to_floor_next_to_n,omitempty"`
+	MedianPacedP99RatioToFloorBeside float64      `json:"paced_claim_ready_median_p99_ratio_to_floor_next_to_n,omitempty"`
+	PacedP99RatioToFloorBeside       float64      `json:"paced_claim_ready_p99_ratio_to_floor_next_to_n,omitempty"`
 	// Sizes are the objects the claims' writes change (a member, taken,
 	// and its claim), read from the API server.
 	Sizes ObjectSizes `json:"object_sizes"`
@@ -202,7 +205,7 @@ func benchClaims(t *testing.T, cfg *rest.Config, c client.Client, watched cache.
 	pr.end(t, &res.PacedPhase, res.PacedClaims)
 	res.PacedP50Ms, res.PacedP99Ms = quantile(paced, 0.5), quantile(paced, 0.99)
 	res.Timeline, res.PacedTimeline = clock.timeline("claim", m), clock.timeline("paced", res.PacedClaims)
-	res.Bursts = clock.moreBursts(t, c, m, claimBursts(t), res.P99Ms, poolReady)
+	res.Bursts = clock.moreBursts(t, c, m, res.PacedClaims, claimBursts(t), res.P99Ms, res.PacedP99Ms, poolReady)
 
 	var list sandboxv1beta1.SandboxList
 	if err := watched.List(ctx, &list, client.InNamespace(ns)); err != nil {

@@ -11,8 +11,9 @@
 // (controller_start_rss_split_mb, controller_end_rss_mb); suspend and resume also as
 // ratios to their own floors (the floor's Sandboxes suspended and resumed
 // by the same client), and warm claims, at once and paced, then more
-// bursts at once (BENCH_CLAIM_BURSTS, 3 in all, with the ratio of the
-// bursts' median p99s), next to the N
+// bursts at once, each followed by another paced series
+// (BENCH_CLAIM_BURSTS, 3 in all, with the ratios of the bursts' median
+// p99s and of the paced series' median p99s), next to the N
 // Running Sandboxes (before they are deleted), as ratios to a claims floor
 // (a client adopting a member that carries a Ready member's annotation and
 // status, and writing the claim's annotations and status) measured twice:

@@ -14,7 +14,7 @@ import (
 // only), each followed by a paced series. The p99 of one burst of 100 is
 // its slowest claim but one, and it moved by up to 2× between runs of the
 // same code, floors included; a paced series' p99 as much (the floor's
-// own, 40 to 75 ms between runs of a day); the median of several bursts'
+// own, 40 to 85 ms between runs of a day); the median of several bursts'
 // p99s, and of several paced series' p99s, is what the ratios are also
 // given of.
 func claimBursts(t *testing.T) int {

@@ -135,19 +135,25 @@ func fixedRoute(sb *sandboxv1beta1.Sandbox, pod *corev1.Pod) Resolver {
 		if e != nil {
 			return ep, e
 		}
-		return ep, nil
+		return ep, nil // not e: a nil *Error is a non-nil error
 	})
 }
 
-// execAs sends a command with headers and, unless token is empty, the
-// bearer token; it returns the status.
-func execAs(t *testing.T, r *testRouter, headers map[string]string, token string) int {
-	t.Helper()
+// asCaller is a copy of headers with, unless token is empty, the bearer
+// token.
+func asCaller(headers map[string]string, token string) map[string]string {
 	h := maps.Clone(headers)
 	if token != "" {
 		h["Authorization"] = "Bearer " + token
 	}
-	resp, _ := do(t, r, http.MethodPost, "/execute", h, strings.NewReader(`{"command":"cat secret"}`))
+	return h
+}
+
+// execAs sends a command with headers as the caller of token; it returns
+// the status.
+func execAs(t *testing.T, r *testRouter, headers map[string]string, token string) int {
+	t.Helper()
+	resp, _ := do(t, r, http.MethodPost, "/execute", asCaller(headers, token), strings.NewReader(`{"command":"cat secret"}`))
 	return resp.StatusCode
 }
 
@@ -155,11 +161,8 @@ func execAs(t *testing.T, r *testRouter, headers map[string]string, token string
 // execAs does, and returns the status and the Sandbox the answer names.
 func resolveAs(t *testing.T, r *testRouter, headers map[string]string, token string) (status int, id, uid string) {
 	t.Helper()
-	h := maps.Clone(headers)
+	h := asCaller(headers, token)
 	h[HeaderResolveOnly] = "true"
-	if token != "" {
-		h["Authorization"] = "Bearer " + token
-	}
 	resp, _ := do(t, r, http.MethodGet, "/", h, nil)
 	return resp.StatusCode, resp.Header.Get(HeaderSandboxID), resp.Header.Get(HeaderUID)
 }

@@ -22,8 +22,8 @@ import (
 
 // execute carries out one object step of a plan through the engine:
 // apply, apply-force, create, adopt, delete and annotate, each a server-side
-// apply but for a create (create-only, its ownership then upgraded by the
-// engine) and a guarded delete. It decides nothing: the step
+// apply (a create one that only a missing object lets through,
+// Engine.Create) but for a guarded delete. It decides nothing: the step
 // says what to write and to which object; whether a request is needed is
 // the engine's diff. Status and event steps are the reconciler's (they go
 // through its memory of what it last wrote and reported).
@@ -78,14 +78,21 @@ func execute(ctx context.Context, e *ssa.Engine, s render.Step) (ssa.Change, err
 }
 
 // createSandbox carries out a Sandbox create step. It returns the Sandbox
-// as sent (as the API server returned it when created), and whether one of
-// its name existed already (then nothing was written).
+// as the API server returned it when created, else as the step has it, and
+// whether one of its name existed already (then nothing was written).
 func createSandbox(ctx context.Context, e *ssa.Engine, s render.Step) (*sandboxv1beta1.Sandbox, ssa.Change, bool, error) {
-	sb := &sandboxv1beta1.Sandbox{}
-	if err := convert.JSON(s.Object, sb); err != nil {
-		return nil, ssa.Change{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}, false, fmt.Errorf("converting %s %s: %w", s.Kind, s.Name, err)
+	ac, ok := s.Object.(*sandboxac.SandboxApplyConfiguration)
+	if !ok {
+		return nil, ssa.Change{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name}, false, fmt.Errorf("plan step %s %s %s holds %T", s.Action, s.Kind, s.Name, s.Object)
 	}
-	c, exists, err := e.Create(ctx, s.Kind, sb)
+	sb := &sandboxv1beta1.Sandbox{}
+	c, exists, err := e.Create(ctx, s.Kind, ac, sb)
+	if exists || err != nil {
+		// Nothing was created: the Sandbox as the step has it.
+		if cerr := convert.JSON(ac, sb); cerr != nil && err == nil {
+			err = fmt.Errorf("converting %s %s: %w", s.Kind, s.Name, cerr)
+		}
+	}
 	return sb, c, exists, err
 }
 

@@ -47,6 +47,10 @@ type Engine struct {
 	// deletionTimestamp or its removal yet) sends no second delete.
 	// Swept: entries older than a minute go.
 	deleted Memo[writeKey, time.Time]
+
+	// postCreates is set once the API server refused a create by apply:
+	// Create then creates and upgrades the ownership in two requests.
+	postCreates atomic.Bool
 }
 
 // Observe sets a function told every outcome (metrics). Call it before use.

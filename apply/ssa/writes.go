@@ -132,16 +132,47 @@ func isNil(o any) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-// Create creates obj, which must not exist yet: the way to make an object
-// whose name is derived deterministically, so that a caller acting on a
-// stale view can never end up with two. An object that already exists is
-// reported as Unchanged with exists set; nothing is overwritten. The object
-// is owned by the engine's field manager: the create records that in an
-// Update entry, which is then made an Apply entry (UpgradeOwnership), so a
-// later apply of ours can remove what it no longer sets. obj is left as the
-// API server last returned it.
-func (e *Engine) Create(ctx context.Context, kind string, obj client.Object) (change Change, exists bool, err error) {
-	change = Change{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Created}
+// Create creates desired, which must not exist yet: the way to make an
+// object whose name is derived deterministically, so that a caller acting
+// on a stale view can never end up with two. An object of its name that
+// already exists is reported as Unchanged with exists set; nothing is
+// written to it. The object is owned by the engine's field manager through
+// an Apply entry, as if applied, so a later apply of ours can remove what it
+// no longer sets. obj receives the object as the API server returned it.
+//
+// It is one request: a server-side apply guarded by createOnlyVersion, a
+// resourceVersion no stored object has (see createByApply). An API server
+// that refuses that (an older or another implementation) gets, from then
+// on, a create followed by a second request that moves the create's Update
+// entry into our Apply entry (UpgradeOwnership).
+func (e *Engine) Create(ctx context.Context, kind string, desired ApplyConfiguration, obj client.Object) (change Change, exists bool, err error) {
+	change = Change{Kind: kind, Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Created}
+	if !e.postCreates.Load() {
+		exists, err := e.createByApply(ctx, kind, desired, obj)
+		switch {
+		case err == nil && exists:
+			// A request was spent, so this is not a saving: not observed.
+			change.Action = Unchanged
+			return change, true, nil
+		case err == nil:
+			e.observe(change)
+			return change, false, nil
+		case !refusesCreateOnly(err):
+			return change, false, fmt.Errorf("creating %s: %w", kind, err)
+		}
+		e.postCreates.Store(true)
+		log.FromContext(ctx).Info("the API server refuses a create by apply; creating with a create and an ownership upgrade from now on", "kind", kind, "error", err)
+	}
+	return e.createAndUpgrade(ctx, kind, desired, obj)
+}
+
+// createAndUpgrade creates desired with a create request, whose Update
+// entry is then made an Apply entry (UpgradeOwnership).
+func (e *Engine) createAndUpgrade(ctx context.Context, kind string, desired ApplyConfiguration, obj client.Object) (change Change, exists bool, err error) {
+	change = Change{Kind: kind, Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Created}
+	if err := convertJSON(desired, obj); err != nil {
+		return change, false, fmt.Errorf("creating %s: %w", kind, err)
+	}
 	e.applies.Add(1)
 	if err := e.client.Create(ctx, obj, client.FieldOwner(e.fieldManager)); err != nil {
 		if apierrors.IsAlreadyExists(err) {

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -67,18 +67,7 @@ func TestWarmMemberOwnedThroughApplyEntry(t *testing.T) {
 // namespace takes it, and envtest runs no garbage collector).
 func standaloneMember(t *testing.T, e *ssa.Engine, ns, name string) *sandboxv1beta1.Sandbox {
 	t.Helper()
-	sb := &sandboxv1beta1.Sandbox{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-			Labels: map[string]string{sandboxv1beta1.LabelWarmPoolSandbox: "h1", sandboxv1beta1.LabelSandboxTemplateHash: "t1",
-				sandboxv1beta1.LabelLaunchType: sandboxv1beta1.LaunchTypeWarm},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxWarmPool",
-				Name: "gone", UID: types.UID("pool-" + name), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
-		Spec: sandboxv1beta1.SandboxSpec{SandboxBlueprint: sandboxv1beta1.SandboxBlueprint{PodTemplate: sandboxv1beta1.PodTemplate{
-			ObjectMeta: sandboxv1beta1.PodMetadata{Labels: map[string]string{"app": "agent"}},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "agent:1"}}},
-		}}},
-	}
-	if _, _, err := e.Create(ctxFor(t), "Sandbox", sb); err != nil {
+	if _, _, err := e.Create(ctxFor(t), "Sandbox", memberApply(ns, name), &sandboxv1beta1.Sandbox{}); err != nil {
 		t.Fatal(err)
 	}
 	live, err := get(t, ns, name, &sandboxv1beta1.Sandbox{})
@@ -86,6 +75,19 @@ func standaloneMember(t *testing.T, e *ssa.Engine, ns, name string) *sandboxv1be
 		t.Fatal(err)
 	}
 	return live
+}
+
+// memberApply is a Sandbox shaped as a member of a pool that does not
+// exist, as an apply configuration.
+func memberApply(ns, name string) *sandboxac.SandboxApplyConfiguration {
+	return sandboxac.Sandbox(name, ns).
+		WithLabels(map[string]string{sandboxv1beta1.LabelWarmPoolSandbox: "h1", sandboxv1beta1.LabelSandboxTemplateHash: "t1",
+			sandboxv1beta1.LabelLaunchType: sandboxv1beta1.LaunchTypeWarm}).
+		WithOwnerReferences(metav1ac.OwnerReference().WithAPIVersion(extv1beta1.GroupVersion.String()).WithKind("SandboxWarmPool").
+			WithName("gone").WithUID(types.UID("pool-" + name)).WithController(true).WithBlockOwnerDeletion(true)).
+		WithSpec(sandboxac.SandboxSpec().WithPodTemplate(sandboxac.PodTemplate().
+			WithObjectMeta(sandboxac.PodMetadata().WithLabels(map[string]string{"app": "agent"})).
+			WithSpec(corev1ac.PodSpec().WithContainers(corev1ac.Container().WithName("agent").WithImage("agent:1")))))
 }
 
 func ghostClaim(ns string) *extv1beta1.SandboxClaim {

@@ -1,0 +1,78 @@
+package ssa
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// createOnlyVersion is the resourceVersion a create by apply carries: the
+// largest one the API server parses (a uint64), above any revision etcd can
+// give (an int64), so no stored object has it. The API server compares an
+// apply's resourceVersion with the object's only when the object exists,
+// and then fails the apply with a Conflict before writing anything; when
+// none exists it creates the object, dropping the version as a create does.
+const createOnlyVersion = "18446744073709551615"
+
+// createByApply creates desired with a server-side apply of our field
+// manager that only a missing object lets through (createOnlyVersion). It
+// reports exists when an object of that name is there already (the
+// Conflict), and fills obj from the response when it created one. desired
+// is not changed.
+func (e *Engine) createByApply(ctx context.Context, kind string, desired ApplyConfiguration, obj client.Object) (exists bool, err error) {
+	u := &unstructured.Unstructured{}
+	if err := convertJSON(desired, &u.Object); err != nil {
+		return false, fmt.Errorf("creating %s: %w", kind, err)
+	}
+	if u.GetResourceVersion() != "" || u.GetUID() != "" {
+		return false, fmt.Errorf("creating %s %s: the object to create carries a resourceVersion or a UID", kind, u.GetName())
+	}
+	u.SetResourceVersion(createOnlyVersion)
+	e.applies.Add(1)
+	if err := e.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(e.fieldManager)); err != nil {
+		if apierrors.IsConflict(err) {
+			return true, nil
+		}
+		return false, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		return false, fmt.Errorf("reading the created %s %s: %w", kind, u.GetName(), err)
+	}
+	return false, nil
+}
+
+// refusesCreateOnly reports whether err is an API server refusing the
+// create by apply itself rather than the object: no apply patches (415),
+// or a resourceVersion it will not take on a create (as its create handler
+// says of a create carrying one).
+func refusesCreateOnly(err error) bool {
+	if apierrors.IsUnsupportedMediaType(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	switch status.Status().Code {
+	case http.StatusBadRequest, http.StatusInternalServerError:
+		return strings.Contains(err.Error(), "resourceVersion")
+	}
+	return false
+}
+
+// convertJSON copies in into out through their JSON forms.
+func convertJSON(in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
+}

@@ -179,6 +179,19 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 // hookedClient is env's client with hook run before every write (verb
 // create, update, patch or apply; obj is the object or the apply
 // configuration sent); an error from hook fails the write.
+// createsSecret reports whether a write hookedClient sees creates a Secret:
+// a create, or the engine's create by apply (an unstructured apply
+// configuration, where later writes apply a typed one).
+func createsSecret(verb string, obj any) bool {
+	switch o := obj.(type) {
+	case *corev1.Secret:
+		return verb == "create"
+	case interface{ GetKind() string }:
+		return verb == "apply" && o.GetKind() == "Secret"
+	}
+	return false
+}
+
 func hookedClient(hook func(ctx context.Context, verb string, obj any) error) client.Client {
 	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {

@@ -51,7 +51,7 @@ func TestWebhookCertWritersRaceOnSecret(t *testing.T) {
 		return nil
 	})
 
-	race = func(verb string, obj any) bool { _, ok := obj.(*corev1.Secret); return verb == "create" && ok }
+	race = createsSecret
 	bundle, err := a.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)

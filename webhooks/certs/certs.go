@@ -233,11 +233,8 @@ func (c *Certs) Ensure(ctx context.Context) ([]byte, error) {
 // wanted (a promoted tls-next.*) go.
 func (c *Certs) store(ctx context.Context, secret *corev1.Secret, data map[string][]byte) (retry bool, err error) {
 	if secret == nil {
-		fresh := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.SecretName},
-			Type:       corev1.SecretTypeTLS, Data: data,
-		}
-		_, exists, err := c.engine.Create(ctx, "Secret", fresh)
+		fresh := corev1ac.Secret(c.SecretName, c.Namespace).WithType(corev1.SecretTypeTLS).WithData(data)
+		_, exists, err := c.engine.Create(ctx, "Secret", fresh, &corev1.Secret{})
 		if err != nil {
 			return false, fmt.Errorf("storing webhook certificate: %w", err)
 		}

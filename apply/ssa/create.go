@@ -14,16 +14,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// createOnlyVersion is the resourceVersion a create by apply carries: the
+// CreateOnlyVersion is the resourceVersion a create by apply carries: the
 // largest one the API server parses (a uint64), above any revision etcd can
 // give (an int64), so no stored object has it. The API server compares an
 // apply's resourceVersion with the object's only when the object exists,
 // and then fails the apply with a Conflict before writing anything; when
 // none exists it creates the object, dropping the version as a create does.
-const createOnlyVersion = "18446744073709551615"
+const CreateOnlyVersion = "18446744073709551615"
 
 // createByApply creates desired with a server-side apply of our field
-// manager that only a missing object lets through (createOnlyVersion). It
+// manager that only a missing object lets through (CreateOnlyVersion). It
 // reports exists when an object of that name is there already (the
 // Conflict), and fills obj from the response when it created one. desired
 // is not changed.
@@ -35,7 +35,7 @@ func (e *Engine) createByApply(ctx context.Context, kind string, desired ApplyCo
 	if u.GetResourceVersion() != "" || u.GetUID() != "" {
 		return false, fmt.Errorf("creating %s %s: the object to create carries a resourceVersion or a UID", kind, u.GetName())
 	}
-	u.SetResourceVersion(createOnlyVersion)
+	u.SetResourceVersion(CreateOnlyVersion)
 	e.applies.Add(1)
 	if err := e.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(e.fieldManager)); err != nil {
 		if apierrors.IsConflict(err) {

@@ -140,7 +140,7 @@ func isNil(o any) bool {
 // an Apply entry, as if applied, so a later apply of ours can remove what it
 // no longer sets. obj receives the object as the API server returned it.
 //
-// It is one request: a server-side apply guarded by createOnlyVersion, a
+// It is one request: a server-side apply guarded by CreateOnlyVersion, a
 // resourceVersion no stored object has (see createByApply). An API server
 // that refuses that (an older or another implementation) gets, from then
 // on, a create followed by a second request that moves the create's Update

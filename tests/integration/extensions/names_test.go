@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -49,9 +50,43 @@ func (c *createLog) Create(ctx context.Context, obj client.Object, opts ...clien
 	return err
 }
 
+// Apply records the engine's Sandbox creates by apply (those carrying
+// ssa.CreateOnlyVersion) as Create records create requests: a Conflict is
+// the name already taken.
+func (c *createLog) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	u, ok := obj.(interface {
+		GetKind() string
+		GetName() string
+		GetResourceVersion() string
+		UnstructuredContent() map[string]any
+	})
+	creates := ok && u.GetKind() == "Sandbox" && u.GetResourceVersion() == ssa.CreateOnlyVersion
+	err := c.blindClient.Apply(ctx, obj, opts...)
+	if !creates || err != nil && !apierrors.IsConflict(err) {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	entry := u.GetName()
+	if err != nil {
+		entry += ": already exists"
+	} else {
+		sb := &sandboxv1beta1.Sandbox{}
+		if cerr := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), sb); cerr != nil {
+			return cerr
+		}
+		if c.objects == nil {
+			c.objects = map[string]*sandboxv1beta1.Sandbox{}
+		}
+		c.objects[entry] = sb
+	}
+	c.created = append(c.created, entry)
+	return err
+}
+
 // TestMemberNameCollisionTriesAnotherName: a pool reconciler whose cache
 // does not show the Sandbox that holds the name it drew (another user's,
-// say) is answered AlreadyExists and creates the member under a new name,
+// say) is answered that the name exists and creates the member under a new name,
 // as the API server retries a generateName: the Sandbox of that name is
 // never touched, and its name is never a member's.
 func TestMemberNameCollisionTriesAnotherName(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentsandbox/reconciler/apply/ssa"
 )
 
 // injector sits between the controller and the API server. Armed for a
@@ -79,7 +81,7 @@ func (f *injector) wrap(rt http.RoundTripper) http.RoundTripper {
 		name := strings.TrimPrefix(path, prefix)
 		collection := f.ns != "" && path == strings.TrimSuffix(prefix, "/")
 		switch {
-		case collection && req.Method == http.MethodPost && f.create && f.lost == "":
+		case f.create && f.lost == "" && (collection && req.Method == http.MethodPost || ours && req.Method == http.MethodPatch && !strings.Contains(name, "/")):
 			before := f.before
 			f.mu.Unlock()
 			return f.loseCreate(rt, req, before)
@@ -106,8 +108,8 @@ func (f *injector) wrap(rt http.RoundTripper) http.RoundTripper {
 	})
 }
 
-// loseCreate makes a create of a claim's own Sandbox (any other create
-// goes through) after running before, holds the watch from before the
+// loseCreate makes a create of a claim's own Sandbox (a create request, or
+// the engine's create by apply; any other write goes through) after running before, holds the watch from before the
 // write, and loses the answer.
 func (f *injector) loseCreate(rt http.RoundTripper, req *http.Request, before func()) (*http.Response, error) {
 	body, err := readBody(req)
@@ -119,7 +121,8 @@ func (f *injector) loseCreate(rt http.RoundTripper, req *http.Request, before fu
 			Name string `json:"name"`
 		} `json:"metadata"`
 	}
-	if !bytes.Contains(body, []byte(`"kind":"SandboxClaim"`)) || json.Unmarshal(body, &sb) != nil {
+	if !bytes.Contains(body, []byte(`"kind":"SandboxClaim"`)) || json.Unmarshal(body, &sb) != nil ||
+		req.Method == http.MethodPatch && !bytes.Contains(body, []byte(`"resourceVersion":"`+ssa.CreateOnlyVersion+`"`)) {
 		return rt.RoundTrip(req)
 	}
 	if before != nil {

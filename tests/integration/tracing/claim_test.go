@@ -119,7 +119,8 @@ func TestClaimTraceFromSDKToSandbox(t *testing.T) {
 			calls = append(calls, s.Name())
 		}
 	}
-	want := fmt.Sprintf("POST /apis/%s/namespaces/%s/sandboxes", sandboxv1beta1.GroupVersion, ns)
+	// The create is an apply that only a missing Sandbox lets through.
+	want := fmt.Sprintf("PATCH /apis/%s/namespaces/%s/sandboxes/%s", sandboxv1beta1.GroupVersion, ns, sb.Name())
 	found := false
 	for _, n := range calls {
 		found = found || n == want

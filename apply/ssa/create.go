@@ -30,10 +30,10 @@ const CreateOnlyVersion = "18446744073709551615"
 func (e *Engine) createByApply(ctx context.Context, kind string, desired ApplyConfiguration, obj client.Object) (exists bool, err error) {
 	u := &unstructured.Unstructured{}
 	if err := convertJSON(desired, &u.Object); err != nil {
-		return false, fmt.Errorf("creating %s: %w", kind, err)
+		return false, err
 	}
 	if u.GetResourceVersion() != "" || u.GetUID() != "" {
-		return false, fmt.Errorf("creating %s %s: the object to create carries a resourceVersion or a UID", kind, u.GetName())
+		return false, fmt.Errorf("%s %s to create carries a resourceVersion or a UID", kind, u.GetName())
 	}
 	u.SetResourceVersion(CreateOnlyVersion)
 	e.applies.Add(1)

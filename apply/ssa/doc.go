@@ -3,16 +3,20 @@
 // against what our field manager already owns (client-go's managed-fields
 // extraction), so an object that is already as desired costs no request.
 //
-// Every write is an apply but Delete (guarded by UID, and by
-// resourceVersion where asked). Create is an apply too, for objects whose
+// Every write is an apply but two: Delete (guarded by UID, and by
+// resourceVersion where asked) and UpgradeOwnership (a JSON patch of
+// managedFields alone, for an object whose fields our manager or others
+// hold through Update entries: an older controller's, a fallback create's,
+// someone's edit). Create is an apply too, for objects whose
 // name is derived, so a stale view never overwrites one: it carries a
 // resourceVersion no stored object has, so it creates a missing object and
 // fails, writing nothing, on one that exists (create.go). The object is
 // then ours through an Apply entry, as any applied object, so a later apply
 // of ours can remove a field. On an API server that refuses that, Create
 // falls back to a create request whose Update entry is then moved into our
-// Apply entry with client-go's csaupgrade. Annotations the controller records apart
-// from the rest are applied under their own manager (AnnotationManager).
+// Apply entry with client-go's csaupgrade. Annotations the controller
+// records apart from the rest are applied under their own manager
+// (AnnotationManager).
 //
 // What was written is remembered in Memo, a typed memory: one value per
 // key, each for one object (its UID), so that a namesake is never taken for

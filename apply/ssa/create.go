@@ -2,16 +2,16 @@ package ssa
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/agentsandbox/reconciler/api/convert"
 )
 
 // CreateOnlyVersion is the resourceVersion a create by apply carries: the
@@ -28,8 +28,8 @@ const CreateOnlyVersion = "18446744073709551615"
 // Conflict), and fills obj from the response when it created one. desired
 // is not changed.
 func (e *Engine) createByApply(ctx context.Context, kind string, desired ApplyConfiguration, obj client.Object) (exists bool, err error) {
-	u := &unstructured.Unstructured{}
-	if err := convertJSON(desired, &u.Object); err != nil {
+	u, err := convert.Unstructured(desired)
+	if err != nil {
 		return false, err
 	}
 	if u.GetResourceVersion() != "" || u.GetUID() != "" {
@@ -66,13 +66,4 @@ func refusesCreateOnly(err error) bool {
 		return strings.Contains(err.Error(), "resourceVersion")
 	}
 	return false
-}
-
-// convertJSON copies in into out through their JSON forms.
-func convertJSON(in, out any) error {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, out)
 }

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/agentsandbox/reconciler/api/convert"
 )
 
 // Delete deletes obj, guarded by its UID so that a newer object of the same
@@ -163,14 +165,15 @@ func (e *Engine) Create(ctx context.Context, kind string, desired ApplyConfigura
 		e.postCreates.Store(true)
 		log.FromContext(ctx).Info("the API server refuses a create by apply; creating with a create and an ownership upgrade from now on", "kind", kind, "error", err)
 	}
-	return e.createAndUpgrade(ctx, kind, desired, obj)
+	return e.createAndUpgrade(ctx, change, desired, obj)
 }
 
 // createAndUpgrade creates desired with a create request, whose Update
-// entry is then made an Apply entry (UpgradeOwnership).
-func (e *Engine) createAndUpgrade(ctx context.Context, kind string, desired ApplyConfiguration, obj client.Object) (change Change, exists bool, err error) {
-	change = Change{Kind: kind, Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Created}
-	if err := convertJSON(desired, obj); err != nil {
+// entry is then made an Apply entry (UpgradeOwnership); change is the
+// create as Create reports it.
+func (e *Engine) createAndUpgrade(ctx context.Context, change Change, desired ApplyConfiguration, obj client.Object) (Change, bool, error) {
+	kind := change.Kind
+	if err := convert.JSON(desired, obj); err != nil {
 		return change, false, fmt.Errorf("creating %s: %w", kind, err)
 	}
 	e.applies.Add(1)

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
 	"k8s.io/client-go/rest"
+
+	"github.com/agentsandbox/reconciler/tests"
 )
 
 // apiServerChunk is the length of each chunk of an API server profile: a
@@ -86,4 +89,58 @@ func apiServerRequests(cfg *rest.Config) map[string]int64 {
 		out[key] += v
 	}
 	return out
+}
+
+// apiServerAllocs reads the API server's allocation profile (its
+// /debug/pprof/allocs: every allocation sampled since it started) when
+// BENCH_APISERVER_PROFILE=1; nil otherwise, or when it cannot be read.
+func apiServerAllocs(cfg *rest.Config) *profile.Profile {
+	if os.Getenv("BENCH_APISERVER_PROFILE") != "1" || cfg == nil {
+		return nil
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	body, err := httpGetWith(ctx, hc, cfg.Host+"/debug/pprof/allocs")
+	if err != nil {
+		return nil
+	}
+	p, err := profile.ParseData(body)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// saveAllocsSince writes what the API server allocated since before (read
+// by apiServerAllocs) to .work/bench-profiles/apiserver-<phase>.allocs.pprof,
+// as `go tool pprof -base` would show it.
+func saveAllocsSince(t *testing.T, cfg *rest.Config, before *profile.Profile, phase string) {
+	t.Helper()
+	after := apiServerAllocs(cfg)
+	if before == nil || after == nil {
+		return
+	}
+	before.Scale(-1)
+	delta, err := profile.Merge([]*profile.Profile{after, before})
+	if err != nil {
+		t.Logf("API server allocations over %s: %v", phase, err)
+		return
+	}
+	rel := filepath.Join(profileDir, "apiserver-"+phase+".allocs.pprof")
+	f, err := os.Create(filepath.Join(tests.RepoRoot(), rel))
+	if err == nil {
+		err = delta.Write(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		t.Logf("API server allocations over %s: %v", phase, err)
+		return
+	}
+	t.Logf("API server allocations over %s: %s", phase, rel)
 }

@@ -283,12 +283,18 @@ type PacedUse struct {
 
 // pacedMeasured is paced, with what the series cost (PacedUse) and, with
 // BENCH_APISERVER_PROFILE=1, the API server's profile of it as
-// apiserver-<phase>.pprof.
+// apiserver-<phase>.pprof and what it allocated as
+// apiserver-<phase>.allocs.pprof (with BENCH_TRACE=1, its execution trace
+// as apiserver-<phase>.trace).
 func (k *claimClock) pacedMeasured(t *testing.T, c client.Client, prefix string, n int, phase string) ([]float64, PacedUse) {
 	t.Helper()
 	s := k.measure(t)
+	allocs := apiServerAllocs(k.apiserver)
+	tr := startAPIServerTrace(t, k.apiserver, phase, pacedTraceSeconds(n))
 	lat := k.paced(t, c, prefix, n)
 	var use PacedUse
 	use.CPUSeconds, use.APIRequests = s.end(t, phase)
+	saveAllocsSince(t, k.apiserver, allocs, phase)
+	tr.wait(t)
 	return lat, use
 }

@@ -200,7 +200,9 @@ func benchClaims(t *testing.T, cfg *rest.Config, c client.Client, watched cache.
 	settle()
 	res.PacedClaims = pacedClaims(t, m)
 	pr = ctrl.begin(t, "paced_claims")
+	tr := startControllerTrace(t, ctrl.pprof, "paced_claims", pacedTraceSeconds(res.PacedClaims))
 	paced, use := clock.pacedMeasured(t, c, "paced", res.PacedClaims, "claim_paced")
+	tr.wait(t)
 	res.PacedUse = use
 	pr.end(t, &res.PacedPhase, res.PacedClaims)
 	res.PacedP50Ms, res.PacedP99Ms = quantile(paced, 0.5), quantile(paced, 0.99)

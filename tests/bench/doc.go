@@ -20,7 +20,9 @@
 // next to the floor's own N Running Sandboxes (floor_next_to_n) and on an
 // empty cluster (floor), with the sizes of the objects the claims change
 // and, with BENCH_APISERVER_PROFILE=1, the API server's CPU profile of each
-// burst. TestBenchDataplane measures the
+// burst (with BENCH_TRACE=1, Go execution traces of the controller and the
+// API server over the first paced series, and of the API server over the
+// floors'). TestBenchDataplane measures the
 // data plane on a local cluster with the stand-in kubelet: claim -> first
 // command (SDK Create then Run, the SDK built as from a kubeconfig, paced
 // and 50 at once, the bursts through the router in three rounds with the

@@ -129,6 +129,11 @@ type Phase struct {
 	// GoMemMB are the controller's Go runtime memory gauges at the end of
 	// the phase (see goMemMB).
 	GoMemMB map[string]float64 `json:"controller_go_memstats_mb,omitempty"`
+	// GCCycles are the collector cycles the controller ran over the phase
+	// (settle included), and AllocatedMB the heap it allocated, MiB: what
+	// drives them, and the CPU they take from the API server beside it.
+	GCCycles    int64   `json:"controller_gc_cycles"`
+	AllocatedMB float64 `json:"controller_allocated_mb"`
 	// CPUSeconds is the CPU time each process used until the phase was
 	// done (without settle): the cluster's processes by binary, the
 	// controller and "bench" (this process: the load generator and its

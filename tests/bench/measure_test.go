@@ -32,6 +32,9 @@ type probe struct {
 	codes    map[string]int64
 	cpu      float64
 	prof     *profiler
+	// runtime is the controller's collector cycles and bytes allocated
+	// when the phase began (runtimeCounters).
+	runtime [2]float64
 }
 
 // begin starts measuring a phase named name (the name of its profile file).
@@ -40,7 +43,7 @@ func (c *controller) begin(t *testing.T, name string) *probe {
 	return &probe{
 		ctrl: c, name: name, requests: c.requestsByVerb(t), applies: c.series(t, "agent_sandbox_apply_total"),
 		codes: c.series(t, "rest_client_requests_total"),
-		cpu:   procCPU(c.cmd.Process.Pid), prof: startProfile(c.pprof),
+		cpu:   procCPU(c.cmd.Process.Pid), prof: startProfile(c.pprof), runtime: c.runtimeCounters(t),
 	}
 }
 
@@ -68,6 +71,26 @@ func (pr *probe) end(t *testing.T, p *Phase, n int) {
 		t.Fatal(err)
 	}
 	p.GoMemMB = pr.ctrl.goMemMB(t)
+	now := pr.ctrl.runtimeCounters(t)
+	p.GCCycles, p.AllocatedMB = int64(now[0]-pr.runtime[0]), round2((now[1]-pr.runtime[1])/(1<<20))
+}
+
+// runtimeCounters reads the controller's Go collector cycles
+// (go_gc_duration_seconds_count) and bytes allocated so far
+// (go_memstats_alloc_bytes_total) from its /metrics.
+func (c *controller) runtimeCounters(t *testing.T) [2]float64 {
+	t.Helper()
+	var out [2]float64
+	c.scrape(t, func(line string) {
+		for i, name := range []string{"go_gc_duration_seconds_count ", "go_memstats_alloc_bytes_total "} {
+			if v, ok := strings.CutPrefix(line, name); ok {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+					out[i] = f
+				}
+			}
+		}
+	})
+	return out
 }
 
 // mkNamespace creates a namespace and waits for its default ServiceAccount

@@ -21,8 +21,10 @@ import (
 // controlling, one a claim controls.
 func TestPoolMembersAreThePoolsOwn(t *testing.T) {
 	informer := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{
-		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return &sandboxv1beta1.SandboxList{}, nil },
-		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			return &sandboxv1beta1.SandboxList{}, nil
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
 	}, &sandboxv1beta1.Sandbox{}, 0, toolscache.Indexers{})
 	members, err := NewPoolMembers(informer)
 	if err != nil {

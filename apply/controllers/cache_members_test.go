@@ -21,10 +21,8 @@ import (
 // controlling, one a claim controls.
 func TestPoolMembersAreThePoolsOwn(t *testing.T) {
 	informer := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{
-		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-			return &sandboxv1beta1.SandboxList{}, nil
-		},
-		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return &sandboxv1beta1.SandboxList{}, nil },
+		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
 	}, &sandboxv1beta1.Sandbox{}, 0, toolscache.Indexers{})
 	members, err := NewPoolMembers(informer)
 	if err != nil {

@@ -45,8 +45,6 @@ type ClaimReconciler struct {
 	Recorder  events.EventRecorder
 	// Queue offers each pool's Ready members.
 	Queue *WarmQueue
-	// Members reads a pool's members (the zero value: with List).
-	Members *PoolMembers
 	// Defaults are what a cold-started Sandbox's Pod gets where the
 	// template leaves a field unset; it is checked with them.
 	Defaults render.DefaultsSource

@@ -80,10 +80,6 @@ func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error)
 	if _, err := informer.AddEventHandler(queue.Handler()); err != nil {
 		return nil, fmt.Errorf("watching warm members: %w", err)
 	}
-	members, err := NewPoolMembers(informer)
-	if err != nil {
-		return nil, err
-	}
 	claims, err := mgr.GetCache().GetInformer(ctx, &extv1beta1.SandboxClaim{})
 	if err != nil {
 		return nil, fmt.Errorf("getting the claim informer: %w", err)
@@ -108,12 +104,12 @@ func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error)
 		WarmPools: &WarmPoolReconciler{
 			Client: mgr.GetClient(), Engine: o.Engine, Recorder: recorder("sandbox-warmpool-controller"),
 			Defaults: o.Defaults, MaxBatch: o.WarmPoolMaxBatch, Grace: o.WarmPoolGrace, Queue: queue,
-			Policy: o.Policy, Members: members,
+			Policy: o.Policy,
 		},
 		Claims: &ClaimReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Engine: o.Engine,
 			Recorder: recorder("sandbox-claim-controller"), Queue: queue, Defaults: o.Defaults,
-			Policy: o.Policy, Tracer: o.Tracer, Members: members,
+			Policy: o.Policy, Tracer: o.Tracer,
 		},
 	}
 	if err := x.Templates.SetupWithManager(mgr, max(o.TemplateWorkers, 1)); err != nil {

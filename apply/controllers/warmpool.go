@@ -60,9 +60,7 @@ type WarmPoolReconciler struct {
 	// ago), or one took a member less than RefillQuiet ago, refilling
 	// waits, so claims are served before the API server is busy with
 	// replacements. It never waits longer than RefillMaxHold in a row.
-	Queue *WarmQueue
-	// Members reads the pool's members (the zero value: with List).
-	Members                                    *PoolMembers
+	Queue                                      *WarmQueue
 	RefillQuiet, RefillMaxDelay, RefillMaxHold time.Duration
 	// StatusHold is how long a status that only counts members on their
 	// way back to the pool's size may wait to be written (statusHold);
@@ -243,12 +241,12 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, pool *extv1beta1.San
 	// it marks, and plans never change their inputs); copying every
 	// member on every look of a pool of 100 was a fifth of the
 	// controller's CPU while claims took members one by one.
-	list, err := r.Members.Of(ctx, r.Client, pool)
-	if err != nil {
+	var list sandboxv1beta1.SandboxList
+	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), controlledBy(pool, extv1beta1.WarmPoolKind), client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing members: %w", err)
 	}
 	exp := r.expectationsFor(pool)
-	members, pending := r.settle(ctx, pool.Namespace, exp, list, now)
+	members, pending := r.settle(ctx, pool.Namespace, exp, list.Items, now)
 
 	_, reported := r.memory.notProgressing.Recall(client.ObjectKeyFromObject(pool), pool.UID)
 	in := render.WarmPoolPlanInputs{

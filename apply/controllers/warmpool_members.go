@@ -176,12 +176,13 @@ func (r *WarmPoolReconciler) deleteMember(ctx context.Context, exp *expectations
 // settle reconciles the pool's expectations with what the cache shows: it
 // returns the members to plan with (those deleted by us marked as deleting)
 // and the names created by us that the cache does not show yet.
-func (r *WarmPoolReconciler) settle(ctx context.Context, namespace string, exp *expectations, items []*sandboxv1beta1.Sandbox, now time.Time) ([]*sandboxv1beta1.Sandbox, []string) {
+func (r *WarmPoolReconciler) settle(ctx context.Context, namespace string, exp *expectations, items []sandboxv1beta1.Sandbox, now time.Time) ([]*sandboxv1beta1.Sandbox, []string) {
 	exp.mu.Lock()
 	defer exp.mu.Unlock()
 	seen := map[types.UID]bool{}
 	members := make([]*sandboxv1beta1.Sandbox, 0, len(items))
-	for _, m := range items {
+	for i := range items {
+		m := &items[i]
 		seen[m.UID] = true
 		delete(exp.created, m.Name)
 		if _, ok := exp.deleted[m.UID]; ok && m.DeletionTimestamp == nil {

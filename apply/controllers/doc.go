@@ -26,9 +26,7 @@
 //   - A failure only a change can fix is reported in status or an event and
 //     returned as reconcile.TerminalError (not retried, not logged as an
 //     error); expected failures are retried quietly with backoff.
-//   - The cache keeps only what is read (CacheOptions, OwnManagers). A
-//     pool's members are read from an informer index of their own
-//     (PoolMembers): the cache's objects, never copied, never changed.
+//   - The cache keeps only what is read (CacheOptions, OwnManagers).
 //
 // The user's guide is docs/controller.md.
 package controllers

@@ -94,10 +94,10 @@ func apiServerRequests(cfg *rest.Config) map[string]int64 {
 // apiServerAllocs reads the API server's allocation profile (its
 // /debug/pprof/allocs: every allocation sampled since it started) when
 // BENCH_APISERVER_PROFILE=1; nil otherwise, or when it cannot be read. It
-// has the API server collect first (gc=1): the profile counts allocations
-// only up to its last completed collection, and over a paced series the
-// API server collects one to four times, so without it two readings would
-// bound a stretch of its own.
+// has the API server collect first (gc=1): a heap profile counts the
+// allocations made up to a collection or two before it (runtime.MemProfile),
+// and over a paced series the API server collects one to four times on its
+// own, so without it two readings would bound a stretch of their own.
 func apiServerAllocs(cfg *rest.Config) *profile.Profile {
 	if os.Getenv("BENCH_APISERVER_PROFILE") != "1" || cfg == nil {
 		return nil

@@ -52,8 +52,4 @@
 //
 // DryRunApply and DiffObjects preview a write without making it (kubectl
 // sandbox diff): a server-side dry-run apply and the diff it would make.
-//
-// ApplyBodiesByLine wraps the controller's transport so that each apply's
-// JSON body goes one member per line, which the API server's YAML reader
-// parses with less than half the allocations (linebody.go).
 package ssa

@@ -112,8 +112,7 @@ func run(o options) error {
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	cfg.UserAgent = "sandbox-controller/" + version
-	cfg.Wrap(metrics.CountWatches)  // rest_client_requests_total counts a watch as a GET; this tells them apart
-	cfg.Wrap(ssa.ApplyBodiesByLine) // the API server parses an apply as YAML: one member per line costs it less
+	cfg.Wrap(metrics.CountWatches) // rest_client_requests_total counts a watch as a GET; this tells them apart
 	stopTracing, tracingOn, err := tracing.Setup(context.Background(), tracing.Options{Endpoint: o.otlpEndpoint, Service: "sandbox-controller"})
 	if err != nil {
 		return err

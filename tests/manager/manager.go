@@ -137,7 +137,6 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, opts ...Options) (*Running,
 			return rt.RoundTrip(req)
 		})
 	})
-	cfg.Wrap(ssa.ApplyBodiesByLine) // as the controller sends its applies
 	if o.Tracer != nil {
 		cfg.Wrap(tracing.Transport)
 	}

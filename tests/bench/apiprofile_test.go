@@ -66,13 +66,7 @@ func finishAPIServerProfile(t *testing.T, p *profiler, phase string) {
 // its /metrics cannot be read. A burst's difference tells what the API
 // server spent its CPU on, the controller's requests and everyone else's.
 func apiServerRequests(cfg *rest.Config) map[string]int64 {
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	body, err := httpGetWith(ctx, hc, cfg.Host+"/metrics")
+	body, err := apiServerGet(cfg, "/metrics")
 	if err != nil {
 		return nil
 	}
@@ -102,13 +96,7 @@ func apiServerAllocs(cfg *rest.Config) *profile.Profile {
 	if os.Getenv("BENCH_APISERVER_PROFILE") != "1" || cfg == nil {
 		return nil
 	}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	body, err := httpGetWith(ctx, hc, cfg.Host+"/debug/pprof/allocs?gc=1")
+	body, err := apiServerGet(cfg, "/debug/pprof/allocs?gc=1")
 	if err != nil {
 		return nil
 	}
@@ -147,4 +135,16 @@ func saveAllocsSince(t *testing.T, cfg *rest.Config, before *profile.Profile, ph
 		return
 	}
 	t.Logf("API server allocations over %s: %s", phase, rel)
+}
+
+// apiServerGet returns the body of a GET of path from the API server cfg
+// reaches, as cfg's user, within 30 seconds.
+func apiServerGet(cfg *rest.Config, path string) ([]byte, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return httpGetWith(ctx, hc, cfg.Host+path)
 }

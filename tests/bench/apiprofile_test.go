@@ -1,18 +1,16 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
 	"k8s.io/client-go/rest"
-
-	"github.com/agentsandbox/reconciler/tests"
 )
 
 // apiServerChunk is the length of each chunk of an API server profile: a
@@ -122,13 +120,11 @@ func saveAllocsSince(t *testing.T, cfg *rest.Config, before *profile.Profile, ph
 		t.Logf("API server allocations over %s: %v", phase, err)
 		return
 	}
-	rel := filepath.Join(profileDir, "apiserver-"+phase+".allocs.pprof")
-	f, err := os.Create(filepath.Join(tests.RepoRoot(), rel))
+	var body bytes.Buffer
+	err = delta.Write(&body)
+	var rel string
 	if err == nil {
-		err = delta.Write(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+		rel, err = saveProfileFile("apiserver-"+phase+".allocs.pprof", body.Bytes())
 	}
 	if err != nil {
 		t.Logf("API server allocations over %s: %v", phase, err)

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-
-	"github.com/agentsandbox/reconciler/tests"
 )
 
 // goTrace is a Go execution trace being taken over one phase, with
@@ -60,10 +58,7 @@ func startTrace(hc *http.Client, url, name string, seconds int) *goTrace {
 		defer cancel()
 		body, err := httpGetWith(ctx, hc, url)
 		if err == nil {
-			path := filepath.Join(tests.RepoRoot(), profileDir, name+".trace")
-			if err = os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-				err = os.WriteFile(path, body, 0o644)
-			}
+			_, err = saveProfileFile(name+".trace", body)
 		}
 		gt.done <- err
 	}()

@@ -3,16 +3,12 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
-
-	"github.com/agentsandbox/reconciler/tests"
 )
 
 // saveHeap fetches the controller's heap profile (after a GC: gc=1) from
@@ -29,12 +25,8 @@ func saveHeap(addr, phase string) (string, float64, error) {
 	if err != nil {
 		return "", 0, fmt.Errorf("heap profile of %s: %w", phase, err)
 	}
-	rel := filepath.Join(profileDir, phase+".heap.pprof")
-	path := filepath.Join(tests.RepoRoot(), rel)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "", 0, err
-	}
-	if err := os.WriteFile(path, body, 0o644); err != nil {
+	rel, err := saveProfileFile(phase+".heap.pprof", body)
+	if err != nil {
 		return "", 0, err
 	}
 	return rel, inuseMB(prof), nil

@@ -85,20 +85,22 @@ func (p *profiler) finish(phase string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("merging the profiles of %s: %w", phase, err)
 	}
-	rel := filepath.Join(profileDir, phase+".pprof")
+	var body bytes.Buffer
+	if err := merged.Write(&body); err != nil {
+		return "", err
+	}
+	return saveProfileFile(phase+".pprof", body.Bytes())
+}
+
+// saveProfileFile writes body to <repo>/.work/bench-profiles/<name>, making
+// the directory if need be, and returns the repo-relative path.
+func saveProfileFile(name string, body []byte) (string, error) {
+	rel := filepath.Join(profileDir, name)
 	path := filepath.Join(tests.RepoRoot(), rel)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return "", err
-	}
-	if err := merged.Write(f); err != nil {
-		_ = f.Close()
-		return "", err
-	}
-	return rel, f.Close()
+	return rel, os.WriteFile(path, body, 0o644)
 }
 
 // fetchProfile requests a CPU profile of seconds from the pprof server.

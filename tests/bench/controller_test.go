@@ -38,6 +38,15 @@ type controller struct {
 // waits for /readyz.
 func startController(t *testing.T, kubeconfig string) *controller {
 	t.Helper()
+	return startControllerThen(t, kubeconfig, nil)
+}
+
+// startControllerThen is startController, calling launched (when not nil)
+// once the process has started, before the wait for /readyz: what is to
+// watch the controller from its first moment (a restart's CPU profile)
+// starts there.
+func startControllerThen(t *testing.T, kubeconfig string, launched func(*controller)) *controller {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "sandbox-controller")
 	build := exec.Command("go", "build", "-tags", tests.BuildTags, "-o", bin, "./cmd/sandbox-controller")
 	build.Dir = tests.RepoRoot()
@@ -67,6 +76,9 @@ func startController(t *testing.T, kubeconfig string) *controller {
 	}
 	controllerPID = c.cmd.Process.Pid
 	go func() { c.exited <- c.cmd.Wait(); _ = logFile.Close() }()
+	if launched != nil {
+		launched(c)
+	}
 	if err := tests.WaitReady(probe, c.exited, time.Minute); err != nil {
 		t.Fatalf("controller: %v (log %s)", err, logFile.Name())
 	}

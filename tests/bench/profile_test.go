@@ -3,11 +3,13 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -44,6 +46,22 @@ type profileResult struct {
 // startProfile starts collecting from the pprof server at addr.
 func startProfile(addr string) *profiler {
 	return startProfileOf(func() (*profile.Profile, error) { return fetchProfile(addr, profileChunk) })
+}
+
+// startProfileOnceUp is startProfile for a process just started, whose
+// pprof server may not listen yet: a refused connection is tried again
+// every 5 ms, for up to a minute from now.
+func startProfileOnceUp(addr string) *profiler {
+	deadline := time.Now().Add(time.Minute)
+	return startProfileOf(func() (*profile.Profile, error) {
+		for {
+			p, err := fetchProfile(addr, profileChunk)
+			if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().After(deadline) {
+				return p, err
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
 }
 
 // startProfileOf starts collecting the chunks fetch returns, one after

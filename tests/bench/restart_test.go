@@ -37,6 +37,11 @@ type Restart struct {
 	// StoppedRSSMB is the first controller's resident memory just before
 	// it was stopped, with the same Sandboxes.
 	StoppedRSSMB float64 `json:"stopped_controller_rss_mb"`
+	// Profile is its CPU profile from its pprof server's first moment
+	// until the end of that span (restart.pprof), and HeapProfile its heap
+	// then (restart.heap.pprof, after a collection).
+	Profile     string `json:"cpu_profile,omitempty"`
+	HeapProfile string `json:"heap_profile,omitempty"`
 }
 
 // RestartResult is the JSON document TestBenchRestart prints.
@@ -92,7 +97,8 @@ func benchRestart(t *testing.T, ctrl *controller, kubeconfig string, n int) (*co
 	var r Restart
 	r.StoppedRSSMB, _ = ctrl.rssMB()
 	ctrl.stop(t)
-	next := startController(t, kubeconfig)
+	var prof *profiler
+	next := startControllerThen(t, kubeconfig, func(c *controller) { prof = startProfileOnceUp(c.pprof) })
 	r.ReadySeconds = round2(next.ready.Sub(next.started).Seconds())
 	deadline := time.Now().Add(10 * time.Minute)
 	for next.reconciles(t, "sandbox") < int64(n) {
@@ -113,6 +119,13 @@ func benchRestart(t *testing.T, ctrl *controller, kubeconfig string, n int) (*co
 	}
 	r.CPUSeconds = round2(procCPU(next.cmd.Process.Pid))
 	r.RSSMB, _ = next.rssMB()
+	var err error
+	if r.Profile, err = prof.finish("restart"); err != nil {
+		t.Fatal(err)
+	}
+	if r.HeapProfile, _, err = saveHeap(next.pprof, "restart"); err != nil {
+		t.Fatal(err)
+	}
 	return next, r
 }
 

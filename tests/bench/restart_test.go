@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,6 +43,11 @@ type Restart struct {
 	// then (restart.heap.pprof, after a collection).
 	Profile     string `json:"cpu_profile,omitempty"`
 	HeapProfile string `json:"heap_profile,omitempty"`
+	// APIRequests is what the API server served, from every client, from
+	// the first controller's stop until the second had reconciled every
+	// Sandbox; with BENCH_APISERVER_PROFILE=1 its CPU profile over that
+	// span is apiserver-restart.pprof.
+	APIRequests map[string]int64 `json:"apiserver_requests,omitempty"`
 }
 
 // RestartResult is the JSON document TestBenchRestart prints.
@@ -85,18 +91,19 @@ func TestBenchRestart(t *testing.T) {
 	res.Idle.Seconds = idleSeconds(t).Seconds()
 	pr.end(t, &res.Idle, n)
 
-	ctrl, res.Restart = benchRestart(t, ctrl, local.Kubeconfig, n)
+	ctrl, res.Restart = benchRestart(t, ctrl, local.Config, local.Kubeconfig, n)
 	report(t, res, "BENCH_RESTART_OUT")
 }
 
 // benchRestart stops ctrl, starts the controller again and measures it
 // (Restart) until it has reconciled n Sandboxes. It returns the new
 // controller, which the caller stops.
-func benchRestart(t *testing.T, ctrl *controller, kubeconfig string, n int) (*controller, Restart) {
+func benchRestart(t *testing.T, ctrl *controller, cfg *rest.Config, kubeconfig string, n int) (*controller, Restart) {
 	t.Helper()
 	var r Restart
 	r.StoppedRSSMB, _ = ctrl.rssMB()
 	ctrl.stop(t)
+	served, api := apiServerRequests(cfg), startAPIServerProfile(t, cfg)
 	var prof *profiler
 	next := startControllerThen(t, kubeconfig, func(c *controller) { prof = startProfileOnceUp(c.pprof) })
 	r.ReadySeconds = round2(next.ready.Sub(next.started).Seconds())
@@ -108,6 +115,8 @@ func benchRestart(t *testing.T, ctrl *controller, kubeconfig string, n int) (*co
 		time.Sleep(50 * time.Millisecond)
 	}
 	r.ReconciledSeconds = round2(time.Since(next.started).Seconds())
+	finishAPIServerProfile(t, api, "restart")
+	r.APIRequests = diff(apiServerRequests(cfg), served)
 	settle()
 	r.ByVerb = next.requestsByVerb(t)
 	for verb, v := range r.ByVerb {

@@ -142,5 +142,5 @@ func benchScaleController(t *testing.T, res *ScaleResult, claims int) {
 
 	// The claims' Sandboxes and their pool's are there too; the restart
 	// is timed until n reconciles, as TestBenchRestart's.
-	ctrl, res.Restart = benchRestart(t, ctrl, local.Kubeconfig, n)
+	ctrl, res.Restart = benchRestart(t, ctrl, local.Config, local.Kubeconfig, n)
 }

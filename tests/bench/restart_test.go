@@ -48,6 +48,9 @@ type Restart struct {
 	// Sandbox; with BENCH_APISERVER_PROFILE=1 its CPU profile over that
 	// span is apiserver-restart.pprof.
 	APIRequests map[string]int64 `json:"apiserver_requests,omitempty"`
+	// CPUByProcess is the CPU each process used over that span: the new
+	// controller's, the cluster's and the bench's.
+	CPUByProcess map[string]float64 `json:"cpu_seconds_by_process,omitempty"`
 }
 
 // RestartResult is the JSON document TestBenchRestart prints.
@@ -104,6 +107,8 @@ func benchRestart(t *testing.T, ctrl *controller, cfg *rest.Config, kubeconfig s
 	r.StoppedRSSMB, _ = ctrl.rssMB()
 	ctrl.stop(t)
 	served, api := apiServerRequests(cfg), startAPIServerProfile(t, cfg)
+	cpu := cpuByProcess(clusterDirOf)
+	cpu["sandbox-controller"] = 0 // the new process's counts from its start
 	var prof *profiler
 	next := startControllerThen(t, kubeconfig, func(c *controller) { prof = startProfileOnceUp(c.pprof) })
 	r.ReadySeconds = round2(next.ready.Sub(next.started).Seconds())
@@ -117,6 +122,7 @@ func benchRestart(t *testing.T, ctrl *controller, cfg *rest.Config, kubeconfig s
 	r.ReconciledSeconds = round2(time.Since(next.started).Seconds())
 	finishAPIServerProfile(t, api, "restart")
 	r.APIRequests = diff(apiServerRequests(cfg), served)
+	r.CPUByProcess = cpuDiff(cpuByProcess(clusterDirOf), cpu)
 	settle()
 	r.ByVerb = next.requestsByVerb(t)
 	for verb, v := range r.ByVerb {

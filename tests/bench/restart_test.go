@@ -48,6 +48,10 @@ type Restart struct {
 	// Sandbox; with BENCH_APISERVER_PROFILE=1 its CPU profile over that
 	// span is apiserver-restart.pprof.
 	APIRequests map[string]int64 `json:"apiserver_requests,omitempty"`
+	// Reconciles is the new controller's Sandbox reconciles (all results)
+	// by 3 s after it had made N (settle): N when each Sandbox was looked
+	// at once.
+	Reconciles int64 `json:"sandbox_reconciles"`
 	// CPUByProcess is the CPU each process used over that span: the new
 	// controller's, the cluster's and the bench's.
 	CPUByProcess map[string]float64 `json:"cpu_seconds_by_process,omitempty"`
@@ -137,6 +141,7 @@ func benchRestart(t *testing.T, ctrl *controller, cfg *rest.Config, kubeconfig s
 	r.APIRequests = diff(apiServerRequests(cfg), served)
 	r.CPUByProcess = cpuDiff(cpuByProcess(clusterDirOf), cpu)
 	settle()
+	r.Reconciles = next.reconciles(t, "sandbox")
 	r.ByVerb = next.requestsByVerb(t)
 	for verb, v := range r.ByVerb {
 		switch verb {

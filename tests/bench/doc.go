@@ -39,6 +39,12 @@
 // per-claim timeline of its claims (the SDK's matched to its spans) and
 // what the phase cost each process and the API server. A pool member
 // counts as ready there once the stand-in runs its runtime.
+// TestBenchRestart measures a controller restart with nothing changed (N
+// Sandboxes over BENCH_NAMESPACES namespaces, each process's CPU over their
+// cold create): the seconds until ready and until each Sandbox was
+// reconciled, the reconciles and writes (0 is the goal), the new
+// controller's CPU profile from its first moment, and each process's CPU
+// and the API server's requests over the restart.
 // TestBenchScale, only when named, measures what a large N is for (cold
 // create against the floor's, idle, claims next to N against both claims
 // floors, memory per Sandbox, a restart) and leaves the rest out; the

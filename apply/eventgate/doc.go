@@ -10,4 +10,8 @@
 // Gate.Track wraps the controller's transport (rest.Config.Wrap) to see its
 // writes (POST, PUT, PATCH, DELETE to anything but Events); Gate.Sink wraps
 // the events.EventSink a client-go events broadcaster writes through.
+//
+// SkipGoneNamespaces wraps such a sink too: an Event the API server refuses
+// because its namespace is being deleted (or is gone) counts as sent and is
+// logged at V(1), where the broadcaster would log an error for each.
 package eventgate

@@ -17,7 +17,9 @@ import (
 
 // eventRecorders sends the controllers' Events (events.k8s.io/v1) through
 // a gate that holds each one while the controller's own writes are in
-// flight, at most --event-hold-max (eventgate). It wraps cfg so the gate
+// flight, at most --event-hold-max (eventgate); one refused because its
+// namespace is being deleted is logged at V(1), not as an error
+// (eventgate.SkipGoneNamespaces). It wraps cfg so the gate
 // sees those writes: call it before anything builds a client from cfg.
 // stop sends what is held and flushes the broadcaster; call it after the
 // manager has stopped.
@@ -28,7 +30,7 @@ func eventRecorders(cfg *rest.Config, scheme *k8sruntime.Scheme, maxHold time.Du
 	if err != nil {
 		return nil, nil, fmt.Errorf("events client: %w", err)
 	}
-	broadcaster := events.NewBroadcaster(gate.Sink(&events.EventSinkImpl{Interface: clientset.EventsV1()}))
+	broadcaster := events.NewBroadcaster(gate.Sink(eventgate.SkipGoneNamespaces(&events.EventSinkImpl{Interface: clientset.EventsV1()})))
 	ctx, cancel := context.WithCancel(log.IntoContext(context.Background(), logger))
 	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		cancel()

@@ -10,5 +10,6 @@
 // (--release-free-heap) and, on Linux, unmaps the read-only pages of its
 // own executable (--release-code-pages): quiet.go. Its Events go through
 // one broadcaster of its own whose sink waits for the controller's writes
-// (apply/eventgate, --event-hold-max): events.go.
+// (apply/eventgate, --event-hold-max) and counts an Event refused because
+// its namespace is being deleted as sent: events.go.
 package main

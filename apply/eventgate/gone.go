@@ -45,7 +45,7 @@ func skipGone(ctx context.Context, ev *eventsv1.Event, err error) error {
 	if err == nil || !namespaceGone(err) {
 		return err
 	}
-	logr.FromContextOrDiscard(ctx).V(1).Info("Event not recorded: its namespace is being deleted",
+	logr.FromContextOrDiscard(ctx).V(1).Info("Event not recorded: its namespace is being deleted or is gone",
 		"namespace", ev.Namespace, "reason", ev.Reason, "regarding", ev.Regarding.Kind+"/"+ev.Regarding.Name, "error", err.Error())
 	return nil
 }

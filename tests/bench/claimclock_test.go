@@ -46,25 +46,31 @@ type claimClock struct {
 	apiserver *rest.Config
 }
 
-// stretch is what the cluster does over a stretch of claims, from
-// (*claimClock).measure to end.
+// stretch is what the cluster does over a stretch of time (a burst or a
+// series of claims, a restart), from beginStretch to end.
 type stretch struct {
-	k      *claimClock
-	cpu    map[string]float64
-	served map[string]int64
-	api    *profiler
+	apiserver *rest.Config
+	cpu       map[string]float64
+	served    map[string]int64
+	api       *profiler
 }
 
-// measure begins a stretch: the CPU each process has used so far, what
-// the clock's API server has served (apiServerRequests; nothing without
-// one) and, with BENCH_APISERVER_PROFILE=1, its CPU profile.
-func (k *claimClock) measure(t *testing.T) *stretch {
+// beginStretch begins a stretch: the CPU each process has used so far, what
+// the API server apiserver reaches has served (apiServerRequests; nothing
+// when nil) and, with BENCH_APISERVER_PROFILE=1, its CPU profile.
+func beginStretch(t *testing.T, apiserver *rest.Config) *stretch {
 	t.Helper()
-	s := &stretch{k: k, cpu: cpuByProcess(clusterDirOf)}
-	if k.apiserver != nil {
-		s.served, s.api = apiServerRequests(k.apiserver), startAPIServerProfile(t, k.apiserver)
+	s := &stretch{apiserver: apiserver, cpu: cpuByProcess(clusterDirOf)}
+	if apiserver != nil {
+		s.served, s.api = apiServerRequests(apiserver), startAPIServerProfile(t, apiserver)
 	}
 	return s
+}
+
+// measure begins a stretch of the clock's API server.
+func (k *claimClock) measure(t *testing.T) *stretch {
+	t.Helper()
+	return beginStretch(t, k.apiserver)
 }
 
 // end returns the CPU seconds each process used over the stretch and what
@@ -74,8 +80,8 @@ func (k *claimClock) measure(t *testing.T) *stretch {
 func (s *stretch) end(t *testing.T, phase string) (cpu map[string]float64, served map[string]int64) {
 	t.Helper()
 	cpu = cpuDiff(cpuByProcess(clusterDirOf), s.cpu)
-	if s.k.apiserver != nil {
-		served = diff(apiServerRequests(s.k.apiserver), s.served)
+	if s.apiserver != nil {
+		served = diff(apiServerRequests(s.apiserver), s.served)
 	}
 	finishAPIServerProfile(t, s.api, phase)
 	return cpu, served

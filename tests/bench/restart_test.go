@@ -123,9 +123,8 @@ func benchRestart(t *testing.T, ctrl *controller, cfg *rest.Config, kubeconfig s
 	var r Restart
 	r.StoppedRSSMB, _ = ctrl.rssMB()
 	ctrl.stop(t)
-	served, api := apiServerRequests(cfg), startAPIServerProfile(t, cfg)
-	cpu := cpuByProcess(clusterDirOf)
-	cpu["sandbox-controller"] = 0 // the new process's counts from its start
+	s := beginStretch(t, cfg)
+	s.cpu["sandbox-controller"] = 0 // the new process's counts from its start
 	var prof *profiler
 	next := startControllerThen(t, kubeconfig, func(c *controller) { prof = startProfileOnceUp(c.pprof) })
 	r.ReadySeconds = round2(next.ready.Sub(next.started).Seconds())
@@ -137,9 +136,7 @@ func benchRestart(t *testing.T, ctrl *controller, cfg *rest.Config, kubeconfig s
 		time.Sleep(50 * time.Millisecond)
 	}
 	r.ReconciledSeconds = round2(time.Since(next.started).Seconds())
-	finishAPIServerProfile(t, api, "restart")
-	r.APIRequests = diff(apiServerRequests(cfg), served)
-	r.CPUByProcess = cpuDiff(cpuByProcess(clusterDirOf), cpu)
+	r.CPUByProcess, r.APIRequests = s.end(t, "restart")
 	settle()
 	r.Reconciles = next.reconciles(t, "sandbox")
 	r.ByVerb = next.requestsByVerb(t)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -78,6 +79,25 @@ type ClaimsFloor struct {
 // (readyMember); they have no Pods (the floor never looks at them). The
 // namespace is gone when it returns.
 func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user client.Client, watched cache.Cache, m, paced int) ClaimsFloor {
+	return claimsFloor(t, phase, cfg, user, watched, m, paced, false)
+}
+
+// measureClaimsFloorWithRefill is measureClaimsFloor with the rest of
+// what upstream's contract writes for a claim served from a warm pool,
+// by the same client (floorRefill): the taken member's Pod relabelled,
+// the claim's SandboxAdopted Event, and a new member made in its place.
+// The pool's m members are made that way first, untimed, with their
+// Pods; members are then offered only as the refill makes them Ready, and
+// each burst and paced series starts with the pool full again. Its
+// requests per claim are the controller's counterpart of requests per
+// claim and member.
+func measureClaimsFloorWithRefill(t *testing.T, phase string, cfg *rest.Config, user client.Client, watched cache.Cache, m, paced int) ClaimsFloor {
+	return claimsFloor(t, phase, cfg, user, watched, m, paced, true)
+}
+
+// claimsFloor is measureClaimsFloor, or with refill
+// measureClaimsFloorWithRefill.
+func claimsFloor(t *testing.T, phase string, cfg *rest.Config, user client.Client, watched cache.Cache, m, paced int, refill bool) ClaimsFloor {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	bursts := claimBursts(t)
@@ -89,9 +109,25 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 			t.Fatal(err)
 		}
 	}
-	free := make(chan *sandboxv1beta1.Sandbox, bursts*(m+paced))
 	var res ClaimsFloor
+	if _, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: extv1beta1.GroupVersion.Group, Kind: "SandboxClaim"}); err != nil {
+		t.Fatal(err)
+	}
+	var rf *floorRefill
+	free := make(chan *sandboxv1beta1.Sandbox, bursts*(m+paced))
+	if refill {
+		if _, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: eventsv1.GroupName, Kind: "Event"}, "v1"); err != nil {
+			t.Fatal(err)
+		}
+		rf = startFloorRefill(ctx, t, c, watched, ns, pool, tmpl, bursts*(m+paced))
+		rf.fill(m)
+		free = rf.free
+		res.Sizes.member(t, user, ns, rf.first)
+	}
 	for i := range bursts * (m + paced) {
+		if refill {
+			break
+		}
 		ac, err := render.WarmPoolMember(render.WarmPoolInputs{Pool: pool, Template: tmpl}, render.MemberName(pool.Name, render.SeededSuffixes(string(pool.UID))(i)))
 		if err != nil {
 			t.Fatal(err)
@@ -111,9 +147,6 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 		}
 		free <- sb
 	}
-	if _, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: extv1beta1.GroupVersion.Group, Kind: "SandboxClaim"}); err != nil {
-		t.Fatal(err)
-	}
 
 	// Each claim the watch sees for the first time is a job.
 	jobs := make(chan *extv1beta1.SandboxClaim, bursts*(m+paced))
@@ -123,6 +156,9 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 	}
 	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
 		if cl, ok := obj.(*extv1beta1.SandboxClaim); ok && cl.Namespace == ns {
+			if rf != nil {
+				rf.arrive()
+			}
 			jobs <- cl
 		}
 	}})
@@ -132,6 +168,9 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 	defer func() { _ = informer.RemoveEventHandler(reg) }()
 	serve := func(claim *extv1beta1.SandboxClaim) error {
 		seen := time.Now()
+		if rf != nil {
+			defer rf.leave()
+		}
 		member := <-free
 		adopt, err := render.Adoption(claim, tmpl, member, fieldManager)
 		if err != nil {
@@ -139,6 +178,11 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 		}
 		if err := c.Apply(ctx, adopt, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 			return err
+		}
+		if rf != nil {
+			if err := rf.taken(claim, member); err != nil {
+				return err
+			}
 		}
 		// The binding's annotations (the member's name, when the claim was
 		// first seen and first Ready), guarded by the claim's
@@ -156,7 +200,13 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 		ready.Status.Conditions = []metav1.Condition{{Type: sandboxv1beta1.ConditionReady, Status: metav1.ConditionTrue,
 			Reason: sandboxv1beta1.ReasonDependenciesReady, Message: "Pod is Ready; Service Exists", LastTransitionTime: now}}
 		status := render.ClaimStatus(render.ClaimStatusInputs{Claim: claim, SandboxName: member.Name, Sandbox: ready, Now: now})
-		return c.Status().Apply(ctx, status.WithResourceVersion(rv), client.FieldOwner(statusManager), client.ForceOwnership)
+		if err := c.Status().Apply(ctx, status.WithResourceVersion(rv), client.FieldOwner(statusManager), client.ForceOwnership); err != nil {
+			return err
+		}
+		if rf != nil {
+			rf.adopted(claim, member.Name)
+		}
+		return nil
 	}
 	for range claimWorkers {
 		go func() {
@@ -186,13 +236,20 @@ func measureClaimsFloor(t *testing.T, phase string, cfg *rest.Config, user clien
 	res.Sizes.claimed(t, user, ns, "claim-0")
 	lat, _, _ := clock.latencies("claim", m)
 	res.P50Ms, res.P99Ms = quantile(lat, 0.50), quantile(lat, 0.99)
+	full := func() bool { return true }
+	if rf != nil {
+		full = func() bool { return rf.full(m) }
+	}
+	for !full() {
+		time.Sleep(20 * time.Millisecond)
+	}
 	settle()
 	lat, res.PacedUse = clock.pacedMeasured(t, user, "paced", paced, phase+"_paced")
 	res.PacedP50Ms, res.PacedP99Ms = quantile(lat, 0.50), quantile(lat, 0.99)
 	res.Timeline, res.PacedTimeline = clock.timeline("claim", m), clock.timeline("paced", paced)
 	var b Baseline
 	counts.fill(&b, m+paced) // before the other bursts
-	res.Bursts = clock.moreBursts(t, user, m, paced, bursts, res.P99Ms, res.PacedP99Ms, nil)
+	res.Bursts = clock.moreBursts(t, user, m, paced, bursts, res.P99Ms, res.PacedP99Ms, full)
 	res.RequestsPerClaim, res.ByVerb = b.RequestsPerSandbox, b.ByVerb
 	dropNamespace(t, c, ns)
 	return res

@@ -18,7 +18,9 @@ import (
 // AGENT_SANDBOX_BENCH=1 and only when -run names it
 // (BENCH_RUN=TestBenchClaims make bench); BENCH_CLAIMS sets the claims at
 // once (default 100) and BENCH_OUT a file for the JSON (the warm_claims
-// document).
+// document). Between the claims floor and the controller it measures the
+// claims floor with refill (measureClaimsFloorWithRefill,
+// floor_with_refill; BENCH_REFILL_FLOOR=0 leaves it out).
 func TestBenchClaims(t *testing.T) {
 	if os.Getenv("AGENT_SANDBOX_BENCH") != "1" {
 		t.Skip("benchmarks run with `make bench` (AGENT_SANDBOX_BENCH=1)")
@@ -38,11 +40,20 @@ func TestBenchClaims(t *testing.T) {
 	measureClaimsFloor(t, "claims_floor_warmup", local.Config, c, watched, claims, pacedClaims(t, claims))
 	floor := measureClaimsFloor(t, "claims_floor", local.Config, c, watched, claims, pacedClaims(t, claims))
 	t.Logf("claims floor done: p99 %.0f ms (bursts %v), paced p99 %.0f ms", floor.P99Ms, floor.P99sMs, floor.PacedP99Ms)
+	var refill *ClaimsFloor
+	if os.Getenv("BENCH_REFILL_FLOOR") != "0" {
+		f := measureClaimsFloorWithRefill(t, "claims_floor_refill", local.Config, c, watched, claims, pacedClaims(t, claims))
+		t.Logf("claims floor with refill done: p99 %.0f ms (bursts %v), paced p99s %v ms", f.P99Ms, f.P99sMs, f.PacedP99sMs)
+		refill = &f
+	}
 	ctrl := startController(t, local.Kubeconfig)
 	defer ctrl.stop(t)
 	settle()
 	res := benchClaims(t, local.Config, c, watched, ctrl, mkNamespace(t, c, "claims"), claims)
 	res.withFloor(floor)
+	if refill != nil {
+		res.withRefillFloor(*refill)
+	}
 	report(t, res, "BENCH_OUT")
 }
 
@@ -64,4 +75,13 @@ func (res *Claims) besideFloor(floor ClaimsFloor) {
 	res.PacedP99RatioToFloorBeside = res.PacedP99Ms / floor.PacedP99Ms
 	res.MedianP99RatioToFloorBeside = res.MedianP99Ms / floor.MedianP99Ms
 	res.MedianPacedP99RatioToFloorBeside = ratio(res.MedianPacedP99Ms, floor.MedianPacedP99Ms)
+}
+
+// withRefillFloor sets the claims floor with refill and the claims'
+// ratios to it.
+func (res *Claims) withRefillFloor(floor ClaimsFloor) {
+	res.FloorRefill = &floor
+	res.MedianP99RatioToFloorRefill = ratio(res.MedianP99Ms, floor.MedianP99Ms)
+	res.PacedP50RatioToFloorRefill = ratio(res.PacedP50Ms, floor.PacedP50Ms)
+	res.MedianPacedP99RatioToFloorRefill = ratio(res.MedianPacedP99Ms, floor.MedianPacedP99Ms)
 }

@@ -106,6 +106,16 @@ type Claims struct {
 	MedianP99RatioToFloorBeside      float64      `json:"claim_ready_median_p99_ratio_to_floor_next_to_n,omitempty"`
 	MedianPacedP99RatioToFloorBeside float64      `json:"paced_claim_ready_median_p99_ratio_to_floor_next_to_n,omitempty"`
 	PacedP99RatioToFloorBeside       float64      `json:"paced_claim_ready_p99_ratio_to_floor_next_to_n,omitempty"`
+	// FloorRefill is the claims floor with refill
+	// (measureClaimsFloorWithRefill: the same client also relabels the
+	// taken member's Pod, records the SandboxAdopted Event and makes a new
+	// member in its place, as the contract has a warm pool do), and the
+	// ratios to it: what the contract costs beyond the claims floor's
+	// three writes, with no controller.
+	FloorRefill                      *ClaimsFloor `json:"floor_with_refill,omitempty"`
+	MedianP99RatioToFloorRefill      float64      `json:"claim_ready_median_p99_ratio_to_floor_with_refill,omitempty"`
+	PacedP50RatioToFloorRefill       float64      `json:"paced_claim_ready_p50_ratio_to_floor_with_refill,omitempty"`
+	MedianPacedP99RatioToFloorRefill float64      `json:"paced_claim_ready_median_p99_ratio_to_floor_with_refill,omitempty"`
 	// Sizes are the objects the claims' writes change (a member, taken,
 	// and its claim), read from the API server.
 	Sizes ObjectSizes `json:"object_sizes"`

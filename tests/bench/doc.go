@@ -39,6 +39,12 @@
 // per-claim timeline of its claims (the SDK's matched to its spans) and
 // what the phase cost each process and the API server. A pool member
 // counts as ready there once the stand-in runs its runtime.
+// TestBenchClaims, only when named, measures the claims alone on a fresh
+// cluster: the claims floor, then the claims floor with refill (the same
+// client also relabels the taken member's Pod, records the claim's
+// SandboxAdopted Event and makes a new member in its place, the rest of
+// what the contract writes for a claim served from a warm pool), then the
+// controller, with its ratios to both.
 // TestBenchRestart measures a controller restart with nothing changed (N
 // Sandboxes over BENCH_NAMESPACES namespaces, each process's CPU over their
 // cold create): the seconds until ready and until each Sandbox was

@@ -180,6 +180,7 @@ func TestBench(t *testing.T) {
 	res.Raw.RatioToFloor = res.Raw.Seconds / res.Floor.Seconds
 	claimsFloor := measureClaimsFloor(t, "claims_floor", local.Config, c, watched, claims, pacedClaims(t, claims))
 	t.Logf("claims floor done: p99 %.0f ms (bursts %v), paced p99 %.0f ms", claimsFloor.P99Ms, claimsFloor.P99sMs, claimsFloor.PacedP99Ms)
+	claimsRefillFloor := refillFloor(t, local.Config, c, watched, claims)
 
 	ctrl := startController(t, local.Kubeconfig)
 	defer ctrl.stop(t)
@@ -255,6 +256,7 @@ func TestBench(t *testing.T) {
 	res.WarmClaims = benchClaims(t, local.Config, c, watched, ctrl, mkNamespace(t, c, "claims"), claims)
 	res.WarmClaims.withFloor(claimsFloor)
 	res.WarmClaims.besideFloor(besideFloor)
+	res.WarmClaims.withRefillFloor(claimsRefillFloor)
 
 	measure("delete_all", &res.Delete, func() {
 		// One request per Sandbox, as users delete them: a single

@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -40,20 +43,13 @@ func TestBenchClaims(t *testing.T) {
 	measureClaimsFloor(t, "claims_floor_warmup", local.Config, c, watched, claims, pacedClaims(t, claims))
 	floor := measureClaimsFloor(t, "claims_floor", local.Config, c, watched, claims, pacedClaims(t, claims))
 	t.Logf("claims floor done: p99 %.0f ms (bursts %v), paced p99 %.0f ms", floor.P99Ms, floor.P99sMs, floor.PacedP99Ms)
-	var refill *ClaimsFloor
-	if os.Getenv("BENCH_REFILL_FLOOR") != "0" {
-		f := measureClaimsFloorWithRefill(t, "claims_floor_refill", local.Config, c, watched, claims, pacedClaims(t, claims))
-		t.Logf("claims floor with refill done: p99 %.0f ms (bursts %v), paced p99s %v ms", f.P99Ms, f.P99sMs, f.PacedP99sMs)
-		refill = &f
-	}
+	refill := refillFloor(t, local.Config, c, watched, claims)
 	ctrl := startController(t, local.Kubeconfig)
 	defer ctrl.stop(t)
 	settle()
 	res := benchClaims(t, local.Config, c, watched, ctrl, mkNamespace(t, c, "claims"), claims)
 	res.withFloor(floor)
-	if refill != nil {
-		res.withRefillFloor(*refill)
-	}
+	res.withRefillFloor(refill)
 	report(t, res, "BENCH_OUT")
 }
 
@@ -77,10 +73,24 @@ func (res *Claims) besideFloor(floor ClaimsFloor) {
 	res.MedianPacedP99RatioToFloorBeside = ratio(res.MedianPacedP99Ms, floor.MedianPacedP99Ms)
 }
 
+// refillFloor is measureClaimsFloorWithRefill on an otherwise empty
+// cluster, nil with BENCH_REFILL_FLOOR=0.
+func refillFloor(t *testing.T, cfg *rest.Config, c client.Client, watched cache.Cache, claims int) *ClaimsFloor {
+	if os.Getenv("BENCH_REFILL_FLOOR") == "0" {
+		return nil
+	}
+	f := measureClaimsFloorWithRefill(t, "claims_floor_refill", cfg, c, watched, claims, pacedClaims(t, claims))
+	t.Logf("claims floor with refill done: p99 %.0f ms (bursts %v), paced p99s %v ms", f.P99Ms, f.P99sMs, f.PacedP99sMs)
+	return &f
+}
+
 // withRefillFloor sets the claims floor with refill and the claims'
 // ratios to it.
-func (res *Claims) withRefillFloor(floor ClaimsFloor) {
-	res.FloorRefill = &floor
+func (res *Claims) withRefillFloor(floor *ClaimsFloor) {
+	if floor == nil {
+		return
+	}
+	res.FloorRefill = floor
 	res.MedianP99RatioToFloorRefill = ratio(res.MedianP99Ms, floor.MedianP99Ms)
 	res.PacedP50RatioToFloorRefill = ratio(res.PacedP50Ms, floor.PacedP50Ms)
 	res.MedianPacedP99RatioToFloorRefill = ratio(res.MedianPacedP99Ms, floor.MedianPacedP99Ms)

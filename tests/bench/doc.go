@@ -18,7 +18,11 @@
 // (a client adopting a member that carries a Ready member's annotation and
 // status, and writing the claim's annotations and status) measured twice:
 // next to the floor's own N Running Sandboxes (floor_next_to_n) and on an
-// empty cluster (floor), with the sizes of the objects the claims change
+// empty cluster (floor), and to a claims floor with refill on an empty
+// cluster (floor_with_refill: the same client also relabels the taken
+// member's Pod, records the claim's SandboxAdopted Event and makes a new
+// member in its place, the rest of what the contract writes for a claim
+// served from a warm pool), with the sizes of the objects the claims change
 // and, with BENCH_APISERVER_PROFILE=1, the API server's CPU profile of each
 // burst (with BENCH_TRACE=1, Go execution traces of the controller and the
 // API server over the first paced series, and of the API server over the
@@ -40,10 +44,7 @@
 // what the phase cost each process and the API server. A pool member
 // counts as ready there once the stand-in runs its runtime.
 // TestBenchClaims, only when named, measures the claims alone on a fresh
-// cluster: the claims floor, then the claims floor with refill (the same
-// client also relabels the taken member's Pod, records the claim's
-// SandboxAdopted Event and makes a new member in its place, the rest of
-// what the contract writes for a claim served from a warm pool), then the
+// cluster: the claims floor, the claims floor with refill, then the
 // controller, with its ratios to both.
 // TestBenchRestart measures a controller restart with nothing changed (N
 // Sandboxes over BENCH_NAMESPACES namespaces, each process's CPU over their

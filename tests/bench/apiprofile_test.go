@@ -58,29 +58,39 @@ func finishAPIServerProfile(t *testing.T, p *profiler, phase string) {
 	t.Logf("API server profile of %s: %s", phase, path)
 }
 
-// apiServerRequests reads the requests the API server cfg reaches has
+// apiServerCounts reads the requests the API server cfg reaches has
 // served so far, from every client (its apiserver_request_total), summed
-// by verb and resource ("LIST pods", "PATCH sandboxes/status"); nil when
-// its /metrics cannot be read. A burst's difference tells what the API
-// server spent its CPU on, the controller's requests and everyone else's.
-func apiServerRequests(cfg *rest.Config) map[string]int64 {
+// by verb and resource ("LIST pods", "PATCH sandboxes/status"), and, from
+// the same reading, the requests it has sent etcd so far
+// (etcd_requests_total) by operation and resource ("update sandboxes",
+// "get pods"); nil when its /metrics cannot be read. A burst's difference
+// tells what the API server spent its CPU on, the controller's requests
+// and everyone else's; a write whose optimistic put met a newer revision
+// is tried again, and each try counts, so more updates than writes served
+// are retries.
+func apiServerCounts(cfg *rest.Config) (served, etcd map[string]int64) {
 	body, err := apiServerGet(cfg, "/metrics")
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	samples := map[string]int64{}
+	requests, toEtcd := map[string]int64{}, map[string]int64{}
 	for line := range strings.Lines(string(body)) {
-		addSample(samples, "apiserver_request_total", strings.TrimSpace(line))
+		line = strings.TrimSpace(line)
+		addSample(requests, "apiserver_request_total", line)
+		addSample(toEtcd, "etcd_requests_total", line)
 	}
-	out := map[string]int64{}
-	for labels, v := range samples {
+	served, etcd = map[string]int64{}, map[string]int64{}
+	for labels, v := range requests {
 		key := labelValue(labels, "verb") + " " + labelValue(labels, "resource")
 		if sub := labelValue(labels, "subresource"); sub != "" {
 			key += "/" + sub
 		}
-		out[key] += v
+		served[key] += v
 	}
-	return out
+	for labels, v := range toEtcd {
+		etcd[labelValue(labels, "operation")+" "+labelValue(labels, "resource")] += v
+	}
+	return served, etcd
 }
 
 // apiServerAllocs reads the API server's allocation profile (its

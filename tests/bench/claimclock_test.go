@@ -49,20 +49,24 @@ type claimClock struct {
 // stretch is what the cluster does over a stretch of time (a burst or a
 // series of claims, a restart), from beginStretch to end.
 type stretch struct {
-	apiserver *rest.Config
-	cpu       map[string]float64
-	served    map[string]int64
-	api       *profiler
+	apiserver    *rest.Config
+	cpu          map[string]float64
+	served, etcd map[string]int64
+	api          *profiler
+	// etcdDiff is what the API server sent etcd over the stretch, by
+	// operation and resource (apiServerCounts), once it ended.
+	etcdDiff map[string]int64
 }
 
 // beginStretch begins a stretch: the CPU each process has used so far, what
-// the API server apiserver reaches has served (apiServerRequests; nothing
+// the API server apiserver reaches has served (apiServerCounts; nothing
 // when nil) and, with BENCH_APISERVER_PROFILE=1, its CPU profile.
 func beginStretch(t *testing.T, apiserver *rest.Config) *stretch {
 	t.Helper()
 	s := &stretch{apiserver: apiserver, cpu: cpuByProcess(clusterDirOf)}
 	if apiserver != nil {
-		s.served, s.api = apiServerRequests(apiserver), startAPIServerProfile(t, apiserver)
+		s.served, s.etcd = apiServerCounts(apiserver)
+		s.api = startAPIServerProfile(t, apiserver)
 	}
 	return s
 }
@@ -81,7 +85,8 @@ func (s *stretch) end(t *testing.T, phase string) (cpu map[string]float64, serve
 	t.Helper()
 	cpu = cpuDiff(cpuByProcess(clusterDirOf), s.cpu)
 	if s.apiserver != nil {
-		served = diff(apiServerRequests(s.apiserver), s.served)
+		now, etcd := apiServerCounts(s.apiserver)
+		served, s.etcdDiff = diff(now, s.served), diff(etcd, s.etcd)
 	}
 	finishAPIServerProfile(t, s.api, phase)
 	return cpu, served
@@ -279,12 +284,16 @@ func (k *claimClock) latencies(prefix string, n int) (lat, seenLat, createLat []
 
 // PacedUse is what a series of paced claims cost: the CPU seconds each
 // process used over it and what the API server served, from every client,
-// by verb and resource (apiServerRequests). Next to the floor's it tells
+// by verb and resource (apiServerCounts). Next to the floor's it tells
 // how much work besides the claims' own (a pool's refill, its Pods,
 // scheduling, endpoints) shared the API server with them.
 type PacedUse struct {
 	CPUSeconds  map[string]float64 `json:"paced_cpu_seconds,omitempty"`
 	APIRequests map[string]int64   `json:"paced_apiserver_requests,omitempty"`
+	// EtcdRequests is what the API server sent etcd over the series, by
+	// operation and resource (apiServerCounts): updates beyond the
+	// writes served are optimistic puts tried again.
+	EtcdRequests map[string]int64 `json:"paced_etcd_requests,omitempty"`
 }
 
 // pacedMeasured is paced, with what the series cost (PacedUse) and, with
@@ -300,6 +309,7 @@ func (k *claimClock) pacedMeasured(t *testing.T, c client.Client, prefix string,
 	lat := k.paced(t, c, prefix, n)
 	var use PacedUse
 	use.CPUSeconds, use.APIRequests = s.end(t, phase)
+	use.EtcdRequests = s.etcdDiff
 	saveAllocsSince(t, k.apiserver, allocs, phase)
 	tr.wait(t)
 	return lat, use

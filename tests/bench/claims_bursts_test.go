@@ -33,7 +33,7 @@ func benchNodes(t *testing.T, n, claims int) int {
 // Bursts are the bursts of claims one claims measurement served
 // (claimBursts): the p99 of each (the first's is the measurement's own),
 // their median, and what each process used and the API server served
-// (apiServerRequests) during each burst after the first (the measurement
+// (apiServerCounts) during each burst after the first (the measurement
 // has the first's).
 type Bursts struct {
 	P99sMs      []float64 `json:"claim_ready_p99s_ms"`

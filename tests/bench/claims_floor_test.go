@@ -52,7 +52,7 @@ type ClaimsFloor struct {
 	// once ("bench" is the floor's client and the bench together).
 	CPUSeconds map[string]float64 `json:"cpu_seconds,omitempty"`
 	// APIRequests is what the API server served during the claims
-	// created at once, from every client (apiServerRequests).
+	// created at once, from every client (apiServerCounts).
 	APIRequests map[string]int64 `json:"apiserver_requests,omitempty"`
 	// Sizes are the objects the claims' writes change, as sized for the
 	// controller's (Claims.Sizes).

@@ -53,7 +53,7 @@ type Claims struct {
 	BurstApplies  map[string]int64 `json:"burst_controller_apply_total,omitempty"`
 	BurstRequests map[string]int64 `json:"burst_controller_requests_by_verb,omitempty"`
 	// BurstAPIRequests is what the API server served in the burst, from
-	// every client, by verb and resource (apiServerRequests).
+	// every client, by verb and resource (apiServerCounts).
 	BurstAPIRequests map[string]int64 `json:"burst_apiserver_requests,omitempty"`
 	// Timeline and PacedTimeline are where each claim's time went, in
 	// the burst and paced.

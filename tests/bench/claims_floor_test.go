@@ -114,7 +114,7 @@ func claimsFloor(t *testing.T, phase string, cfg *rest.Config, user client.Clien
 		t.Fatal(err)
 	}
 	var rf *floorRefill
-	free := make(chan *sandboxv1beta1.Sandbox, bursts*(m+paced))
+	var free chan *sandboxv1beta1.Sandbox
 	if refill {
 		if _, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: eventsv1.GroupName, Kind: "Event"}, "v1"); err != nil {
 			t.Fatal(err)
@@ -123,29 +123,9 @@ func claimsFloor(t *testing.T, phase string, cfg *rest.Config, user client.Clien
 		rf.fill(m)
 		free = rf.free
 		res.Sizes.member(t, user, ns, rf.first)
-	}
-	for i := range bursts * (m + paced) {
-		if refill {
-			break
-		}
-		ac, err := render.WarmPoolMember(render.WarmPoolInputs{Pool: pool, Template: tmpl}, render.MemberName(pool.Name, render.SeededSuffixes(string(pool.UID))(i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Apply(ctx, ac, client.FieldOwner(fieldManager)); err != nil {
-			t.Fatal(err)
-		}
-		sb := &sandboxv1beta1.Sandbox{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: *ac.Name}, sb); err != nil {
-			t.Fatal(err)
-		}
-		if err := readyMember(ctx, c, sb); err != nil {
-			t.Fatal(err)
-		}
-		if i == 0 {
-			res.Sizes.member(t, user, ns, sb.Name)
-		}
-		free <- sb
+	} else {
+		free = readyMembers(ctx, t, c, pool, tmpl, bursts*(m+paced))
+		res.Sizes.member(t, user, ns, render.MemberName(pool.Name, render.SeededSuffixes(string(pool.UID))(0)))
 	}
 
 	// Each claim the watch sees for the first time is a job.
@@ -253,6 +233,32 @@ func claimsFloor(t *testing.T, phase string, cfg *rest.Config, user client.Clien
 	res.RequestsPerClaim, res.ByVerb = b.RequestsPerSandbox, b.ByVerb
 	dropNamespace(t, c, ns)
 	return res
+}
+
+// readyMembers makes n members of pool as the contract has a Ready member
+// (readyMember), named as the pool names them, and offers them in that
+// order.
+func readyMembers(ctx context.Context, t *testing.T, c client.Client, pool *extv1beta1.SandboxWarmPool, tmpl *extv1beta1.SandboxTemplate, n int) chan *sandboxv1beta1.Sandbox {
+	t.Helper()
+	free := make(chan *sandboxv1beta1.Sandbox, n)
+	for i := range n {
+		ac, err := render.WarmPoolMember(render.WarmPoolInputs{Pool: pool, Template: tmpl}, render.MemberName(pool.Name, render.SeededSuffixes(string(pool.UID))(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Apply(ctx, ac, client.FieldOwner(fieldManager)); err != nil {
+			t.Fatal(err)
+		}
+		sb := &sandboxv1beta1.Sandbox{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: pool.Namespace, Name: *ac.Name}, sb); err != nil {
+			t.Fatal(err)
+		}
+		if err := readyMember(ctx, c, sb); err != nil {
+			t.Fatal(err)
+		}
+		free <- sb
+	}
+	return free
 }
 
 // readyMember gives member sb what the contract has on a Ready Sandbox,

@@ -23,7 +23,9 @@ import (
 // once (default 100) and BENCH_OUT a file for the JSON (the warm_claims
 // document). Between the claims floor and the controller it measures the
 // claims floor with refill (measureClaimsFloorWithRefill,
-// floor_with_refill; BENCH_REFILL_FLOOR=0 leaves it out).
+// floor_with_refill; BENCH_REFILL_FLOOR=0 leaves it out), and once the
+// controller is stopped both again in the reverse order (FloorsAround;
+// BENCH_FLOORS_AFTER=0 leaves them out).
 func TestBenchClaims(t *testing.T) {
 	if os.Getenv("AGENT_SANDBOX_BENCH") != "1" {
 		t.Skip("benchmarks run with `make bench` (AGENT_SANDBOX_BENCH=1)")
@@ -50,7 +52,45 @@ func TestBenchClaims(t *testing.T) {
 	res := benchClaims(t, local.Config, c, watched, ctrl, mkNamespace(t, c, "claims"), claims)
 	res.withFloor(floor)
 	res.withRefillFloor(refill)
+	if os.Getenv("BENCH_FLOORS_AFTER") != "0" {
+		// The same floors again, in the reverse order, once the controller
+		// is stopped (its claims and Sandboxes stay): a cluster serves the
+		// same claims more slowly the longer it has run, so floors measured
+		// only before the controller favour them.
+		ctrl.stop(t)
+		settle()
+		res.around(refillFloor(t, local.Config, c, watched, claims),
+			measureClaimsFloor(t, "claims_floor_after", local.Config, c, watched, claims, pacedClaims(t, claims)))
+	}
 	report(t, res, "BENCH_OUT")
+}
+
+// FloorsAround are the floors measured again after the controller
+// (TestBenchClaims: in the reverse order, so that each floor's two
+// measurements sit as far before the controller's claims as after them),
+// and the claims' ratios to the mean of each floor's two.
+type FloorsAround struct {
+	FloorAfter       *ClaimsFloor `json:"floor_after,omitempty"`
+	FloorRefillAfter *ClaimsFloor `json:"floor_with_refill_after,omitempty"`
+	// Ratios to the mean of the floor's measurements before and after.
+	MedianP99RatioToFloors            float64 `json:"claim_ready_median_p99_ratio_to_floors_around,omitempty"`
+	MedianPacedP99RatioToFloors       float64 `json:"paced_claim_ready_median_p99_ratio_to_floors_around,omitempty"`
+	MedianP99RatioToRefillFloors      float64 `json:"claim_ready_median_p99_ratio_to_floors_with_refill_around,omitempty"`
+	MedianPacedP99RatioToRefillFloors float64 `json:"paced_claim_ready_median_p99_ratio_to_floors_with_refill_around,omitempty"`
+}
+
+// around sets the floors measured after the controller and the ratios to
+// the mean of each floor's two measurements.
+func (res *Claims) around(refill *ClaimsFloor, floor ClaimsFloor) {
+	res.FloorAfter = &floor
+	res.MedianP99RatioToFloors = ratio(res.MedianP99Ms, (res.Floor.MedianP99Ms+floor.MedianP99Ms)/2)
+	res.MedianPacedP99RatioToFloors = ratio(res.MedianPacedP99Ms, (res.Floor.MedianPacedP99Ms+floor.MedianPacedP99Ms)/2)
+	if refill == nil || res.FloorRefill == nil {
+		return
+	}
+	res.FloorRefillAfter = refill
+	res.MedianP99RatioToRefillFloors = ratio(res.MedianP99Ms, (res.FloorRefill.MedianP99Ms+refill.MedianP99Ms)/2)
+	res.MedianPacedP99RatioToRefillFloors = ratio(res.MedianPacedP99Ms, (res.FloorRefill.MedianPacedP99Ms+refill.MedianPacedP99Ms)/2)
 }
 
 // withFloor sets the claims' floor and their ratios to it.

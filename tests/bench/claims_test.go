@@ -116,6 +116,7 @@ type Claims struct {
 	MedianP99RatioToFloorRefill      float64      `json:"claim_ready_median_p99_ratio_to_floor_with_refill,omitempty"`
 	PacedP50RatioToFloorRefill       float64      `json:"paced_claim_ready_p50_ratio_to_floor_with_refill,omitempty"`
 	MedianPacedP99RatioToFloorRefill float64      `json:"paced_claim_ready_median_p99_ratio_to_floor_with_refill,omitempty"`
+	FloorsAround
 	// Sizes are the objects the claims' writes change (a member, taken,
 	// and its claim), read from the API server.
 	Sizes ObjectSizes `json:"object_sizes"`

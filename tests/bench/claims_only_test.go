@@ -49,15 +49,18 @@ func TestBenchClaims(t *testing.T) {
 	ctrl := startController(t, local.Kubeconfig)
 	defer ctrl.stop(t)
 	settle()
-	res := benchClaims(t, local.Config, c, watched, ctrl, mkNamespace(t, c, "claims"), claims)
+	ns := mkNamespace(t, c, "claims")
+	res := benchClaims(t, local.Config, c, watched, ctrl, ns, claims)
 	res.withFloor(floor)
 	res.withRefillFloor(refill)
 	if os.Getenv("BENCH_FLOORS_AFTER") != "0" {
 		// The same floors again, in the reverse order, once the controller
-		// is stopped (its claims and Sandboxes stay): a cluster serves the
-		// same claims more slowly the longer it has run, so floors measured
-		// only before the controller favour them.
+		// is stopped and its claims are gone (the cluster's nodes have room
+		// for one measurement's Pods at a time): a cluster serves the same
+		// claims more slowly the longer it has run, so floors measured only
+		// before the controller favour them.
 		ctrl.stop(t)
+		dropNamespace(t, c, ns)
 		settle()
 		res.around(refillFloor(t, local.Config, c, watched, claims),
 			measureClaimsFloor(t, "claims_floor_after", local.Config, c, watched, claims, pacedClaims(t, claims)))

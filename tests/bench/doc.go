@@ -45,7 +45,10 @@
 // counts as ready there once the stand-in runs its runtime.
 // TestBenchClaims, only when named, measures the claims alone on a fresh
 // cluster: the claims floor, the claims floor with refill, then the
-// controller, with its ratios to both.
+// controller, then (the controller stopped and its claims deleted) both
+// floors again in the reverse order, with its ratios to both, measured
+// before it and to each floor's mean around it (a cluster slows as a run
+// goes on).
 // TestBenchRestart measures a controller restart with nothing changed (N
 // Sandboxes over BENCH_NAMESPACES namespaces, each process's CPU over their
 // cold create): the seconds until ready and until each Sandbox was

@@ -282,11 +282,7 @@ func readyMember(ctx context.Context, c client.Client, sb *sandboxv1beta1.Sandbo
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue},
 			}},
 	}
-	status := render.SandboxStatus(render.SandboxStatusInputs{
-		Sandbox: sb, Pod: pod, Pods: 1, Service: true, ClusterDomain: "cluster.local",
-		Now: metav1.NewTime(time.Now().Truncate(time.Second)),
-	})
-	if err := c.Status().Apply(ctx, status, client.FieldOwner(statusManager), client.ForceOwnership); err != nil {
+	if _, err := applyStatus(ctx, c, sb, pod, true); err != nil {
 		return err
 	}
 	return c.Get(ctx, client.ObjectKeyFromObject(sb), sb)

@@ -107,16 +107,9 @@ func (f *floorCycle) queueStatus(mode sandboxv1beta1.SandboxOperatingMode, name 
 	if !queue {
 		return
 	}
-	pods := 0
-	if pod != nil {
-		pods = 1
-	}
 	f.jobs <- func() error {
-		status := render.SandboxStatus(render.SandboxStatusInputs{
-			Sandbox: sb, Pod: pod, Pods: pods, Service: true,
-			ClusterDomain: "cluster.local", Now: metav1.NewTime(time.Now().Truncate(time.Second)),
-		})
-		return f.c.Status().Apply(context.Background(), status, client.FieldOwner(statusManager), client.ForceOwnership)
+		_, err := applyStatus(context.Background(), f.c, sb, pod, true)
+		return err
 	}
 }
 

@@ -46,6 +46,23 @@ func applyPodName(ctx context.Context, c client.Client, sb *sandboxv1beta1.Sandb
 	return c.Apply(ctx, ac, client.FieldOwner(annotationManager), client.ForceOwnership)
 }
 
+// applyStatus is the contract's status write of Sandbox sb as the
+// controller makes it: the status render.SandboxStatus gives for pod (nil
+// when none runs) and its headless Service (service), applied under the
+// status manager. It returns what it applied, holding the answer's
+// resourceVersion.
+func applyStatus(ctx context.Context, c client.Client, sb *sandboxv1beta1.Sandbox, pod *corev1.Pod, service bool) (*sandboxac.SandboxApplyConfiguration, error) {
+	pods := 0
+	if pod != nil {
+		pods = 1
+	}
+	status := render.SandboxStatus(render.SandboxStatusInputs{
+		Sandbox: sb, Pod: pod, Pods: pods, Service: service, ClusterDomain: "cluster.local",
+		Now: metav1.NewTime(time.Now().Truncate(time.Second)),
+	})
+	return status, c.Status().Apply(ctx, status, client.FieldOwner(statusManager), client.ForceOwnership)
+}
+
 // Baseline is a lower bound measured by one client with no controller
 // running.
 type Baseline struct {
@@ -192,11 +209,8 @@ func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched ca
 			mu.Lock()
 			sb := sandboxes[pod.Name]
 			mu.Unlock()
-			status := render.SandboxStatus(render.SandboxStatusInputs{
-				Sandbox: sb, Pod: pod, Pods: 1, Service: true, ClusterDomain: "cluster.local",
-				Now: metav1.NewTime(time.Now().Truncate(time.Second)),
-			})
-			return c.Status().Apply(ctx, status, client.FieldOwner(statusManager), client.ForceOwnership)
+			_, err := applyStatus(ctx, c, sb, pod, true)
+			return err
 		}
 	}
 	informer, err := watched.GetInformer(ctx, &corev1.Pod{})

@@ -56,9 +56,9 @@ func TestBenchClaims(t *testing.T) {
 	if os.Getenv("BENCH_FLOORS_AFTER") != "0" {
 		// The same floors again, in the reverse order, once the controller
 		// is stopped and its claims are gone (the cluster's nodes have room
-		// for one measurement's Pods at a time): a cluster serves the same
-		// claims more slowly the longer it has run, so floors measured only
-		// before the controller favour them.
+		// for one measurement's Pods at a time): one floor measured twice in
+		// a run differed by up to half, either way, so the ratios are also
+		// given to the mean of its two measurements, around the controller's.
 		ctrl.stop(t)
 		dropNamespace(t, c, ns)
 		settle()

@@ -47,8 +47,8 @@
 // cluster: the claims floor, the claims floor with refill, then the
 // controller, then (the controller stopped and its claims deleted) both
 // floors again in the reverse order, with its ratios to both, measured
-// before it and to each floor's mean around it (a cluster slows as a run
-// goes on).
+// before it and to each floor's mean around it (one floor measured twice
+// in a run differed by up to half, either way).
 // TestBenchRestart measures a controller restart with nothing changed (N
 // Sandboxes over BENCH_NAMESPACES namespaces, each process's CPU over their
 // cold create): the seconds until ready and until each Sandbox was

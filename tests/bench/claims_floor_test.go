@@ -125,7 +125,7 @@ func claimsFloor(t *testing.T, phase string, cfg *rest.Config, user client.Clien
 		res.Sizes.member(t, user, ns, rf.first)
 	} else {
 		free = readyMembers(ctx, t, c, pool, tmpl, bursts*(m+paced))
-		res.Sizes.member(t, user, ns, render.MemberName(pool.Name, render.SeededSuffixes(string(pool.UID))(0)))
+		res.Sizes.member(t, user, ns, memberName(pool, 0))
 	}
 
 	// Each claim the watch sees for the first time is a job.
@@ -242,7 +242,7 @@ func readyMembers(ctx context.Context, t *testing.T, c client.Client, pool *extv
 	t.Helper()
 	free := make(chan *sandboxv1beta1.Sandbox, n)
 	for i := range n {
-		ac, err := render.WarmPoolMember(render.WarmPoolInputs{Pool: pool, Template: tmpl}, render.MemberName(pool.Name, render.SeededSuffixes(string(pool.UID))(i)))
+		ac, err := render.WarmPoolMember(render.WarmPoolInputs{Pool: pool, Template: tmpl}, memberName(pool, i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,6 +259,11 @@ func readyMembers(ctx context.Context, t *testing.T, c client.Client, pool *extv
 		free <- sb
 	}
 	return free
+}
+
+// memberName is the name pool gives its i-th member.
+func memberName(pool *extv1beta1.SandboxWarmPool, i int) string {
+	return render.MemberName(pool.Name, render.SeededSuffixes(string(pool.UID))(i))
 }
 
 // readyMember gives member sb what the contract has on a Ready Sandbox,

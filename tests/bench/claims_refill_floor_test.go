@@ -236,7 +236,7 @@ func (r *floorRefill) adopted(claim *extv1beta1.SandboxClaim, member string) {
 // annotation; its status follows once its Pod is Ready (podReady).
 func (r *floorRefill) newMember(i int) error {
 	ac, err := render.WarmPoolMember(render.WarmPoolInputs{Pool: r.pool, Template: r.tmpl},
-		render.MemberName(r.pool.Name, render.SeededSuffixes(string(r.pool.UID))(i)))
+		memberName(r.pool, i))
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 // nothing; New sets the defaults.
 type Gate struct {
 	// Quiet is how long after the controller's last write ends an Event
-	// is sent.
+	// is sent; 0 sends it as soon as no write is in flight.
 	Quiet time.Duration
 	// MaxHold bounds how long one Event waits; 0 sends every Event at once.
 	MaxHold time.Duration
@@ -36,10 +36,13 @@ type Gate struct {
 	close    sync.Once
 }
 
+// DefaultQuiet is New's Quiet.
+const DefaultQuiet = 100 * time.Millisecond
+
 // New returns a Gate that holds an Event at most maxHold, until no write
-// has been in flight for 100 ms; 0 holds nothing.
+// has been in flight for DefaultQuiet; 0 holds nothing.
 func New(maxHold time.Duration) *Gate {
-	return &Gate{Quiet: 100 * time.Millisecond, MaxHold: maxHold, MaxHeld: 1000, Senders: 2}
+	return &Gate{Quiet: DefaultQuiet, MaxHold: maxHold, MaxHeld: 1000, Senders: 2}
 }
 
 func (g *Gate) setup() {
@@ -101,11 +104,11 @@ func isEventPath(path string) bool {
 }
 
 // busyFor is how long from now the controller stays busy if it writes
-// nothing more: Quiet while a write is in flight, what is left of Quiet
-// after the last one ended, or zero.
+// nothing more: Quiet (at least a millisecond, the poll) while a write is
+// in flight, what is left of Quiet after the last one ended, or zero.
 func (g *Gate) busyFor(now time.Time) time.Duration {
 	if g.inflight.Load() > 0 {
-		return g.Quiet
+		return max(g.Quiet, time.Millisecond)
 	}
 	return time.Unix(0, g.lastEnd.Load()).Add(g.Quiet).Sub(now)
 }

@@ -78,12 +78,22 @@ func waitDone(t *testing.T, done <-chan struct{}, what string) {
 	}
 }
 
-// An Event waits while a write is in flight and goes once it has ended.
+// An Event waits while a write is in flight and goes once it has ended,
+// also with no quiet spell after it.
 func TestEventWaitsForWriteInFlight(t *testing.T) {
+	for _, quiet := range []time.Duration{20 * time.Millisecond, 0} {
+		t.Run(quiet.String(), func(t *testing.T) { waitsForWriteInFlight(t, quiet) })
+	}
+}
+
+func waitsForWriteInFlight(t *testing.T, quiet time.Duration) {
 	release := make(chan struct{})
 	s := server(t, release)
+	var releaseOnce sync.Once
+	answer := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(answer) // before the server closes, should the test fail first
 	g := New(time.Minute)
-	g.Quiet = 20 * time.Millisecond
+	g.Quiet = quiet
 	client := &http.Client{Transport: g.Track(http.DefaultTransport)}
 
 	wrote := make(chan error, 1)
@@ -105,7 +115,7 @@ func TestEventWaitsForWriteInFlight(t *testing.T) {
 		t.Fatal("the Event was sent while the controller's write was in flight")
 	}
 	ended := time.Now()
-	close(release)
+	answer()
 	if err := <-wrote; err != nil {
 		t.Fatal(err)
 	}

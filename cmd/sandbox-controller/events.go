@@ -17,14 +17,16 @@ import (
 
 // eventRecorders sends the controllers' Events (events.k8s.io/v1) through
 // a gate that holds each one while the controller's own writes are in
-// flight, at most --event-hold-max (eventgate); one refused because its
+// flight or ended less than --event-quiet ago, at most --event-hold-max
+// (eventgate); one refused because its
 // namespace is being deleted is logged at V(1), not as an error
 // (eventgate.SkipGoneNamespaces). It wraps cfg so the gate
 // sees those writes: call it before anything builds a client from cfg.
 // stop sends what is held and flushes the broadcaster; call it after the
 // manager has stopped.
-func eventRecorders(cfg *rest.Config, scheme *k8sruntime.Scheme, maxHold time.Duration, logger logr.Logger) (recorder func(string) events.EventRecorder, stop func(), err error) {
+func eventRecorders(cfg *rest.Config, scheme *k8sruntime.Scheme, maxHold, quiet time.Duration, logger logr.Logger) (recorder func(string) events.EventRecorder, stop func(), err error) {
 	gate := eventgate.New(maxHold)
+	gate.Quiet = quiet
 	cfg.Wrap(gate.Track)
 	clientset, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

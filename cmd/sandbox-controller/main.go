@@ -121,7 +121,7 @@ func run(o options) error {
 	if tracingOn {
 		cfg.Wrap(tracing.Transport) // API calls made under a reconcile's span are its children
 	}
-	recorder, stopEvents, err := eventRecorders(cfg, scheme, o.eventHoldMax, ctrl.Log.WithName("events"))
+	recorder, stopEvents, err := eventRecorders(cfg, scheme, o.eventHoldMax, o.eventQuiet, ctrl.Log.WithName("events"))
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -41,6 +42,8 @@ type claimClock struct {
 	traceContext map[string]string
 	// members are the pool members the watch saw, by name (member).
 	members map[string]memberSpan
+	// events are the SandboxAdopted Events the watch saw, by name (event).
+	events map[string]adoptedEvent
 	// apiserver, if set, is the API server whose served requests (and,
 	// with BENCH_APISERVER_PROFILE=1, CPU profile) are taken per burst.
 	apiserver *rest.Config
@@ -98,7 +101,7 @@ func startClaimClock(t *testing.T, watched cache.Cache, ns string) (k *claimCloc
 	k = &claimClock{ns: ns, sent: map[string]time.Time{}, created: map[string]time.Duration{},
 		seenAt: map[string]time.Time{}, readyAt: map[string]time.Time{},
 		observedAt: map[string]time.Time{}, adoptedAt: map[string]time.Time{}, annotatedAt: map[string]time.Time{},
-		traceContext: map[string]string{}, members: map[string]memberSpan{}}
+		traceContext: map[string]string{}, members: map[string]memberSpan{}, events: map[string]adoptedEvent{}}
 	informer, err := watched.GetInformer(context.Background(), &extv1beta1.SandboxClaim{})
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +122,21 @@ func startClaimClock(t *testing.T, watched cache.Cache, ns string) (k *claimCloc
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k, func() { _ = informer.RemoveEventHandler(reg); _ = sandboxes.RemoveEventHandler(sreg) }
+	events, err := watched.GetInformer(context.Background(), &eventsv1.Event{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ereg, err := events.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: k.event, UpdateFunc: func(_, o any) { k.event(o) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, func() {
+		_ = informer.RemoveEventHandler(reg)
+		_ = sandboxes.RemoveEventHandler(sreg)
+		_ = events.RemoveEventHandler(ereg)
+	}
 }
 
 // adopted notes when the watch first saw a Sandbox controlled by a claim.

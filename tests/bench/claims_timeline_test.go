@@ -32,6 +32,8 @@ type ClaimTimeline struct {
 	Slowest []SlowClaim `json:"slowest,omitempty"`
 	// Refill is how the claims met the pool's refill.
 	Refill RefillOverlap `json:"refill"`
+	// Events is how the claims met other claims' SandboxAdopted Events.
+	Events EventOverlap `json:"events"`
 }
 
 // SlowClaim is one claim of a timeline: when its create was sent (this
@@ -94,6 +96,7 @@ func (k *claimClock) timelineOf(names []string) ClaimTimeline {
 	tl.ToObserved, tl.ObservedToTaken, tl.TakenToRecorded, tl.RecordedToReady = q(stages[0]), q(stages[1]), q(stages[2]), q(stages[3])
 	tl.CreateRequest = q(creates)
 	tl.Refill = k.refillOverlap(names)
+	tl.Events = k.eventOverlap(names)
 	return tl
 }
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"testing"
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
@@ -16,8 +17,8 @@ import (
 // eventgate; the floor with refill sends each one right after its
 // claim's status), which these figures show.
 type EventOverlap struct {
-	// Events counts the SandboxAdopted Events the watch saw from the
-	// first claim's create on.
+	// Events counts the SandboxAdopted Events the watch saw about the
+	// timeline's claims.
 	Events int `json:"events"`
 	// ClaimsBesideEvent counts the claims during which (from the create
 	// sent to the watch seeing it Ready) the watch saw another claim's
@@ -27,8 +28,8 @@ type EventOverlap struct {
 	// such an Event and of the others.
 	BesideMs Quantiles `json:"beside_event_ms"`
 	ApartMs  Quantiles `json:"apart_from_events_ms"`
-	// AfterReadyMs is, for each Event, how long after its own claim was
-	// seen Ready the watch saw it.
+	// AfterReadyMs is, for each of those Events, how long after its own
+	// claim was seen Ready the watch saw it.
 	AfterReadyMs Quantiles `json:"after_own_claim_ready_ms"`
 }
 
@@ -62,6 +63,10 @@ func (k *claimClock) eventOverlap(names []string) EventOverlap {
 			first = at
 		}
 	}
+	own := make(map[string]bool, len(names))
+	for _, name := range names {
+		own[name] = true
+	}
 	var eo EventOverlap
 	var after, beside, apart []float64
 	var seen []adoptedEvent
@@ -69,8 +74,11 @@ func (k *claimClock) eventOverlap(names []string) EventOverlap {
 		if ev.at.Before(first) {
 			continue
 		}
-		eo.Events++
 		seen = append(seen, ev)
+		if !own[ev.claim] {
+			continue
+		}
+		eo.Events++
 		if ready := k.readyAt[ev.claim]; !ready.IsZero() {
 			after = append(after, ms(ev.at.Sub(ready)))
 		}
@@ -101,4 +109,35 @@ func besideEvent(events []adoptedEvent, name string, from, to time.Time) bool {
 		}
 	}
 	return false
+}
+
+// TestEventOverlap: a claim counts as beside an Event when another claim's
+// SandboxAdopted Event was seen while it was served, never for its own;
+// only the timeline's claims' Events are counted and timed after Ready.
+func TestEventOverlap(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(msec int) time.Time { return t0.Add(time.Duration(msec) * time.Millisecond) }
+	k := &claimClock{
+		sent:    map[string]time.Time{"a": at(0), "b": at(200), "c": at(400)},
+		readyAt: map[string]time.Time{"a": at(20), "b": at(230), "c": at(420)},
+		events: map[string]adoptedEvent{
+			"a.1":     {at: at(210), claim: "a"},   // lands while b is served
+			"b.1":     {at: at(235), claim: "b"},   // after b, before c
+			"c.1":     {at: at(415), claim: "c"},   // c's own, while c is served
+			"other.1": {at: at(-50), claim: "old"}, // before the first claim
+		},
+	}
+	eo := k.eventOverlap([]string{"a", "b", "c"})
+	if eo.Events != 3 || eo.ClaimsBesideEvent != 1 {
+		t.Fatalf("events %d, claims beside one %d; want 3 and 1", eo.Events, eo.ClaimsBesideEvent)
+	}
+	if eo.BesideMs.P50 != 30 || eo.ApartMs.P50 != 20 {
+		t.Fatalf("beside %v, apart %v; want 30 ms and 20 ms", eo.BesideMs, eo.ApartMs)
+	}
+	if eo.AfterReadyMs.P99 != 190 {
+		t.Fatalf("after own Ready %v; want p99 190 ms (a's Event)", eo.AfterReadyMs)
+	}
+	if only := k.eventOverlap([]string{"c"}); only.Events != 1 || only.ClaimsBesideEvent != 0 {
+		t.Fatalf("c alone: %+v; want its own Event only, beside none", only)
+	}
 }

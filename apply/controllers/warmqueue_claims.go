@@ -81,6 +81,24 @@ func (q *WarmQueue) stopWaiting(uid types.UID) {
 	}
 }
 
+// Serves reports that claims of some pool are being served: they wait
+// for a member, or the commit of the one they took, and moved less than
+// claimCommitWait ago (claims that stood still longer are stuck, not
+// served). The controller's Events wait meanwhile (eventgate.Gate's
+// HoldWhile): a claim is served before anything is written for it, and
+// an Event sent then would compete with its first write.
+func (q *WarmQueue) Serves() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	for _, moved := range q.moved {
+		if now.Sub(moved) < claimCommitWait {
+			return true
+		}
+	}
+	return false
+}
+
 // Waiting returns the number of claims waiting for a member of a pool.
 func (q *WarmQueue) Waiting(pool types.NamespacedName) int {
 	q.mu.Lock()

@@ -120,3 +120,34 @@ func TestRefillWait(t *testing.T) {
 	q.ClaimHandler().OnAdd(waitingClaim("more", "p"), false)
 	wait("claims left with nothing to take", 0)
 }
+
+// TestWarmQueueServes: claims are being served while one of some pool
+// waits and moved less than claimCommitWait ago; claims that stood still
+// longer, and claims bound, are not.
+func TestWarmQueueServes(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	q := NewWarmQueue()
+	q.now = func() time.Time { return now }
+	h := q.ClaimHandler()
+	if q.Serves() {
+		t.Fatal("serving with no claim")
+	}
+	h.OnAdd(waitingClaim("a", "p"), false)
+	if !q.Serves() {
+		t.Fatal("not serving a claim that just came")
+	}
+	now = now.Add(claimCommitWait)
+	if q.Serves() {
+		t.Fatal("serving a claim that stood still for claimCommitWait")
+	}
+	h.OnAdd(waitingClaim("b", "other"), false)
+	if !q.Serves() {
+		t.Fatal("not serving another pool's claim that just came")
+	}
+	bound := waitingClaim("b", "other")
+	bound.Status.Sandbox.Name = "m1"
+	h.OnUpdate(waitingClaim("b", "other"), bound)
+	if q.Serves() {
+		t.Fatal("serving once the only moving claim is bound")
+	}
+}

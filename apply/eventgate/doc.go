@@ -3,8 +3,9 @@
 // a Sandbox waits for (a member's take, a claim's status, a Pod) are not.
 // On a small API server the two compete, so the Gate holds each Event while
 // any of the controller's own writes is in flight or ended less than Quiet
-// ago, and sends it once the controller is quiet, or after MaxHold at the
-// latest. The Event keeps the time it was recorded at: only its delivery
+// ago, or while the controller says it is busy (Gate.HoldWhile: claims it
+// is serving, some with no write in flight yet), and sends it once the
+// controller is quiet, or after MaxHold at the latest. The Event keeps the time it was recorded at: only its delivery
 // waits.
 //
 // Gate.Track wraps the controller's transport (rest.Config.Wrap) to see its

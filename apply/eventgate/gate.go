@@ -29,6 +29,7 @@ type Gate struct {
 
 	inflight atomic.Int64
 	lastEnd  atomic.Int64 // UnixNano when the last tracked write ended
+	busy     atomic.Pointer[func() bool]
 	held     atomic.Int64
 	init     sync.Once
 	slots    chan struct{}
@@ -103,11 +104,23 @@ func isEventPath(path string) bool {
 	return len(segs) >= 5 && segs[0] == "api" && segs[2] == "namespaces" && segs[4] == "events"
 }
 
+// HoldWhile makes Events also wait while busy reports true: work the
+// controller has begun but sends no write for yet (a claim it is about to
+// serve). MaxHold still bounds each Event's wait. busy is called often
+// and must be cheap.
+func (g *Gate) HoldWhile(busy func() bool) {
+	g.busy.Store(&busy)
+}
+
 // busyFor is how long from now the controller stays busy if it writes
 // nothing more: Quiet (at least a millisecond, the poll) while a write is
-// in flight, what is left of Quiet after the last one ended, or zero.
+// in flight or HoldWhile's function says busy, what is left of Quiet
+// after the last write ended, or zero.
 func (g *Gate) busyFor(now time.Time) time.Duration {
 	if g.inflight.Load() > 0 {
+		return max(g.Quiet, time.Millisecond)
+	}
+	if busy := g.busy.Load(); busy != nil && (*busy)() {
 		return max(g.Quiet, time.Millisecond)
 	}
 	return time.Unix(0, g.lastEnd.Load()).Add(g.Quiet).Sub(now)

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -195,4 +196,36 @@ func TestEventNotHeld(t *testing.T) {
 	off := New(0)
 	off.inflight.Add(1)
 	waitDone(t, send(off, to, "off"), "an Event with holding off")
+}
+
+// An Event waits while HoldWhile's function says busy (a claim about to
+// be served, no write sent yet), and goes once it says not, also with no
+// quiet spell; MaxHold still bounds the wait.
+func TestEventWaitsWhileBusy(t *testing.T) {
+	for _, quiet := range []time.Duration{20 * time.Millisecond, 0} {
+		g := New(time.Minute)
+		g.Quiet = quiet
+		var busy atomic.Bool
+		busy.Store(true)
+		g.HoldWhile(busy.Load)
+		to := &recorded{}
+		done := send(g, to, "adopted")
+		time.Sleep(150 * time.Millisecond)
+		if _, sent := to.at("adopted"); sent {
+			t.Fatalf("quiet %s: the Event was sent while the controller said it was busy", quiet)
+		}
+		freed := time.Now()
+		busy.Store(false)
+		waitDone(t, done, "the held Event")
+		if at, _ := to.at("adopted"); at.Before(freed) {
+			t.Fatalf("quiet %s: sent at %s, before the controller was free at %s", quiet, at, freed)
+		}
+	}
+	bounded := New(100 * time.Millisecond)
+	bounded.HoldWhile(func() bool { return true })
+	began := time.Now()
+	waitDone(t, send(bounded, &recorded{}, "bounded"), "an Event held by a busy controller")
+	if took := time.Since(began); took < 100*time.Millisecond {
+		t.Fatalf("sent after %s, before MaxHold", took)
+	}
 }

@@ -23,25 +23,26 @@ import (
 // (eventgate.SkipGoneNamespaces). It wraps cfg so the gate
 // sees those writes: call it before anything builds a client from cfg.
 // stop sends what is held and flushes the broadcaster; call it after the
-// manager has stopped.
-func eventRecorders(cfg *rest.Config, scheme *k8sruntime.Scheme, maxHold, quiet time.Duration, logger logr.Logger) (recorder func(string) events.EventRecorder, stop func(), err error) {
-	gate := eventgate.New(maxHold)
+// manager has stopped. The gate is returned for more to hold Events
+// (Gate.HoldWhile).
+func eventRecorders(cfg *rest.Config, scheme *k8sruntime.Scheme, maxHold, quiet time.Duration, logger logr.Logger) (recorder func(string) events.EventRecorder, gate *eventgate.Gate, stop func(), err error) {
+	gate = eventgate.New(maxHold)
 	gate.Quiet = quiet
 	cfg.Wrap(gate.Track)
 	clientset, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("events client: %w", err)
+		return nil, nil, nil, fmt.Errorf("events client: %w", err)
 	}
 	broadcaster := events.NewBroadcaster(gate.Sink(eventgate.SkipGoneNamespaces(&events.EventSinkImpl{Interface: clientset.EventsV1()})))
 	ctx, cancel := context.WithCancel(log.IntoContext(context.Background(), logger))
 	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		cancel()
-		return nil, nil, fmt.Errorf("starting the events broadcaster: %w", err)
+		return nil, nil, nil, fmt.Errorf("starting the events broadcaster: %w", err)
 	}
 	stopLogging, err := broadcaster.StartLogging(logger.V(1))
 	if err != nil {
 		cancel()
-		return nil, nil, fmt.Errorf("logging events: %w", err)
+		return nil, nil, nil, fmt.Errorf("logging events: %w", err)
 	}
 	stop = func() {
 		gate.Close()
@@ -49,5 +50,5 @@ func eventRecorders(cfg *rest.Config, scheme *k8sruntime.Scheme, maxHold, quiet 
 		stopLogging()
 		cancel()
 	}
-	return func(name string) events.EventRecorder { return broadcaster.NewRecorder(scheme, name) }, stop, nil
+	return func(name string) events.EventRecorder { return broadcaster.NewRecorder(scheme, name) }, gate, stop, nil
 }

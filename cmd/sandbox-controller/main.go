@@ -121,7 +121,7 @@ func run(o options) error {
 	if tracingOn {
 		cfg.Wrap(tracing.Transport) // API calls made under a reconcile's span are its children
 	}
-	recorder, stopEvents, err := eventRecorders(cfg, scheme, o.eventHoldMax, o.eventQuiet, ctrl.Log.WithName("events"))
+	recorder, eventGate, stopEvents, err := eventRecorders(cfg, scheme, o.eventHoldMax, o.eventQuiet, ctrl.Log.WithName("events"))
 	if err != nil {
 		return err
 	}
@@ -207,15 +207,19 @@ func run(o options) error {
 		return err
 	}
 	if o.extensions {
-		if _, err := controllers.SetupExtensions(mgr, controllers.ExtensionsOptions{
+		x, err := controllers.SetupExtensions(mgr, controllers.ExtensionsOptions{
 			Engine: engine, ControllerNamespace: o.controllerNamespace,
 			Defaults:        defaults,
 			TemplateWorkers: o.templateWorkers, WarmPoolWorkers: o.warmPoolWorkers, ClaimWorkers: o.claimWorkers,
 			WarmPoolMaxBatch: o.warmPoolMaxBatch, WarmPoolGrace: o.warmPoolGrace, Policy: policies,
 			Tracer: tracing.Provider(tracingOn), Sandboxes: sandboxes, Recorders: recorder,
-		}); err != nil {
+		})
+		if err != nil {
 			return err
 		}
+		// Events also wait while claims are being served: between a
+		// claim's create and its first write nothing else holds them.
+		eventGate.HoldWhile(x.Queue.Serves)
 	}
 	if o.enableWebhook {
 		mgr.GetWebhookServer().Register(webhooks.ConvertPath, webhooks.Converter{})

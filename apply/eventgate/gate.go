@@ -38,7 +38,7 @@ type Gate struct {
 }
 
 // DefaultQuiet is New's Quiet.
-const DefaultQuiet = 100 * time.Millisecond
+const DefaultQuiet = 20 * time.Millisecond
 
 // New returns a Gate that holds an Event at most maxHold, until no write
 // has been in flight for DefaultQuiet; 0 holds nothing.

@@ -10,6 +10,7 @@
 // (--release-free-heap) and, on Linux, unmaps the read-only pages of its
 // own executable (--release-code-pages): quiet.go. Its Events go through
 // one broadcaster of its own whose sink waits for the controller's writes
-// (apply/eventgate, --event-hold-max) and counts an Event refused because
+// and while claims are being served (apply/eventgate, --event-quiet,
+// --event-hold-max) and counts an Event refused because
 // its namespace is being deleted as sent: events.go.
 package main

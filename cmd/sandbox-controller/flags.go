@@ -95,9 +95,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.statusCoalesceWindow, "status-coalesce-window", 5*time.Second,
 		"How long transitional status changes (a Pod starting or terminating) are held after the controller's last write for a Sandbox; in a burst (more than 50 Sandboxes waiting so, or having their Pods created or deleted), until the burst is over as long as it makes progress, and at most 120 times as long when a Pod shows trouble (unschedulable, backing off, restarted, terminating past its deadline). Resting states (Ready, Suspended, failed) are written at once. Negative writes every change at once.")
 	fs.DurationVar(&o.eventHoldMax, "event-hold-max", 2*time.Second,
-		"Longest an Event waits while the controller's own writes are in flight or ended less than --event-quiet ago, so that Events never compete with the writes claims and Sandboxes wait for; an Event keeps the time it was recorded at. 0 sends every Event at once.")
+		"Longest an Event waits while the controller's own writes are in flight or ended less than --event-quiet ago, or claims are being served, so that Events never compete with the writes claims and Sandboxes wait for; an Event keeps the time it was recorded at. 0 sends every Event at once.")
 	fs.DurationVar(&o.eventQuiet, "event-quiet", eventgate.DefaultQuiet,
-		"How long after the controller's last write ends a held Event is sent (see --event-hold-max).")
+		"How long after the controller's last write ends a held Event is sent (see --event-hold-max); 0 sends it as soon as no write is in flight and no claim is being served.")
 	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
 		ns = "agent-sandbox-system"

@@ -102,41 +102,33 @@ func startClaimClock(t *testing.T, watched cache.Cache, ns string) (k *claimCloc
 		seenAt: map[string]time.Time{}, readyAt: map[string]time.Time{},
 		observedAt: map[string]time.Time{}, adoptedAt: map[string]time.Time{}, annotatedAt: map[string]time.Time{},
 		traceContext: map[string]string{}, members: map[string]memberSpan{}, events: map[string]adoptedEvent{}}
-	informer, err := watched.GetInformer(context.Background(), &extv1beta1.SandboxClaim{})
+	stops := []func(){
+		onEach(t, watched, &extv1beta1.SandboxClaim{}, k.seen),
+		onEach(t, watched, &sandboxv1beta1.Sandbox{}, k.adopted),
+		onEach(t, watched, &eventsv1.Event{}, k.event),
+	}
+	return k, func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
+}
+
+// onEach calls seen with each object of obj's kind the watch adds or
+// updates, until the returned function is called.
+func onEach(t *testing.T, watched cache.Cache, obj client.Object, seen func(any)) (stop func()) {
+	t.Helper()
+	informer, err := watched.GetInformer(context.Background(), obj)
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: k.seen, UpdateFunc: func(_, o any) { k.seen(o) },
+		AddFunc: seen, UpdateFunc: func(_, o any) { seen(o) },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sandboxes, err := watched.GetInformer(context.Background(), &sandboxv1beta1.Sandbox{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sreg, err := sandboxes.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: k.adopted, UpdateFunc: func(_, o any) { k.adopted(o) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	events, err := watched.GetInformer(context.Background(), &eventsv1.Event{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ereg, err := events.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: k.event, UpdateFunc: func(_, o any) { k.event(o) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k, func() {
-		_ = informer.RemoveEventHandler(reg)
-		_ = sandboxes.RemoveEventHandler(sreg)
-		_ = events.RemoveEventHandler(ereg)
-	}
+	return func() { _ = informer.RemoveEventHandler(reg) }
 }
 
 // adopted notes when the watch first saw a Sandbox controlled by a claim.

@@ -5,8 +5,9 @@
 // any of the controller's own writes is in flight or ended less than Quiet
 // ago, or while the controller says it is busy (Gate.HoldWhile: claims it
 // is serving, some with no write in flight yet), and sends it once the
-// controller is quiet, or after MaxHold at the latest. The Event keeps the time it was recorded at: only its delivery
-// waits.
+// controller is quiet, or after MaxHold at the latest. One goroutine looks
+// for the quiet on behalf of every held Event. The Event keeps the time it
+// was recorded at: only its delivery waits.
 //
 // Gate.Track wraps the controller's transport (rest.Config.Wrap) to see its
 // writes (POST, PUT, PATCH, DELETE to anything but Events); Gate.Sink wraps

@@ -32,6 +32,8 @@ type Gate struct {
 	busy     atomic.Pointer[func() bool]
 	held     atomic.Int64
 	init     sync.Once
+	mu       sync.Mutex
+	quietCh  chan struct{} // closed by watch once quiet; nil when none looks
 	slots    chan struct{}
 	closed   chan struct{}
 	close    sync.Once
@@ -139,11 +141,11 @@ func (g *Gate) wait(ctx context.Context) (done func()) {
 		return noop
 	}
 	defer g.held.Add(-1)
-	deadline := time.Now().Add(g.MaxHold)
+	deadline := time.NewTimer(g.MaxHold)
+	defer deadline.Stop()
+	expired := false
 	for {
-		now := time.Now()
-		busy, left := g.busyFor(now), deadline.Sub(now)
-		if busy <= 0 || left <= 0 {
+		if expired || g.busyFor(time.Now()) <= 0 {
 			select {
 			case g.slots <- struct{}{}:
 			case <-ctx.Done():
@@ -152,21 +154,56 @@ func (g *Gate) wait(ctx context.Context) (done func()) {
 				return noop
 			}
 			// A write may have begun while this one waited for a slot.
-			if left > 0 && g.busyFor(time.Now()) > 0 {
+			if !expired && g.busyFor(time.Now()) > 0 {
 				<-g.slots
 				continue
 			}
 			return func() { <-g.slots }
 		}
-		timer := time.NewTimer(min(busy, left))
 		select {
-		case <-timer.C:
+		case <-g.quiet():
+		case <-deadline.C:
+			expired = true
 		case <-ctx.Done():
-			timer.Stop()
 			return noop
 		case <-g.closed:
-			timer.Stop()
 			return noop
+		}
+	}
+}
+
+// quiet returns a channel closed once the controller is next found quiet
+// (busyFor zero). One goroutine looks for every held Event, so a burst's
+// hundred held Events do not each poll.
+func (g *Gate) quiet() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.quietCh == nil {
+		g.quietCh = make(chan struct{})
+		go g.watch(g.quietCh)
+	}
+	return g.quietCh
+}
+
+// watch closes ch once the controller is quiet, or the Gate closes.
+func (g *Gate) watch(ch chan struct{}) {
+	defer func() {
+		g.mu.Lock()
+		g.quietCh = nil
+		g.mu.Unlock()
+		close(ch)
+	}()
+	for {
+		busy := g.busyFor(time.Now())
+		if busy <= 0 {
+			return
+		}
+		timer := time.NewTimer(busy)
+		select {
+		case <-timer.C:
+		case <-g.closed:
+			timer.Stop()
+			return
 		}
 	}
 }

@@ -2,6 +2,7 @@ package eventgate
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -227,5 +228,33 @@ func TestEventWaitsWhileBusy(t *testing.T) {
 	waitDone(t, send(bounded, &recorded{}, "bounded"), "an Event held by a busy controller")
 	if took := time.Since(began); took < 100*time.Millisecond {
 		t.Fatalf("sent after %s, before MaxHold", took)
+	}
+}
+
+// Many held Events share one look at the controller: all of them wait
+// while it is busy, and all go once it is quiet, two at a time.
+func TestManyHeldEventsGoTogether(t *testing.T) {
+	g := New(time.Minute)
+	var busy atomic.Bool
+	busy.Store(true)
+	g.HoldWhile(busy.Load)
+	to := &recorded{}
+	var done []<-chan struct{}
+	for i := range 100 {
+		done = append(done, send(g, to, fmt.Sprint("held-", i)))
+	}
+	time.Sleep(100 * time.Millisecond)
+	to.mu.Lock()
+	early := len(to.got)
+	to.mu.Unlock()
+	if early != 0 {
+		t.Fatalf("%d Events sent while the controller was busy", early)
+	}
+	busy.Store(false)
+	for i, d := range done {
+		waitDone(t, d, fmt.Sprint("held-", i))
+	}
+	if g.held.Load() != 0 {
+		t.Fatalf("%d Events still counted as held", g.held.Load())
 	}
 }

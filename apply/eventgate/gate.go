@@ -119,10 +119,7 @@ func (g *Gate) HoldWhile(busy func() bool) {
 // in flight or HoldWhile's function says busy, what is left of Quiet
 // after the last write ended, or zero.
 func (g *Gate) busyFor(now time.Time) time.Duration {
-	if g.inflight.Load() > 0 {
-		return max(g.Quiet, time.Millisecond)
-	}
-	if busy := g.busy.Load(); busy != nil && (*busy)() {
+	if busy := g.busy.Load(); g.inflight.Load() > 0 || busy != nil && (*busy)() {
 		return max(g.Quiet, time.Millisecond)
 	}
 	return time.Unix(0, g.lastEnd.Load()).Add(g.Quiet).Sub(now)

@@ -57,12 +57,7 @@ func (k *claimClock) event(obj any) {
 
 // eventOverlap is the EventOverlap of the claims named (k.mu held).
 func (k *claimClock) eventOverlap(names []string) EventOverlap {
-	var first time.Time
-	for _, name := range names {
-		if at := k.sent[name]; !at.IsZero() && (first.IsZero() || at.Before(first)) {
-			first = at
-		}
-	}
+	first := k.firstSent(names)
 	own := make(map[string]bool, len(names))
 	for _, name := range names {
 		own[name] = true

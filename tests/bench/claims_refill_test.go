@@ -60,15 +60,21 @@ func (k *claimClock) refillsDuring(from, to time.Time) int {
 	return n
 }
 
-// refillOverlap is the RefillOverlap of the claims named (k.mu held):
-// the members first seen from the first claim's create on.
-func (k *claimClock) refillOverlap(names []string) RefillOverlap {
+// firstSent is when the first of the claims named was sent (k.mu held).
+func (k *claimClock) firstSent(names []string) time.Time {
 	var first time.Time
 	for _, name := range names {
 		if at := k.sent[name]; !at.IsZero() && (first.IsZero() || at.Before(first)) {
 			first = at
 		}
 	}
+	return first
+}
+
+// refillOverlap is the RefillOverlap of the claims named (k.mu held):
+// the members first seen from the first claim's create on.
+func (k *claimClock) refillOverlap(names []string) RefillOverlap {
+	first := k.firstSent(names)
 	var ro RefillOverlap
 	var took []float64
 	for _, span := range k.members {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
@@ -47,67 +48,118 @@ func (a *TokenReview) AuthenticateRequest(ctx context.Context, r *http.Request) 
 	return err
 }
 
+// ClaimFinder is a Resolver that can name the Sandbox a claim controls
+// without routing to it: a request that names only its claim is
+// authorized on that Sandbox before anything is done on its behalf
+// (a resume on connect among them).
+type ClaimFinder interface {
+	// SandboxOfClaim returns the name and UID of the one Sandbox of ns
+	// the claim of UID claimUID controls. None yet is a 404 and more than
+	// one a 409, both with Retry.
+	SandboxOfClaim(ctx context.Context, ns string, claimUID types.UID) (string, types.UID, error)
+}
+
 // claimTarget finds the Sandbox of a target that names only its claim:
 // the caller authenticated first (Authenticator), then the Sandbox the
-// claim controls, waited for as any Sandbox not yet routable is (up to
-// ClaimWait and the request's deadline). The target returned names it
-// and is pinned to its UID, so the request is authorized on that Sandbox
-// and routed to it alone.
-func (h *Handler) claimTarget(r *http.Request, t Target, start time.Time) (Target, *Error) {
+// claim controls (ClaimFinder), looked for again while the claim has
+// none, up to ClaimWait and the request's deadline. The target returned
+// names it and is pinned to its UID; waitUntil is when ClaimWait passes,
+// until which the request may wait for it to become routable. The caller
+// is authorized on it next, and only then is it routed to, or resumed.
+func (h *Handler) claimTarget(r *http.Request, t Target, start time.Time) (_ Target, waitUntil time.Time, _ *Error) {
 	if a, ok := h.o.Authorizer.(Authenticator); ok {
 		if e := a.AuthenticateRequest(r.Context(), r); e != nil {
-			return t, e
+			return t, waitUntil, e
 		}
+	}
+	finder, ok := h.o.Resolver.(ClaimFinder)
+	if !ok {
+		return t, waitUntil, &Error{Status: http.StatusNotImplemented, Reason: ReasonNotFound,
+			Detail: "This router cannot find a Sandbox by its claim; name it with X-Sandbox-ID."}
 	}
 	wait := h.o.ClaimWait
 	if wait <= 0 {
 		wait = h.o.ResolveWait
 	}
-	ep, e := h.resolveWaiting(r.Context(), t, wait, start.Add(t.Timeout))
-	if e != nil {
-		return t, e
+	waitUntil = start.Add(wait)
+	deadline := earliest(waitUntil, start.Add(t.Timeout))
+	for looks := 1; ; looks++ {
+		changed := h.o.Changes.Wait()
+		name, uid, err := finder.SandboxOfClaim(r.Context(), t.Namespace, t.ClaimUID)
+		if err == nil && t.UID != "" && uid != t.UID {
+			// X-Sandbox-UID narrows the claim's Sandbox to the one the
+			// caller knows.
+			err = &Error{Status: http.StatusNotFound, Reason: ReasonUIDMismatch, Retry: true,
+				Detail: fmt.Sprintf("No Sandbox of claim UID %s with UID %s in namespace %s.", t.ClaimUID, t.UID, t.Namespace)}
+		}
+		if err == nil {
+			if looks > 1 {
+				h.o.Metrics.resolveWaited(time.Since(start).Seconds())
+			}
+			t.ID, t.UID = name, uid
+			return t, waitUntil, nil
+		}
+		e := AsError(err)
+		left := time.Until(deadline)
+		if !e.Retry || left <= 0 || !Pause(r.Context(), changed, min(left, resolvePoll)) {
+			return t, waitUntil, e
+		}
 	}
-	if ep.SandboxUID == "" { // not a Sandbox the cache holds: never routed by claim
-		return t, &Error{Status: http.StatusNotFound, Reason: ReasonNotFound,
-			Detail: fmt.Sprintf("No Sandbox of claim UID %s in namespace %s.", t.ClaimUID, t.Namespace)}
+}
+
+// SandboxOfClaim implements ClaimFinder: the one Sandbox of ns the claim
+// controls (IndexClaimUID, and the controller reference checked again).
+func (r *CacheResolver) SandboxOfClaim(ctx context.Context, ns string, claimUID types.UID) (string, types.UID, error) {
+	sb, err := r.sandboxOfClaim(ctx, ns, claimUID)
+	if err != nil {
+		return "", "", err
 	}
-	t.ID, t.UID = ep.Sandbox, ep.SandboxUID
-	return t, nil
+	return sb.Name, sb.UID, nil
 }
 
 // resolveClaim resolves a target that names only its claim: the one
-// Sandbox of t.Namespace the claim controls (IndexClaimUID), then as any
-// Sandbox. None yet (the claim has not taken one) is 404 and more than one
-// (a moment in a race of two controllers) 409, both looked at again while
-// the request may wait. Never the DNS fallback.
+// Sandbox of t.Namespace the claim controls, routed to as any Sandbox.
+// Never the DNS fallback.
 func (r *CacheResolver) resolveClaim(ctx context.Context, t Target) (Endpoint, error) {
-	if len(r.Namespaces) > 0 && !slices.Contains(r.Namespaces, t.Namespace) {
-		return Endpoint{}, &Error{Status: http.StatusNotFound, Reason: ReasonNotFound,
-			Detail: fmt.Sprintf("No Sandbox of claim UID %s in namespace %s.", t.ClaimUID, t.Namespace)}
+	sb, err := r.sandboxOfClaim(ctx, t.Namespace, t.ClaimUID)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	t.ID = sb.Name
+	return r.route(ctx, sb, t)
+}
+
+// sandboxOfClaim is the one Sandbox of ns the claim of UID claimUID
+// controls. None yet (the claim has not taken one) is 404 and more than
+// one (a moment in a race of two controllers) 409, both with Retry.
+func (r *CacheResolver) sandboxOfClaim(ctx context.Context, ns string, claimUID types.UID) (*sandboxv1beta1.Sandbox, error) {
+	none := &Error{Status: http.StatusNotFound, Reason: ReasonNotFound, Retry: true,
+		Detail: fmt.Sprintf("No Sandbox of claim UID %s in namespace %s.", claimUID, ns)}
+	if len(r.Namespaces) > 0 && !slices.Contains(r.Namespaces, ns) {
+		none.Retry = false
+		return nil, none
 	}
 	var list sandboxv1beta1.SandboxList
-	if err := r.Reader.List(ctx, &list, client.InNamespace(t.Namespace), client.MatchingFields{IndexClaimUID: string(t.ClaimUID)}); err != nil {
-		return Endpoint{}, &Error{Status: http.StatusBadGateway, Reason: ReasonCacheError,
-			Detail: fmt.Sprintf("Could not look up the sandbox of claim UID %s in namespace %s.", t.ClaimUID, t.Namespace)}
+	if err := r.Reader.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{IndexClaimUID: string(claimUID)}); err != nil {
+		return nil, &Error{Status: http.StatusBadGateway, Reason: ReasonCacheError,
+			Detail: fmt.Sprintf("Could not look up the sandbox of claim UID %s in namespace %s.", claimUID, ns)}
 	}
 	var found []*sandboxv1beta1.Sandbox
 	for i := range list.Items {
 		// The index is the cache's; the claim is checked again here.
-		if ref := extv1beta1.ClaimOf(&list.Items[i]); ref != nil && ref.UID == t.ClaimUID {
+		if ref := extv1beta1.ClaimOf(&list.Items[i]); ref != nil && ref.UID == claimUID {
 			found = append(found, &list.Items[i])
 		}
 	}
 	switch len(found) {
 	case 0:
-		return Endpoint{}, &Error{Status: http.StatusNotFound, Reason: ReasonNotFound, Retry: true,
-			Detail: fmt.Sprintf("No Sandbox of claim UID %s in namespace %s.", t.ClaimUID, t.Namespace)}
+		return nil, none
 	case 1:
+		return found[0], nil
 	default:
-		return Endpoint{}, &Error{Status: http.StatusConflict, Reason: ReasonNotReady, Retry: true,
-			Detail: fmt.Sprintf("Claim UID %s controls %d Sandboxes in namespace %s.", t.ClaimUID, len(found), t.Namespace)}
+		return nil, &Error{Status: http.StatusConflict, Reason: ReasonNotReady, Retry: true,
+			Detail: fmt.Sprintf("Claim UID %s controls %d Sandboxes in namespace %s.", claimUID, len(found), ns)}
 	}
-	t.ID = found[0].Name
-	return r.route(ctx, found[0], t)
 }
 
 // checks is HeaderChecks' value on /healthz.

@@ -2,8 +2,11 @@ package router
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/dataplane/resume"
 )
 
 // claimedBy is a Sandbox name in ns controlled by the claim of UID
@@ -210,5 +214,77 @@ func TestClaimUIDIndex(t *testing.T) {
 	sb.OwnerReferences[0] = metav1.OwnerReference{}
 	if got := ClaimUIDIndex(sb); got != nil {
 		t.Errorf("no owner: %v", got)
+	}
+}
+
+// resumeRecorder is a SandboxWriter that records which Sandboxes it was
+// asked to resume, and resumes none.
+type resumeRecorder struct {
+	mu   sync.Mutex
+	keys []resume.Key
+}
+
+func (w *resumeRecorder) SetRunning(_ context.Context, k resume.Key) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.keys = append(w.keys, k)
+	return nil
+}
+
+func (w *resumeRecorder) asked() []resume.Key {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.keys)
+}
+
+// TestClaimRouteResumesOnlyForItsCallers plays bob again, against alice's
+// Sandbox suspended with resume on connect: naming only her claim gets him
+// 403 and never resumes it (the router finds the claim's Sandbox, then
+// authorizes, then routes or resumes); alice's own request by claim does
+// resume it. A claim-only request that also sends X-Sandbox-UID reaches
+// the claim's Sandbox only if that is its UID.
+func TestClaimRouteResumesOnlyForItsCallers(t *testing.T) {
+	objs := claimedBy("alice-box", "team", "alices-claim")
+	sb := objs[0].(*sandboxv1beta1.Sandbox)
+	sb.Spec.OperatingMode = sandboxv1beta1.SandboxOperatingModeSuspended
+	sb.Annotations = map[string]string{sandboxv1beta1.AnnotationResumeOnConnect: "true"}
+	writer := &resumeRecorder{}
+	api := &fakeAPI{}
+	r := newTestRouter(t, func(o *Options) {
+		o.Authorizer = NewTokenReview(api.clientset(), TokenReviewOptions{CacheTTL: time.Minute})
+		o.Resolver = &CacheResolver{Reader: indexedReader(t, objs...), AllowLocalAddresses: true}
+		o.Resume, o.ResumeTimeout = writer, 200*time.Millisecond
+		o.RouteByClaim, o.ResolveWait = true, 100*time.Millisecond
+	})
+	port := okBackend(t)
+	byClaim := map[string]string{HeaderNamespace: "team", HeaderPort: port, HeaderClaimUID: "alices-claim"}
+	if got := execAs(t, r, byClaim, "bob-token"); got != http.StatusForbidden {
+		t.Errorf("bob with alice's claim UID: %d, want 403", got)
+	}
+	if got, id, _ := resolveAs(t, r, byClaim, "bob-token"); got != http.StatusForbidden || id != "" {
+		t.Errorf("bob asking only where alice's claim goes: %d, named %q; want 403 naming nothing", got, id)
+	}
+	if got := execAs(t, r, byClaim, ""); got != http.StatusUnauthorized {
+		t.Errorf("no token with alice's claim UID: %d, want 401", got)
+	}
+	if k := writer.asked(); len(k) != 0 {
+		t.Fatalf("callers not allowed to exec into alice's Sandbox resumed it: %v", k)
+	}
+
+	wrongUID := maps.Clone(byClaim)
+	wrongUID[HeaderUID] = "uid-of-another-box"
+	if got := execAs(t, r, wrongUID, "alice-token"); got != http.StatusNotFound {
+		t.Errorf("alice's claim with another Sandbox's UID: %d, want 404", got)
+	}
+	if k := writer.asked(); len(k) != 0 {
+		t.Fatalf("a request pinned to another UID resumed alice's Sandbox: %v", k)
+	}
+
+	// Alice's own request resumes it (it stays Suspended here, so the
+	// request ends when ResumeTimeout passes).
+	_ = execAs(t, r, byClaim, "alice-token")
+	want := resume.Key{Namespace: "team", Name: "alice-box", UID: sb.UID}
+	if k := writer.asked(); len(k) != 1 || k[0] != want {
+		t.Errorf("alice by her claim resumed %v, want %v once", k, want)
 	}
 }

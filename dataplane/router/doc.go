@@ -6,7 +6,9 @@
 // Rules:
 //   - Callers are authorized before anything else is done for a request
 //     (a request that names only its claim, no Sandbox: authenticated
-//     first, then authorized on the Sandbox the claim controls;
+//     first, then authorized on the Sandbox the claim controls, found
+//     without routing to it (ClaimFinder), before it is waited for or
+//     resumed;
 //     TokenReview, then a SubjectAccessReview for create on
 //     sandboxes/exec: reading a Sandbox is not running code in it; with the
 //     cache on, first about all names of the namespace, whose yes covers

@@ -135,16 +135,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec, r, reqID, start, end := h.begin(w, r)
 	defer end()
 	t, e := ParseTarget(r.Header, h.o.Limits)
+	var waitUntil time.Time
 	switch {
 	case e == nil && t.ID == "" && !h.o.RouteByClaim:
 		e = badRequest("X-Sandbox-ID header is required.")
 	case e == nil && t.ID == "":
-		t, e = h.claimTarget(r, t, start)
+		t, waitUntil, e = h.claimTarget(r, t, start)
 	}
 	if e == nil && h.o.Authorizer != nil {
 		e = h.o.Authorizer.Authorize(r.Context(), r, t.Namespace, t.ID)
 	}
-	h.serveTarget(rec, r, start, reqID, t, e)
+	h.serveTarget(rec, r, start, reqID, t, waitUntil, e)
 }
 
 // ServeTarget proxies r to the Sandbox t names, as ServeHTTP does once
@@ -157,7 +158,7 @@ func (h *Handler) ServeTarget(w http.ResponseWriter, r *http.Request, t Target) 
 	if t.Timeout <= 0 {
 		t.Timeout = h.o.Limits.DefaultTimeout
 	}
-	h.serveTarget(rec, r, start, reqID, t, nil)
+	h.serveTarget(rec, r, start, reqID, t, time.Time{}, nil)
 }
 
 // begin does the bookkeeping of a proxied request: it counts the request
@@ -187,13 +188,16 @@ func (h *Handler) begin(w http.ResponseWriter, r *http.Request) (rec *recorder, 
 }
 
 // serveTarget resolves t and proxies r to it, or answers e (a refusal
-// already made) or the refusal met on the way.
-func (h *Handler) serveTarget(rec *recorder, r *http.Request, start time.Time, reqID string, t Target, e *Error) {
+// already made) or the refusal met on the way. It waits for t to become
+// routable for ResolveWait, or until waitUntil when that is later (a
+// claim-only request's ClaimWait).
+func (h *Handler) serveTarget(rec *recorder, r *http.Request, start time.Time, reqID string, t Target, waitUntil time.Time, e *Error) {
 	var ep Endpoint
 	if e == nil {
 		// The request's timeout covers any wait for its Sandbox too.
 		deadline := start.Add(t.Timeout)
-		ep, e = h.resolve(r.Context(), t, deadline)
+		wait := max(h.o.ResolveWait, time.Until(waitUntil))
+		ep, e = h.resolveWaiting(r.Context(), t, wait, deadline)
 		t.Timeout = time.Until(deadline) // none left: the proxy answers 504
 	}
 	if e == nil && ep.IP.IsValid() && !AllowedAddress(ep.IP, h.o.Limits.AllowLocalAddresses) {

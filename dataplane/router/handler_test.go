@@ -17,6 +17,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // testRouter serves a Handler whose resolver sends every request to
@@ -44,11 +45,7 @@ func newTestRouter(t *testing.T, configure func(*Options)) *testRouter {
 	if configure != nil {
 		configure(&o)
 	}
-	inner := o.Resolver
-	o.Resolver = ResolverFunc(func(ctx context.Context, target Target) (Endpoint, error) {
-		tr.resolves.Add(1)
-		return inner.Resolve(ctx, target)
-	})
+	o.Resolver = countingResolver{inner: o.Resolver, n: &tr.resolves}
 	h := NewHandler(o)
 	tr.Server = httptest.NewUnstartedServer(h)
 	tr.Config.ConnState = tr.metrics.ConnState
@@ -56,6 +53,27 @@ func newTestRouter(t *testing.T, configure func(*Options)) *testRouter {
 	t.Cleanup(tr.Close)
 	t.Cleanup(o.Transport.CloseIdleConnections)
 	return tr
+}
+
+// countingResolver counts the looks of the Resolver it wraps, for a
+// Sandbox and (ClaimFinder) for a claim's.
+type countingResolver struct {
+	inner Resolver
+	n     *atomic.Int64
+}
+
+func (c countingResolver) Resolve(ctx context.Context, t Target) (Endpoint, error) {
+	c.n.Add(1)
+	return c.inner.Resolve(ctx, t)
+}
+
+func (c countingResolver) SandboxOfClaim(ctx context.Context, ns string, claimUID types.UID) (string, types.UID, error) {
+	c.n.Add(1)
+	f, ok := c.inner.(ClaimFinder)
+	if !ok {
+		return "", "", &Error{Status: http.StatusNotImplemented, Reason: ReasonNotFound, Detail: "The test's resolver finds no claims."}
+	}
+	return f.SandboxOfClaim(ctx, ns, claimUID)
 }
 
 // backendPort starts a backend and returns its port on 127.0.0.1.

@@ -40,15 +40,12 @@ func Pause(ctx context.Context, changed <-chan struct{}, d time.Duration) bool {
 	}
 }
 
-// resolve resolves t, looking again for up to ResolveWait while the answer
-// is a state that may change in a moment. A Sandbox that opted in to
-// resume on connect is resumed, or waited for, until it is routable, up to
-// ResumeTimeout and the request's deadline (awaitResume).
-func (h *Handler) resolve(ctx context.Context, t Target, requestDeadline time.Time) (Endpoint, *Error) {
-	return h.resolveWaiting(ctx, t, h.o.ResolveWait, requestDeadline)
-}
-
-// resolveWaiting is resolve, looking again for up to wait.
+// resolveWaiting resolves t, looking again for up to wait (ResolveWait,
+// or a claim-only request's ClaimWait) while the answer is a state that
+// may change in a moment. A Sandbox that opted in to resume on connect is
+// resumed, or waited for, until it is routable, up to ResumeTimeout and
+// the request's deadline (awaitResume): only ever for a caller already
+// authorized on it.
 func (h *Handler) resolveWaiting(ctx context.Context, t Target, wait time.Duration, requestDeadline time.Time) (Endpoint, *Error) {
 	start := time.Now()
 	deadline := earliest(start.Add(wait), requestDeadline)

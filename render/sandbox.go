@@ -255,9 +255,14 @@ func pod(sb *sandboxv1beta1.Sandbox, name, hash string, owner *metav1ac.OwnerRef
 				labels[k] = v
 			}
 		}
-		// The template's collision-free key, which its NetworkPolicy
-		// selects on with the ref hash.
+		// The template's NetworkPolicy selects on its ref hash and its
+		// collision-free key, both worked out from the template the
+		// Sandbox names (the template a Sandbox outlives is looked up by
+		// that name too, TemplateGone): a Sandbox's labels are its user's
+		// to edit, and one relabelled by hand never takes its Pod out from
+		// under every policy.
 		if t := sb.Annotations[sandboxv1beta1.AnnotationSandboxTemplateRef]; t != "" {
+			labels[sandboxv1beta1.LabelSandboxTemplateRefHash] = NameHash(t)
 			labels[sandboxv1beta1.LabelSandboxTemplateRefSHA256] = TemplateRefSHA256(t)
 		}
 		// A warm pool member's Pod is marked as one until a claim takes
@@ -303,7 +308,9 @@ func joinedKeys(m map[string]string) string {
 
 // PodIdentityLabels are the controller's labels a Sandbox controlled by a
 // claim or a warm pool passes on to its Pod: the template it was made from,
-// which the template's NetworkPolicy selects. (Claim identity stays on the
+// which the template's NetworkPolicy selects (worked out from the
+// template's name when the Sandbox has its sandbox-template-ref
+// annotation, whatever its label says). (Claim identity stays on the
 // Sandbox: putting it on the Pod would cost a Pod write on every warm claim.)
 var PodIdentityLabels = []string{sandboxv1beta1.LabelSandboxTemplateRefHash}
 

@@ -37,8 +37,10 @@ const OptOutLabel = policy.LegacyOptOutLabel
 // read (other than not found: that may be created later, and the
 // controller checks again before it creates anything), is refused. Only the
 // controller may give a Sandbox or claim a pool or claim as its controller
-// (see checkOwnership), and resume annotations that do not parse are
-// refused (see refuseResumeAnnotations). It never mutates.
+// (see checkOwnership), only the controller may change an unclaimed warm
+// member's spec and reserved metadata (see guardWarmMembers), and resume
+// annotations that do not parse are refused (see refuseResumeAnnotations).
+// It never mutates.
 type Validator struct {
 	Policy *policy.Holder
 	// Reader resolves a claim's pool and a pool's template; nil skips that.
@@ -72,6 +74,9 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return *resp
 	}
 	if resp := v.checkOwnership(req); resp != nil {
+		return *resp
+	}
+	if resp := v.guardWarmMembers(req); resp != nil {
 		return *resp
 	}
 	set := v.Policy.Get()

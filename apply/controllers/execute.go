@@ -30,7 +30,11 @@ import (
 func execute(ctx context.Context, e *ssa.Engine, s render.Step) (ssa.Change, error) {
 	switch s.Action {
 	case render.ActionApply, render.ActionApplyForce:
-		opts := ssa.Options{Force: s.Action == render.ActionApplyForce}
+		// A step for an object the plan saw none of creates it and
+		// writes to no namesake the cache has not shown yet (ssa
+		// Options.CreateOnly): someone else's PVC or Pod of that name is
+		// judged by the next plan, never taken over by a stale one.
+		opts := ssa.Options{Force: s.Action == render.ActionApplyForce, CreateOnly: s.Live == nil}
 		switch ac := s.Object.(type) {
 		case *corev1ac.PodApplyConfiguration:
 			return ssa.Apply(ctx, e, s.Kind, ac, liveAs[*corev1.Pod](s.Live), corev1ac.ExtractPod, opts)

@@ -14,7 +14,10 @@
 // then ours through an Apply entry, as any applied object, so a later apply
 // of ours can remove a field. On an API server that refuses that, Create
 // falls back to a create request whose Update entry is then moved into our
-// Apply entry with client-go's csaupgrade. Annotations the controller
+// Apply entry with client-go's csaupgrade. An Apply of an object the
+// caller sees none of can be made create-only the same way
+// (Options.CreateOnly): a namesake the cache has not shown yet is left
+// alone and the change is Pending. Annotations the controller
 // records apart from the rest are applied under their own manager
 // (AnnotationManager).
 //

@@ -6,7 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -149,6 +151,13 @@ type Options struct {
 	Force bool
 	// Manager is the field manager to apply as; empty: FieldManager.
 	Manager string
+	// CreateOnly, for an object the caller sees none of (live nil), lets
+	// the apply only create it (CreateOnlyVersion): one that exists after
+	// all, which the cache has not shown yet (someone else's, made a
+	// moment ago), is not written to. The change is then Unchanged and
+	// Pending, so the caller looks again once the cache shows the object
+	// and judges it (ours, adoptable, or in the way).
+	CreateOnly bool
 }
 
 func (e *Engine) manager(opts Options) string {
@@ -204,8 +213,32 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 	if opts.Force {
 		applyOpts = append(applyOpts, client.ForceOwnership)
 	}
+	createOnly := isNil(live) && opts.CreateOnly && !e.postCreates.Load()
+	meta := objectMetaOf(desired)
+	if createOnly && meta != nil && meta.ResourceVersion == nil && meta.UID == nil {
+		meta.ResourceVersion = ptr.To(CreateOnlyVersion)
+	} else {
+		createOnly = false
+	}
 	e.applies.Add(1)
-	if err := e.client.Apply(ctx, desired, applyOpts...); err != nil {
+	err = e.client.Apply(ctx, desired, applyOpts...)
+	if createOnly {
+		meta.ResourceVersion = nil
+		switch {
+		case apierrors.IsConflict(err):
+			// It exists: not ours to write to until the cache shows it
+			// and the caller has judged it.
+			change.Action, change.Pending = Unchanged, true
+			return change, nil
+		case err != nil && refusesCreateOnly(err):
+			// An API server that takes no create by apply (as Create
+			// learns it): a plain apply from now on.
+			e.postCreates.Store(true)
+			e.applies.Add(1)
+			err = e.client.Apply(ctx, desired, applyOpts...)
+		}
+	}
+	if err != nil {
 		return change, wrapConflict(kind, change, err)
 	}
 	e.noteWrite(memo, versionOf(live), change.Action == Created, desired, sent)

@@ -94,7 +94,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.Float64Var(&o.authReviewQPS, "auth-review-qps", 100, "TokenReviews per second of tokens seen authenticated, and SubjectAccessReviews: a budget of their own that made-up tokens never reach.")
 	fs.IntVar(&o.authBurst, "auth-review-burst", 200, "Burst of --auth-review-qps.")
 	fs.StringVar(&o.runtimeTokenFile, "runtime-token-file", "", "File holding a shared secret sent to every sandbox in the X-Sandbox-Runtime-Token header (a client's own header of that name is always dropped), for runtimes that answer only requests through the router; empty: none is sent.")
-	fs.BoolVar(&o.dnsFallback, "dns-fallback", false, "Send a request for a Sandbox the cache does not hold to X-Sandbox-Pod-IP, else <id>.<ns>.svc.<cluster-domain> (upstream's behaviour), resolved by the router: every address it resolves to must pass the rules of X-Sandbox-Pod-IP (no loopback, link-local or metadata address) and the request goes to the address checked; off: 404.")
+	fs.BoolVar(&o.dnsFallback, "dns-fallback", false, "Send a request for a Sandbox the cache does not hold to X-Sandbox-Pod-IP, else <id>.<ns>.svc.<cluster-domain> (upstream's behaviour), resolved by the router: every address it resolves to must pass the rules of X-Sandbox-Pod-IP (no loopback, link-local or metadata address) and the request goes to the address checked; off: 404. Only with --auth=none: the caller picks where the request goes.")
 	fs.BoolVar(&o.allowLocal, "allow-local-addresses", false, "Dial loopback and link-local addresses (X-Sandbox-Pod-IP and Pod IPs); for tests and local clusters only.")
 	fs.StringVar(&o.namespaces, "namespaces", "", "Only route to sandboxes in these namespaces, comma-separated (and watch only these); empty: all.")
 	fs.DurationVar(&o.maxTimeout, "max-timeout", 10*time.Minute, "Largest X-Sandbox-Timeout honoured; longer ones are cut to it.")
@@ -144,6 +144,12 @@ func (o *options) validate() error {
 	}
 	if o.auth != "none" && o.auth != "tokenreview" {
 		errs = append(errs, fmt.Errorf("--auth=%q: want none or tokenreview", o.auth))
+	}
+	if o.dnsFallback && o.auth == "tokenreview" {
+		// The access check is on the name; the fallback goes where the
+		// caller's header, or a Service of the caller's namespace, says:
+		// another tenant's Pod as well as anything.
+		errs = append(errs, errors.New("--dns-fallback with --auth=tokenreview: the fallback sends a request for a Sandbox the router does not hold to the caller's X-Sandbox-Pod-IP or to a Service of the caller's namespace, which may point at another tenant's sandbox, so a caller's access to the name it asked for would not cover where the request goes; it is upstream's behaviour for a router every caller may use (--auth=none)"))
 	}
 	if len(validation.IsDNS1123Subdomain(o.clusterDomain)) > 0 {
 		errs = append(errs, fmt.Errorf("--cluster-domain=%q is not a DNS domain", o.clusterDomain))

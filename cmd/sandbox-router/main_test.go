@@ -100,6 +100,23 @@ func TestInvalidFlags(t *testing.T) {
 	}
 }
 
+// TestDNSFallbackOnlyWithoutAuth plays mallory, who may exec into the
+// Sandboxes of her own namespace and asks for one that does not exist
+// with another tenant's pod IP: with --dns-fallback, the router would
+// check her access to the name and send the request to that address. A
+// router that authorizes callers refuses to start with it; upstream's
+// behaviour stays for a router without auth.
+func TestDNSFallbackOnlyWithoutAuth(t *testing.T) {
+	o := parse(t, "--dns-fallback")
+	if err := o.validate(); err == nil || !strings.Contains(err.Error(), "--dns-fallback with --auth=tokenreview") {
+		t.Errorf("--dns-fallback with the default --auth=tokenreview: %v", err)
+	}
+	o = parse(t, "--dns-fallback", "--auth=none")
+	if err := o.validate(); err != nil {
+		t.Errorf("--dns-fallback --auth=none: %v", err)
+	}
+}
+
 func TestAllowedHostsFlag(t *testing.T) {
 	o := parse(t, "--allowed-hosts=localhost, sandbox.test")
 	if err := o.validate(); err != nil {

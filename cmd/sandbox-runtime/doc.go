@@ -17,7 +17,9 @@
 // SANDBOX_ALLOWED_HOSTS);
 // flags override them. The token the router must send comes from
 // --auth-token-file or SANDBOX_RUNTIME_TOKEN, which is removed from the
-// environment at start, so no command sees it; sandboxd and envd are behind
+// environment at start, so no command sees it (on Linux the runtime execs
+// itself without it and reads it from a pipe, so that /proc/<pid>/environ
+// does not show it either: hidetoken.go); sandboxd and envd are behind
 // the same guard as the legacy protocol (the token on every REST request but
 // GET /v1/health, on every gRPC call and on every envd request but GET
 // /health; the Host allowlist and the cross-site refusal on REST and envd).

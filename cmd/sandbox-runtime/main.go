@@ -196,11 +196,29 @@ func (o *options) validate() error {
 }
 
 func main() {
+	if err := hideToken(); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox-runtime: the runtime token stays in this process's environment, which its commands can read in /proc: %v\n", err)
+	}
+	getenv := os.Getenv
+	switch token, ok, err := handedToken(); {
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "sandbox-runtime: reading the runtime token: %v\n", err)
+		os.Exit(2)
+	case ok:
+		getenv = func(k string) string {
+			if k == runtime.TokenEnv {
+				return token
+			}
+			return os.Getenv(k)
+		}
+	}
 	var o options
 	fs := flag.NewFlagSet("sandbox-runtime", flag.ExitOnError)
-	o.bind(fs, os.Getenv)
+	o.bind(fs, getenv)
 	_ = fs.Parse(os.Args[1:])
-	// Read by bind: gone from the environment before anything runs.
+	// Read by bind: gone from Go's copy of the environment, which commands
+	// get theirs from, before anything runs (hideToken has kept it out of
+	// the process's own).
 	_ = os.Unsetenv(runtime.TokenEnv)
 	if o.showVersion {
 		fmt.Printf("sandbox-runtime %s (commit %s)\n", version, commit)

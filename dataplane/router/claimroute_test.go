@@ -120,6 +120,23 @@ func TestClaimRoute(t *testing.T) {
 		t.Errorf("a claim that takes its Sandbox while the request waits: %d, named %q", resp.StatusCode, resp.Header.Get(HeaderSandboxID))
 	}
 
+	// The claim has its Sandbox, whose Pod is Ready only later (still
+	// within ClaimWait, past the resolve wait).
+	slow := claimedBy("slow", "team", "claim-slow")
+	if err := reader.Create(context.Background(), slow[0]); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		if err := reader.Create(context.Background(), slow[1]); err != nil {
+			t.Error(err)
+		}
+	}()
+	resp, _ = ask("team", "claim-slow")
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(HeaderSandboxID) != "slow" {
+		t.Errorf("a claim whose Sandbox gets its Pod while the request waits: %d, named %q", resp.StatusCode, resp.Header.Get(HeaderSandboxID))
+	}
+
 	resp, _ = do(t, r, http.MethodGet, "/healthz", nil, nil)
 	if got := resp.Header.Get(HeaderChecks); !strings.Contains(got, CheckClaimRoute) || !strings.Contains(got, CheckClaimUID) {
 		t.Errorf("/healthz %s = %q, want %q and %q", HeaderChecks, got, CheckClaimUID, CheckClaimRoute)

@@ -222,7 +222,9 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 	}
 	e.applies.Add(1)
 	err = e.client.Apply(ctx, desired, applyOpts...)
-	if createOnly {
+	if createOnly && err != nil {
+		// Nothing was written: desired is as the caller gave it (a
+		// written one holds the server's resourceVersion now).
 		meta.ResourceVersion = nil
 		switch {
 		case apierrors.IsConflict(err):
@@ -230,7 +232,7 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 			// and the caller has judged it.
 			change.Action, change.Pending = Unchanged, true
 			return change, nil
-		case err != nil && refusesCreateOnly(err):
+		case refusesCreateOnly(err):
 			// An API server that takes no create by apply (as Create
 			// learns it): a plain apply from now on.
 			e.postCreates.Store(true)

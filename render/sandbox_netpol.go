@@ -163,3 +163,42 @@ func (p *sandboxPlanner) networkPolicy(desired SandboxDesired) bool {
 		Reason: "delete the Sandbox's own NetworkPolicy: " + why, Preconditions: &Preconditions{UID: own.UID}, Live: own})
 	return true
 }
+
+// TemplatePolicyState is the state of a template's NetworkPolicy, as the
+// plan of a Sandbox made from that template needs it.
+type TemplatePolicyState int
+
+const (
+	// TemplatePolicyInPlace: the template's NetworkPolicy exists and is
+	// the template's, or it is not what governs the Sandbox's Pod (no
+	// template, a template gone, Unmanaged policies).
+	TemplatePolicyInPlace TemplatePolicyState = iota
+	// TemplatePolicyMissing: there is none yet (the template's reconciler
+	// makes it; a template and its pool applied together race it).
+	TemplatePolicyMissing
+	// TemplatePolicyForeign: a NetworkPolicy of its name exists that the
+	// template does not control; the template leaves it.
+	TemplatePolicyForeign
+)
+
+// templatePolicy holds back a new Pod that its template's NetworkPolicy
+// does not protect yet: labelled for the template's policy and not for the
+// namespace's default deny, such a Pod would run under no NetworkPolicy at
+// all. While the policy is missing the Pod waits (no step; the status says
+// it has none yet, and the policy's creation brings the Sandbox back);
+// with a foreign one in its place the plan stops with what to do. A Pod
+// that exists is never held. It reports false when it stopped.
+func (p *sandboxPlanner) templatePolicy(desired SandboxDesired) bool {
+	in, sb := p.in, p.sb
+	if in.TemplatePolicy == TemplatePolicyInPlace || desired.Pod == nil || in.Pod != nil || in.ForeignPod != nil {
+		return true
+	}
+	template := sb.Annotations[sandboxv1beta1.AnnotationSandboxTemplateRef]
+	if in.TemplatePolicy == TemplatePolicyForeign {
+		p.stop(fmt.Sprintf("NetworkPolicy %q exists and is not owned by SandboxTemplate %q; the Pod is not started without its template's NetworkPolicy: delete or rename that NetworkPolicy, and the template makes its own",
+			NetworkPolicyName(template), template))
+		return false
+	}
+	p.holdPod = true
+	return true
+}

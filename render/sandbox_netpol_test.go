@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,5 +57,61 @@ func TestRelabelledSandboxKeepsItsTemplatePolicy(t *testing.T) {
 		if got := labels[sandboxv1beta1.LabelNetworkPolicy] == sandboxv1beta1.NetworkPolicyDefaultDeny; got != c.defaultDeny {
 			t.Errorf("%s: the Pod's default-deny label = %v, want %v", c.name, got, c.defaultDeny)
 		}
+	}
+}
+
+// TestNoPodBeforeItsTemplatePolicy plays a template and its pool applied
+// together, and a user who made a NetworkPolicy of the template's policy
+// name first: a member's new Pod, labelled for the template's policy and
+// not for the namespace's default deny, would run under no policy. While
+// the template's policy is missing the plan creates no Pod (nor names
+// one) and reports the Sandbox as it is; with a foreign one it stops with
+// what to do; once the template's is in place the Pod is created. A Pod
+// that exists is never held.
+func TestNoPodBeforeItsTemplatePolicy(t *testing.T) {
+	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Name: "pool-abcde", Namespace: "team", UID: "sb-uid",
+		Labels:      map[string]string{sandboxv1beta1.LabelSandboxTemplateRefHash: NameHash("tpl")},
+		Annotations: map[string]string{sandboxv1beta1.AnnotationSandboxTemplateRef: "tpl"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: extv1beta1.GroupVersion.String(), Kind: "SandboxWarmPool",
+			Name: "pool", UID: "pool-uid", Controller: ptr.To(true)}}}}
+	sb.Spec.PodTemplate.Spec.Containers = []corev1.Container{{Name: "main", Image: "busybox"}}
+	steps := func(p Plan, kind string, action Action) int {
+		n := 0
+		for _, s := range p.Steps {
+			if s.Kind == kind && s.Action == action {
+				n++
+			}
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name    string
+		state   TemplatePolicyState
+		pods    int
+		problem string
+	}{
+		{"the template's policy in place", TemplatePolicyInPlace, 1, ""},
+		{"the template's policy not made yet", TemplatePolicyMissing, 0, ""},
+		{"a foreign policy of its name", TemplatePolicyForeign, 0, `NetworkPolicy "tpl-network-policy" exists and is not owned by SandboxTemplate "tpl"`},
+	} {
+		plan, err := PlanSandbox(SandboxPlanInputs{Sandbox: sb, TemplatePolicy: c.state, Now: metav1.Now()})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := steps(plan, "Pod", ActionApply); got != c.pods {
+			t.Errorf("%s: %d Pods created, want %d", c.name, got, c.pods)
+		}
+		if c.pods == 0 && steps(plan, "Sandbox", ActionAnnotate) != 0 {
+			t.Errorf("%s: the plan names a Pod it did not create", c.name)
+		}
+		if !strings.Contains(plan.Problem, c.problem) || (c.problem == "") != (plan.Problem == "") {
+			t.Errorf("%s: problem %q, want %q", c.name, plan.Problem, c.problem)
+		}
+	}
+	running := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: sb.Name, Namespace: sb.Namespace, UID: "pod-uid",
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sb, sandboxv1beta1.GroupVersion.WithKind("Sandbox"))}}}
+	plan, err := PlanSandbox(SandboxPlanInputs{Sandbox: sb, Pod: running, Pods: []*corev1.Pod{running}, TemplatePolicy: TemplatePolicyForeign, Now: metav1.Now()})
+	if err != nil || plan.Problem != "" || steps(plan, "Pod", ActionDelete) != 0 {
+		t.Errorf("a running Pod with a foreign template policy: %v, problem %q, %d deletes", err, plan.Problem, steps(plan, "Pod", ActionDelete))
 	}
 }

@@ -54,6 +54,11 @@ type SandboxPlanInputs struct {
 	ControllerNamespace string
 	TemplateGone        bool
 	NamespaceUID        types.UID
+	// TemplatePolicy is the state of the NetworkPolicy of the template a
+	// Sandbox was made from, when that policy is what governs its Pod
+	// (TemplatePolicyInPlace otherwise): a new Pod is created only once it
+	// is in place (see templatePolicy).
+	TemplatePolicy TemplatePolicyState
 	// Expired reports that shutdownTime has passed.
 	Expired bool
 	// Defaults are the defaults in force for a new Pod.
@@ -125,11 +130,11 @@ func PlanSandbox(in SandboxPlanInputs) (Plan, error) {
 			Propagation:   ptr.To(metav1.DeletePropagationBackground), Live: sb})
 		return p.plan, nil
 	}
-	if !p.pvcs(desired) || !p.service(desired) || !p.networkPolicy(desired) {
+	if !p.pvcs(desired) || !p.service(desired) || !p.networkPolicy(desired) || !p.templatePolicy(desired) {
 		return p.plan, nil
 	}
 	drift := p.pod(desired)
-	if !in.Expired {
+	if !in.Expired && !p.holdPod {
 		p.podName()
 	}
 	if drift {
@@ -194,6 +199,8 @@ type sandboxPlanner struct {
 	in   SandboxPlanInputs
 	sb   *sandboxv1beta1.Sandbox
 	plan Plan
+	// holdPod: a new Pod waits (templatePolicy).
+	holdPod bool
 }
 
 func (p *sandboxPlanner) add(s Step) { p.plan.Steps = append(p.plan.Steps, s) }
@@ -318,7 +325,7 @@ func (p *sandboxPlanner) pod(desired SandboxDesired) bool {
 			p.event(corev1.EventTypeNormal, sandboxv1beta1.EventSandboxAdopted, "Adopt", "adopted Pod "+live.Name, live, false, "the Pod was adopted")
 		}
 		return drift
-	case desired.Pod != nil:
+	case desired.Pod != nil && !p.holdPod:
 		p.add(Step{Action: ActionApply, Kind: "Pod", Namespace: sb.Namespace, Name: *desired.Pod.Name,
 			Reason: "create Pod", Object: desired.Pod})
 	}

@@ -131,7 +131,11 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 		Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(r.namespacePolicyToSandboxes),
 			builder.WithPredicates(isNamespacePolicy))
 	if r.Templates {
-		b = b.Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.templateToSandboxes))
+		b = b.Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.templateToSandboxes)).
+			// A template's NetworkPolicy: the new Pods that wait for it
+			// start once it is there.
+			Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(r.templatePolicyToSandboxes),
+				builder.WithPredicates(isTemplatePolicy))
 	}
 	b = watchModeLabels(b, mgr.GetClient(), r.Policy, func() client.ObjectList { return &sandboxv1beta1.SandboxList{} })
 	// A Sandbox waiting for a Pod may get one under a new default runtime class.
@@ -172,7 +176,7 @@ func (r *SandboxReconciler) reconcile(ctx context.Context, sb *sandboxv1beta1.Sa
 		Sandbox: sb, Pods: obs.pods, Pod: obs.pod, Adopt: obs.adopt, PodOwned: obs.podOwned, ForeignPod: obs.foreignPod,
 		Service: obs.service, ForeignService: obs.foreignSvc, PVCs: obs.pvcs,
 		NetworkPolicy: obs.netpol, NamespacePolicy: obs.nsPolicy, NamespaceUID: obs.nsUID,
-		ControllerNamespace: r.ControllerNamespace, TemplateGone: obs.templateGone,
+		ControllerNamespace: r.ControllerNamespace, TemplateGone: obs.templateGone, TemplatePolicy: obs.templatePolicy,
 		Expired:  sb.Spec.ShutdownTime != nil && !now.Before(sb.Spec.ShutdownTime.Time),
 		Defaults: render.CurrentDefaults(r.Defaults), ClusterDomain: r.ClusterDomain,
 		Now: metav1.NewTime(now.Truncate(time.Second)), Previous: reported.Conditions, Reported: reported,

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +38,9 @@ type observed struct {
 	// templateGone: the Sandbox was made from a template that is gone
 	// (or it names none).
 	templateGone bool
+	// templatePolicy: the state of that template's NetworkPolicy, looked
+	// at while the Sandbox has no Pod (render.TemplatePolicyState).
+	templatePolicy render.TemplatePolicyState
 }
 
 // podNamed reads the Pod of a name in sb's namespace, nil when there is
@@ -117,11 +121,17 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 	}
 
 	if r.Templates && render.MadeFromTemplate(sb) {
-		gone, err := r.templateGone(ctx, sb)
+		t, err := r.template(ctx, sb)
 		if err != nil {
 			return nil, err
 		}
-		obs.templateGone = gone
+		obs.templateGone = t == nil
+		if t != nil && obs.pod == nil && obs.foreignPod == nil && !render.NetworkPolicyUnmanaged(sb) &&
+			t.Spec.NetworkPolicyManagement != extv1beta1.NetworkPolicyManagementUnmanaged {
+			if obs.templatePolicy, err = r.templatePolicy(ctx, t); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if render.DefaultDeny(sb, obs.templateGone) && r.ControllerNamespace != "" {
 		if err := r.observeNamespacePolicy(ctx, sb, obs); err != nil {
@@ -207,6 +217,22 @@ var isNamespacePolicy = predicate.Funcs{
 	},
 }
 
+// isTemplatePolicy passes the events of NetworkPolicies a SandboxTemplate
+// controls, and of their updates only those that changed them.
+var isTemplatePolicy = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return templateControlled(e.Object) },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return templateControlled(e.Object) },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return templateControlled(e.ObjectNew) && e.ObjectNew.GetResourceVersion() != e.ObjectOld.GetResourceVersion()
+	},
+}
+
+func templateControlled(o client.Object) bool {
+	ref := metav1.GetControllerOfNoCopy(o)
+	return ref != nil && sandboxv1beta1.RefersTo(*ref, extv1beta1.TemplateKind)
+}
+
 // terminalError is a problem only a user can fix (an invalid spec, an
 // object in the way): reported in status, not retried.
 type terminalError struct{ msg string }
@@ -221,18 +247,55 @@ func adoptable(o client.Object, sb *sandboxv1beta1.Sandbox) bool { return render
 // sandbox-template-ref annotation) does not exist, or that it names none:
 // no template NetworkPolicy governs its Pod.
 func (r *SandboxReconciler) templateGone(ctx context.Context, sb *sandboxv1beta1.Sandbox) (bool, error) {
+	t, err := r.template(ctx, sb)
+	return t == nil && err == nil, err
+}
+
+// template reads the template a Sandbox was made from (its
+// sandbox-template-ref annotation): nil when it does not exist or the
+// Sandbox names none.
+func (r *SandboxReconciler) template(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*extv1beta1.SandboxTemplate, error) {
 	name := sb.Annotations[sandboxv1beta1.AnnotationSandboxTemplateRef]
 	if name == "" {
-		return true, nil
+		return nil, nil
 	}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: name}, &extv1beta1.SandboxTemplate{})
+	t := &extv1beta1.SandboxTemplate{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: sb.Namespace, Name: name}, t)
 	switch {
 	case apierrors.IsNotFound(err):
-		return true, nil
+		return nil, nil
 	case err != nil:
-		return false, fmt.Errorf("reading the sandbox's template: %w", err)
+		return nil, fmt.Errorf("reading the sandbox's template: %w", err)
 	}
-	return false, nil
+	return t, nil
+}
+
+// templatePolicy reads the state of template t's NetworkPolicy: in place
+// (controlled by t: group, kind, name and UID), missing, or foreign.
+func (r *SandboxReconciler) templatePolicy(ctx context.Context, t *extv1beta1.SandboxTemplate) (render.TemplatePolicyState, error) {
+	np := &networkingv1.NetworkPolicy{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: render.NetworkPolicyName(t.Name)}, np)
+	switch {
+	case apierrors.IsNotFound(err):
+		return render.TemplatePolicyMissing, nil
+	case err != nil:
+		return render.TemplatePolicyInPlace, fmt.Errorf("reading the template's network policy: %w", err)
+	case !sandboxv1beta1.IsControlledBy(np, t, extv1beta1.TemplateKind):
+		return render.TemplatePolicyForeign, nil
+	}
+	return render.TemplatePolicyInPlace, nil
+}
+
+// templatePolicyToSandboxes maps an event of a NetworkPolicy a
+// SandboxTemplate controls (our group and kind) to the Sandboxes made from
+// that template: those whose new Pod waits for it start once it is there.
+func (r *SandboxReconciler) templatePolicyToSandboxes(ctx context.Context, o client.Object) []reconcile.Request {
+	ref := metav1.GetControllerOfNoCopy(o)
+	if ref == nil || !sandboxv1beta1.RefersTo(*ref, extv1beta1.TemplateKind) {
+		return nil
+	}
+	t := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: ref.Name}}
+	return r.templateToSandboxes(ctx, t)
 }
 
 // templateToSandboxes maps a template (created or deleted) to the

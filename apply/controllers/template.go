@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +65,10 @@ func (r *TemplateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 		Named("sandboxtemplate").
 		For(&extv1beta1.SandboxTemplate{}).
 		Owns(&networkingv1.NetworkPolicy{}).
+		// A NetworkPolicy of a template's policy name that the template
+		// does not own (left in place) going away frees the name: the
+		// template makes its own.
+		Watches(&networkingv1.NetworkPolicy{}, handler.EnqueueRequestsFromMapFunc(unownedPolicyToTemplate)).
 		// Update events map both the old and the new Pod: one relabelled
 		// (or deleted) was a legacy Pod.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.legacyPodToTemplates))
@@ -72,6 +77,16 @@ func (r *TemplateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 	return watchRuntimeClasses(b, r.Defaults, r.allTemplates).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
+}
+
+// unownedPolicyToTemplate maps a NetworkPolicy without a controller whose
+// name is a template's policy name (NetworkPolicyName) to that template.
+func unownedPolicyToTemplate(_ context.Context, o client.Object) []reconcile.Request {
+	name, ok := strings.CutSuffix(o.GetName(), render.NetworkPolicyName(""))
+	if !ok || name == "" || metav1.GetControllerOfNoCopy(o) != nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
 // Reconcile renders one template and applies the difference. A template

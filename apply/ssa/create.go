@@ -9,7 +9,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/agentsandbox/reconciler/api/convert"
 )
@@ -47,6 +49,46 @@ func (e *Engine) createByApply(ctx context.Context, kind string, desired ApplyCo
 		return false, fmt.Errorf("reading the created %s %s: %w", kind, u.GetName(), err)
 	}
 	return false, nil
+}
+
+// applyCreating sends desired, the apply of an object the caller sees none
+// of, so that it only creates it (CreateOnlyVersion, as createByApply):
+// exists reports a namesake, left as it was. On an API server that refuses
+// that (as Create learns it), a plain apply, from then on. desired holds
+// the server's answer once written, and is as it was otherwise.
+func (e *Engine) applyCreating(ctx context.Context, kind string, desired ApplyConfiguration, opts ...client.ApplyOption) (exists bool, err error) {
+	e.applies.Add(1)
+	meta := objectMetaOf(desired)
+	if e.postCreates.Load() || meta == nil || meta.ResourceVersion != nil || meta.UID != nil {
+		return false, e.client.Apply(ctx, desired, opts...)
+	}
+	meta.ResourceVersion = ptr.To(CreateOnlyVersion)
+	err = e.client.Apply(ctx, desired, opts...)
+	if err == nil {
+		return false, nil
+	}
+	meta.ResourceVersion = nil
+	switch {
+	case apierrors.IsConflict(err):
+		return true, nil
+	case e.refusedCreateOnly(ctx, kind, err):
+		e.applies.Add(1)
+		return false, e.client.Apply(ctx, desired, opts...)
+	}
+	return false, err
+}
+
+// refusedCreateOnly reports an API server refusing a create by apply
+// (refusesCreateOnly), and remembers it: creates go without one from then
+// on.
+func (e *Engine) refusedCreateOnly(ctx context.Context, kind string, err error) bool {
+	if !refusesCreateOnly(err) {
+		return false
+	}
+	if !e.postCreates.Swap(true) {
+		log.FromContext(ctx).Info("the API server refuses a create by apply; creating with a create and an ownership upgrade from now on", "kind", kind, "error", err)
+	}
+	return true
 }
 
 // refusesCreateOnly reports whether err is an API server refusing the

@@ -6,9 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -213,35 +211,21 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 	if opts.Force {
 		applyOpts = append(applyOpts, client.ForceOwnership)
 	}
-	createOnly := isNil(live) && opts.CreateOnly && !e.postCreates.Load()
-	meta := objectMetaOf(desired)
-	if createOnly && meta != nil && meta.ResourceVersion == nil && meta.UID == nil {
-		meta.ResourceVersion = ptr.To(CreateOnlyVersion)
+	exists := false
+	if isNil(live) && opts.CreateOnly {
+		exists, err = e.applyCreating(ctx, kind, desired, applyOpts...)
 	} else {
-		createOnly = false
-	}
-	e.applies.Add(1)
-	err = e.client.Apply(ctx, desired, applyOpts...)
-	if createOnly && err != nil {
-		// Nothing was written: desired is as the caller gave it (a
-		// written one holds the server's resourceVersion now).
-		meta.ResourceVersion = nil
-		switch {
-		case apierrors.IsConflict(err):
-			// It exists: not ours to write to until the cache shows it
-			// and the caller has judged it.
-			change.Action, change.Pending = Unchanged, true
-			return change, nil
-		case refusesCreateOnly(err):
-			// An API server that takes no create by apply (as Create
-			// learns it): a plain apply from now on.
-			e.postCreates.Store(true)
-			e.applies.Add(1)
-			err = e.client.Apply(ctx, desired, applyOpts...)
-		}
+		e.applies.Add(1)
+		err = e.client.Apply(ctx, desired, applyOpts...)
 	}
 	if err != nil {
 		return change, wrapConflict(kind, change, err)
+	}
+	if exists {
+		// Not ours to write to until the cache shows it and the caller
+		// has judged it.
+		change.Action, change.Pending = Unchanged, true
+		return change, nil
 	}
 	e.noteWrite(memo, versionOf(live), change.Action == Created, desired, sent)
 	return change, nil

@@ -159,11 +159,9 @@ func (e *Engine) Create(ctx context.Context, kind string, desired ApplyConfigura
 		case err == nil:
 			e.observe(change)
 			return change, false, nil
-		case !refusesCreateOnly(err):
+		case !e.refusedCreateOnly(ctx, kind, err):
 			return change, false, fmt.Errorf("creating %s: %w", kind, err)
 		}
-		e.postCreates.Store(true)
-		log.FromContext(ctx).Info("the API server refuses a create by apply; creating with a create and an ownership upgrade from now on", "kind", kind, "error", err)
 	}
 	return e.createAndUpgrade(ctx, change, desired, obj)
 }

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -117,14 +116,12 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sandbox").
 		For(&sandboxv1beta1.Sandbox{}).
-		Owns(&corev1.Pod{}).
-		Owns(&corev1.Service{}).
-		Owns(&corev1.PersistentVolumeClaim{}).
-		Owns(&networkingv1.NetworkPolicy{}).
-		// An unowned Pod or Service named like a Sandbox may become
-		// adoptable, or go away and free the name: let that Sandbox look again.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
-		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(unownedToSandbox)).
+		// What a Sandbox controls, and an unowned Pod or Service named
+		// like it (it may become adoptable, or go away and free the name).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(sandboxOfChild)).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(sandboxOfChild)).
+		Watches(&corev1.PersistentVolumeClaim{}, enqueueController(sandboxv1beta1.SandboxKind)).
+		Watches(&networkingv1.NetworkPolicy{}, enqueueController(sandboxv1beta1.SandboxKind)).
 		// The namespace's default-deny NetworkPolicy, owned by the
 		// Namespace: made by a Sandbox's plan, restored when changed or
 		// deleted.
@@ -142,13 +139,6 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 	return watchRuntimeClasses(b, r.Defaults, r.awaitingPod).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
-}
-
-func unownedToSandbox(_ context.Context, o client.Object) []reconcile.Request {
-	if metav1.GetControllerOfNoCopy(o) != nil {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}}
 }
 
 // Reconcile brings one Sandbox closer to its spec. A Sandbox being deleted

@@ -64,7 +64,7 @@ func (r *TemplateReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxtemplate").
 		For(&extv1beta1.SandboxTemplate{}).
-		Owns(&networkingv1.NetworkPolicy{}).
+		Watches(&networkingv1.NetworkPolicy{}, enqueueController(extv1beta1.TemplateKind)).
 		// A NetworkPolicy of a template's policy name that the template
 		// does not own (left in place) going away frees the name: the
 		// template makes its own.

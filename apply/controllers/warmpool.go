@@ -114,7 +114,7 @@ func (r *WarmPoolReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sandboxwarmpool").
 		For(&extv1beta1.SandboxWarmPool{}).
-		Owns(&sandboxv1beta1.Sandbox{}).
+		Watches(&sandboxv1beta1.Sandbox{}, enqueueController(extv1beta1.WarmPoolKind)).
 		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.poolsOfTemplate))
 	b = watchModeLabels(b, mgr.GetClient(), r.Policy, func() client.ObjectList { return &extv1beta1.SandboxWarmPoolList{} })
 	// A pool that creates nothing for want of a runtime class looks again

@@ -164,7 +164,7 @@ func Sandbox(in SandboxInputs) (SandboxDesired, error) {
 		out.PVCs = append(out.PVCs, p)
 	}
 
-	if sb.Spec.OperatingMode == sandboxv1beta1.SandboxOperatingModeSuspended {
+	if !WantsPod(sb, in.Expired) {
 		return out, nil
 	}
 	pod, err := pod(sb, in.PodName, hash, owner, out.Service != nil, defaultDeny, in.Defaults)
@@ -173,6 +173,13 @@ func Sandbox(in SandboxInputs) (SandboxDesired, error) {
 	}
 	out.Pod = pod
 	return out, nil
+}
+
+// WantsPod reports whether a Sandbox should have a Pod: it is neither
+// expired nor suspended. When it should not, the plan needs nothing of the
+// Pod it has but its identity (to delete it).
+func WantsPod(sb *sandboxv1beta1.Sandbox, expired bool) bool {
+	return !expired && sb.Spec.OperatingMode != sandboxv1beta1.SandboxOperatingModeSuspended
 }
 
 // PodName returns the name of a Sandbox's Pod: the pod-name annotation when

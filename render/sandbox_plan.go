@@ -28,7 +28,8 @@ type SandboxPlanInputs struct {
 	// Adopt reports that Pod is unowned and may be adopted.
 	Adopt bool
 	// PodOwned is what our field manager owns of Pod
-	// (corev1ac.ExtractPod(Pod, fieldManager)); nil: nothing. A running
+	// (corev1ac.ExtractPod(Pod, fieldManager)); nil: nothing, or not
+	// looked at because the Sandbox wants no Pod (WantsPod). A running
 	// Pod keeps the spec it was created with.
 	PodOwned *corev1ac.PodApplyConfiguration
 	// ForeignPod is a Pod with the Sandbox's pod name that it may not take.

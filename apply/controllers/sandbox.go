@@ -155,19 +155,20 @@ func (r *SandboxReconciler) reconcile(ctx context.Context, sb *sandboxv1beta1.Sa
 	if wait := r.awaitClaimCommit(ctx, sb, r.Clock.Now()); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	obs, err := r.observe(ctx, sb)
+	now := r.Clock.Now()
+	expired := sb.Spec.ShutdownTime != nil && !now.Before(sb.Spec.ShutdownTime.Time)
+	obs, err := r.observe(ctx, sb, render.WantsPod(sb, expired))
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	r.podNameShown(sb)
-	now := r.Clock.Now()
 	reported := r.reportedStatus(sb)
 	in := render.SandboxPlanInputs{
 		Sandbox: sb, Pods: obs.pods, Pod: obs.pod, Adopt: obs.adopt, PodOwned: obs.podOwned, ForeignPod: obs.foreignPod,
 		Service: obs.service, ForeignService: obs.foreignSvc, PVCs: obs.pvcs,
 		NetworkPolicy: obs.netpol, NamespacePolicy: obs.nsPolicy, NamespaceUID: obs.nsUID,
 		ControllerNamespace: r.ControllerNamespace, TemplateGone: obs.templateGone, TemplatePolicy: obs.templatePolicy,
-		Expired:  sb.Spec.ShutdownTime != nil && !now.Before(sb.Spec.ShutdownTime.Time),
+		Expired:  expired,
 		Defaults: render.CurrentDefaults(r.Defaults), ClusterDomain: r.ClusterDomain,
 		Now: metav1.NewTime(now.Truncate(time.Second)), Previous: reported.Conditions, Reported: reported,
 	}

@@ -56,7 +56,10 @@ func (r *SandboxReconciler) podNamed(ctx context.Context, sb *sandboxv1beta1.San
 	return p, nil
 }
 
-func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sandbox) (*observed, error) {
+// observe reads what the plan of sb needs from the cache. wantsPod
+// (render.WantsPod) says whether the plan keeps a Pod: what we own of one
+// is extracted only then.
+func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sandbox, wantsPod bool) (*observed, error) {
 	obs := &observed{pvcs: map[string]*corev1.PersistentVolumeClaim{}}
 	pods, named, err := podsControlledBy(ctx, r.Client, sb)
 	if err != nil {
@@ -89,9 +92,9 @@ func (r *SandboxReconciler) observe(ctx context.Context, sb *sandboxv1beta1.Sand
 			break
 		}
 	}
-	if obs.pod != nil {
+	if obs.pod != nil && wantsPod {
 		// A kept Pod keeps the spec it was created with: the plan needs
-		// what we own of it.
+		// what we own of it. One that goes needs none of it.
 		owned, err := ssa.Extract(r.Engine, "Pod", obs.pod, r.Engine.FieldManager(), "", corev1ac.ExtractPod)
 		if err != nil {
 			return nil, fmt.Errorf("extracting pod fields: %w", err)

@@ -46,7 +46,7 @@ func extractRemembered[O client.Object, AC any](e *Engine, kind string, live O, 
 			return out, nil
 		}
 	}
-	out, err := extract(live, manager)
+	out, err := extract(trimmedFor(live, manager, subresource), manager)
 	if err != nil {
 		return out, err
 	}

@@ -115,7 +115,8 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("sandbox").
-		For(&sandboxv1beta1.Sandbox{}).
+		// Not the echo of our own status write (ownEcho).
+		For(&sandboxv1beta1.Sandbox{}, builder.WithPredicates(r.ownEcho())).
 		// What a Sandbox controls, and an unowned Pod or Service named
 		// like it (it may become adoptable, or go away and free the name).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(sandboxOfChild)).

@@ -149,11 +149,7 @@ func Sandbox(in SandboxInputs) (SandboxDesired, error) {
 	case !defaultDeny:
 		out.DeleteNetworkPolicy = true
 	case in.ControllerNamespace != "":
-		np, err := NamespaceNetworkPolicy(sb.Namespace, in.NamespaceUID, in.ControllerNamespace)
-		if err != nil {
-			return SandboxDesired{}, err
-		}
-		out.NetworkPolicy = np
+		out.NetworkPolicy = NamespaceNetworkPolicy(sb.Namespace, in.NamespaceUID, in.ControllerNamespace)
 	}
 
 	for i := range sb.Spec.VolumeClaimTemplates {

@@ -10,7 +10,6 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
 
-	"github.com/agentsandbox/reconciler/api/convert"
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
@@ -97,12 +96,8 @@ func OwnedByNamespace(np *networkingv1.NetworkPolicy, uid types.UID) bool {
 // and the cluster's DNS), selecting the Pods labelled
 // agents.x-k8s.io/network-policy=default-deny, owned by the Namespace (uid;
 // empty renders no owner: a rendering that does not know it).
-func NamespaceNetworkPolicy(namespace string, uid types.UID, controllerNamespace string) (*networkingv1ac.NetworkPolicyApplyConfiguration, error) {
-	spec := SecureNetworkPolicy(controllerNamespace)
-	rules := &networkingv1ac.NetworkPolicySpecApplyConfiguration{}
-	if err := convert.JSON(networkingv1.NetworkPolicySpec{Ingress: spec.Ingress, Egress: spec.Egress}, rules); err != nil {
-		return nil, fmt.Errorf("render: network policy rules: %w", err)
-	}
+func NamespaceNetworkPolicy(namespace string, uid types.UID, controllerNamespace string) *networkingv1ac.NetworkPolicyApplyConfiguration {
+	rules := secureRules(controllerNamespace)
 	rules.WithPodSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{
 		sandboxv1beta1.LabelNetworkPolicy: sandboxv1beta1.NetworkPolicyDefaultDeny,
 	})).WithPolicyTypes(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress)
@@ -111,7 +106,7 @@ func NamespaceNetworkPolicy(namespace string, uid types.UID, controllerNamespace
 		o := NamespaceOwner(namespace, uid)
 		np.WithOwnerReferences(metav1ac.OwnerReference().WithAPIVersion(o.APIVersion).WithKind(o.Kind).WithName(o.Name).WithUID(o.UID))
 	}
-	return np, nil
+	return np
 }
 
 // networkPolicy plans the namespace's default-deny NetworkPolicy before the

@@ -164,8 +164,13 @@ func (m *Memo[K, V]) Count(match func(K) bool) int {
 // IntentOf is the digest of what is about to be written (an apply
 // configuration, a status, a value), to remember what was written by. Take
 // it before sending: the client writes the server's response into an apply
-// configuration.
-func IntentOf(v any) string { return digest(Fingerprint(v)) }
+// configuration. It is Fingerprint's digest, taken from the JSON itself
+// (every plan step takes one; no copies of the JSON as a string).
+func IntentOf(v any) string {
+	b, _ := json.Marshal(v)
+	sum := sha256.Sum256(b)
+	return string(sum[:16])
+}
 
 // Fingerprint is the JSON of an apply configuration; take it before sending,
 // as the client writes the server's response into the configuration.

@@ -192,3 +192,16 @@ func TestEngineDropsWritesTheCacheShows(t *testing.T) {
 		t.Errorf("no-ops = %d, want 1", e.Stats().NoOps)
 	}
 }
+
+// TestIntentIsTheFingerprintsDigest: IntentOf digests the JSON itself,
+// as digest(Fingerprint) would.
+func TestIntentIsTheFingerprintsDigest(t *testing.T) {
+	for _, v := range []any{map[string]string{"phase": "Running"}, []int{1, 2}, "x", nil} {
+		if IntentOf(v) != digest(Fingerprint(v)) {
+			t.Errorf("IntentOf(%v) is not the digest of its fingerprint", v)
+		}
+	}
+	if IntentOf("a") == IntentOf("b") {
+		t.Error("two values share an intent")
+	}
+}

@@ -27,6 +27,10 @@
 //     returned as reconcile.TerminalError (not retried, not logged as an
 //     error); expected failures are retried quietly with backoff.
 //   - The cache keeps only what is read (CacheOptions, OwnManagers).
+//   - An event is reconciled only when it may change a plan: what an
+//     object controls maps to it by its controller reference
+//     (enqueueController, sandboxOfChild: no REST mapping per event), and
+//     the echo of our own Sandbox status write is not reconciled (ownEcho).
 //
 // The user's guide is docs/controller.md.
 package controllers

@@ -32,7 +32,9 @@
 // whose owned fields extraction found equal to the desired ones, and the
 // extractions callers ask for (Extract: the values of the fields a manager
 // owns cannot change while its managedFields entry stays; the engine's own
-// comparisons read them but remember none). All three are
+// comparisons read them but remember none; each works on a copy of the
+// object without the top-level fields the manager's entry does not reach,
+// trim.go: the same result for a fraction of the work). All three are
 // forgotten with the object, its status with it (Forget). A fourth holds
 // the deletes it made (when, by object UID; swept after a minute): a
 // delete of an object it deleted moments ago, read from a cache that has

@@ -34,7 +34,8 @@ func Extract[O client.Object, AC any](e *Engine, kind string, live O, manager, s
 // object's cost memory (about half of what the engine held per Sandbox).
 // A Pod's, which every reconcile reads (Extract), is shared with them.
 func extractRemembered[O client.Object, AC any](e *Engine, kind string, live O, manager, subresource string, extract func(O, string) (AC, error), remember bool) (AC, error) {
-	entry := managedEntry(live, manager, subresource)
+	applied := applyEntry(live, manager, subresource)
+	entry := entryKey(live, applied)
 	if entry == "" {
 		// Nothing applied by manager (yet): nothing to remember by.
 		return extract(live, manager)
@@ -46,7 +47,7 @@ func extractRemembered[O client.Object, AC any](e *Engine, kind string, live O, 
 			return out, nil
 		}
 	}
-	out, err := extract(trimmedFor(live, manager, subresource), manager)
+	out, err := extract(trimmedFor(live, applied), manager)
 	if err != nil {
 		return out, err
 	}

@@ -78,23 +78,38 @@ func objectMetaOf(ac any) *metav1ac.ObjectMetaApplyConfiguration {
 // (entryAmbiguous), the object's resourceVersion is part of it too: what
 // was remembered of the first write is never taken for the second.
 func managedEntry(o client.Object, manager, subresource string) string {
-	for _, m := range o.GetManagedFields() {
-		if m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == subresource {
-			t, rv := "", ""
-			if m.Time != nil {
-				t = m.Time.UTC().String()
-				if time.Since(m.Time.Time) < entryAmbiguous {
-					rv = o.GetResourceVersion()
-				}
-			}
-			raw := ""
-			if m.FieldsV1 != nil {
-				raw = m.FieldsV1.GetRawString()
-			}
-			return digest(m.APIVersion + "|" + t + "|" + raw + "|" + rv)
+	return entryKey(o, applyEntry(o, manager, subresource))
+}
+
+// applyEntry is manager's Apply entry of o's managedFields for
+// subresource, nil when it has none.
+func applyEntry(o client.Object, manager, subresource string) *metav1.ManagedFieldsEntry {
+	fields := o.GetManagedFields()
+	for i := range fields {
+		if m := &fields[i]; m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == subresource {
+			return m
 		}
 	}
-	return ""
+	return nil
+}
+
+// entryKey is managedEntry's digest of m, an entry of o ("" for none).
+func entryKey(o client.Object, m *metav1.ManagedFieldsEntry) string {
+	if m == nil {
+		return ""
+	}
+	t, rv := "", ""
+	if m.Time != nil {
+		t = m.Time.UTC().String()
+		if time.Since(m.Time.Time) < entryAmbiguous {
+			rv = o.GetResourceVersion()
+		}
+	}
+	raw := ""
+	if m.FieldsV1 != nil {
+		raw = m.FieldsV1.GetRawString()
+	}
+	return digest(m.APIVersion + "|" + t + "|" + raw + "|" + rv)
 }
 
 // entryAmbiguous is how long after its time a managed fields entry may

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// trimmedFor returns what an extraction of manager's fields (its Apply
-// entry for subresource) needs of live: a shallow copy without the
+// trimmedFor returns what an extraction of a manager's fields, by its Apply
+// entry of live (applyEntry), needs of live: a shallow copy without the
 // top-level fields (spec, status, ...) its entry does not reach, and with
 // that entry as its only managedFields. Extraction converts the whole
 // object into a typed value before it keeps the manager's fields; for the
@@ -20,16 +20,7 @@ import (
 // manager's field set, so the extraction is the same (TestTrimmedExtraction).
 // live itself is returned when there is nothing to drop or it is not a
 // pointer to a struct; nothing live holds is changed.
-func trimmedFor[O client.Object](live O, manager, subresource string) O {
-	var entry *metav1.ManagedFieldsEntry
-	fields := live.GetManagedFields()
-	for i := range fields {
-		m := &fields[i]
-		if m.Manager == manager && m.Operation == metav1.ManagedFieldsOperationApply && m.Subresource == subresource {
-			entry = m
-			break
-		}
-	}
+func trimmedFor[O client.Object](live O, entry *metav1.ManagedFieldsEntry) O {
 	if entry == nil || entry.FieldsV1 == nil {
 		return live
 	}

@@ -92,7 +92,7 @@ func TestTrimmedExtraction(t *testing.T) {
 		}
 	}
 	full, err1 := corev1ac.ExtractPod(pod, "mgr")
-	tp := trimmedFor(pod, "mgr", "")
+	tp := trimmedFor(pod, applyEntry(pod, "mgr", ""))
 	trimmed, err2 := corev1ac.ExtractPod(tp, "mgr")
 	check("pod", full, trimmed, err1, err2)
 	if tp.Status.Phase != "" || len(tp.Status.Conditions) != 0 || len(tp.ManagedFields) != 1 || len(tp.Spec.Containers) != 1 {
@@ -100,7 +100,7 @@ func TestTrimmedExtraction(t *testing.T) {
 	}
 
 	fullSb, err1 := sandboxac.ExtractSandbox(sb, "mgr-annotations")
-	ta := trimmedFor(sb, "mgr-annotations", "")
+	ta := trimmedFor(sb, applyEntry(sb, "mgr-annotations", ""))
 	trimmedSb, err2 := sandboxac.ExtractSandbox(ta, "mgr-annotations")
 	check("annotations", fullSb, trimmedSb, err1, err2)
 	if len(ta.Spec.PodTemplate.Spec.Containers) != 0 || len(ta.Status.Conditions) != 0 {
@@ -108,7 +108,7 @@ func TestTrimmedExtraction(t *testing.T) {
 	}
 
 	fullSt, err1 := sandboxac.ExtractSandboxStatus(sb, "mgr-status")
-	ts := trimmedFor(sb, "mgr-status", "status")
+	ts := trimmedFor(sb, applyEntry(sb, "mgr-status", "status"))
 	trimmedSt, err2 := sandboxac.ExtractSandboxStatus(ts, "mgr-status")
 	check("status", fullSt, trimmedSt, err1, err2)
 	if len(ts.Spec.PodTemplate.Spec.Containers) != 0 || len(ts.Status.Conditions) != 1 {
@@ -119,7 +119,7 @@ func TestTrimmedExtraction(t *testing.T) {
 		t.Error("trimming changed the object it was given")
 	}
 	// No entry of the manager's: the object itself, as is.
-	if got := trimmedFor(pod, "nobody", ""); got != pod {
+	if got := trimmedFor(pod, applyEntry(pod, "nobody", "")); got != pod {
 		t.Error("an object the manager holds nothing of was copied")
 	}
 }

@@ -34,8 +34,15 @@
 // owns cannot change while its managedFields entry stays; the engine's own
 // comparisons read them but remember none; each works on a copy of the
 // object without the top-level fields the manager's entry does not reach,
-// trim.go: the same result for a fraction of the work). All three are
-// forgotten with the object, its status with it (Forget). A fourth holds
+// trim.go: the same result for a fraction of the work). A recent
+// managedFields entry (its time is to the second) is ambiguous only while a
+// write of ours under its manager may not show in the cached object: on
+// its way, past the object's resourceVersion, failed in the last ten
+// seconds, or before the engine could know (its first ten seconds); only
+// then are those memories keyed by the object's resourceVersion too, and
+// every write forgets what they held of the object (settled.go). All
+// three, and the writes sent, are forgotten with the object, its status
+// with it (Forget). A fourth holds
 // the deletes it made (when, by object UID; swept after a minute): a
 // delete of an object it deleted moments ago, read from a cache that has
 // not shown the deletion yet, is not sent again. Likewise an unguarded

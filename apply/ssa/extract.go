@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -34,13 +35,14 @@ func Extract[O client.Object, AC any](e *Engine, kind string, live O, manager, s
 // object's cost memory (about half of what the engine held per Sandbox).
 // A Pod's, which every reconcile reads (Extract), is shared with them.
 func extractRemembered[O client.Object, AC any](e *Engine, kind string, live O, manager, subresource string, extract func(O, string) (AC, error), remember bool) (AC, error) {
+	began := time.Now()
+	k := writeKey{Kind: kind, Manager: manager, Subresource: subresource, Namespace: live.GetNamespace(), Name: live.GetName()}
 	applied := applyEntry(live, manager, subresource)
-	entry := entryKey(live, applied)
+	entry := e.entryKey(k, live, applied)
 	if entry == "" {
 		// Nothing applied by manager (yet): nothing to remember by.
 		return extract(live, manager)
 	}
-	k := writeKey{Kind: kind, Manager: manager, Subresource: subresource, Namespace: live.GetNamespace(), Name: live.GetName()}
 	if r, ok := e.extracted.Recall(k, live.GetUID()); ok && r.entry == entry {
 		if out, err := decodeAs[AC](r.json); err == nil {
 			e.extractions.hits.Add(1)
@@ -52,7 +54,9 @@ func extractRemembered[O client.Object, AC any](e *Engine, kind string, live O, 
 		return out, err
 	}
 	e.extractions.misses.Add(1)
-	if !remember {
+	if !remember || e.sentSince(k, began) {
+		// Not asked to, or a write of ours was sent meanwhile: what was
+		// made of the object before it stays unremembered.
 		return out, nil
 	}
 	if b, err := json.Marshal(out); err == nil {

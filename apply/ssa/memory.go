@@ -84,6 +84,20 @@ func (m *Memo[K, V]) Remember(k K, uid types.UID, v V) (previous V, had bool) {
 	return old.v, had
 }
 
+// Change replaces the value under k with what change makes of it (had
+// says there was one), for the object with uid, in one step: a value
+// remembered meanwhile by another caller is not lost.
+func (m *Memo[K, V]) Change(k K, uid types.UID, change func(v V, had bool) V) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = make(map[K]memoEntry[V])
+	}
+	old, had := m.m[k]
+	m.m[k] = memoEntry[V]{uid: uid, v: change(old.v, had)}
+	m.most = max(m.most, len(m.m))
+}
+
 // Forget drops the values under keys: the objects are gone.
 func (m *Memo[K, V]) Forget(keys ...K) {
 	m.mu.Lock()

@@ -23,7 +23,8 @@ import (
 // that sets them takes or shares ownership), so while that entry and
 // desired stay the same the answer stays yes.
 func (e *Engine) ownsDesired(k writeKey, live client.Object, desired any, extract func() (any, error)) (bool, error) {
-	managed := managedEntry(live, k.Manager, k.Subresource)
+	began := time.Now()
+	managed := e.entryKey(k, live, applyEntry(live, k.Manager, k.Subresource))
 	fp := IntentOf(desired)
 	if r, ok := e.owned.Recall(k, live.GetUID()); ok && managed != "" && r.entry == managed && r.intent == fp {
 		return true, nil
@@ -46,7 +47,7 @@ func (e *Engine) ownsDesired(k writeKey, live client.Object, desired any, extrac
 		e.owned.Forget(k)
 		return false, nil
 	}
-	if managed != "" {
+	if managed != "" && !e.sentSince(k, began) {
 		e.owned.Remember(k, live.GetUID(), ownedAs{entry: managed, intent: fp})
 	}
 	return true, nil
@@ -68,19 +69,6 @@ func objectMetaOf(ac any) *metav1ac.ObjectMetaApplyConfiguration {
 	return m
 }
 
-// managedEntry identifies our field manager's Apply entry on an object: its
-// time and owned field set. Empty when there is none.
-//
-// The entry's time has a resolution of one second, and an atomic field
-// (a NetworkPolicy's podSelector, a Service's selector) appears in the
-// field set as one field whatever it holds: two writes of such a field
-// within one second leave the same entry. So while the entry is recent
-// (entryAmbiguous), the object's resourceVersion is part of it too: what
-// was remembered of the first write is never taken for the second.
-func managedEntry(o client.Object, manager, subresource string) string {
-	return entryKey(o, applyEntry(o, manager, subresource))
-}
-
 // applyEntry is manager's Apply entry of o's managedFields for
 // subresource, nil when it has none.
 func applyEntry(o client.Object, manager, subresource string) *metav1.ManagedFieldsEntry {
@@ -93,15 +81,25 @@ func applyEntry(o client.Object, manager, subresource string) *metav1.ManagedFie
 	return nil
 }
 
-// entryKey is managedEntry's digest of m, an entry of o ("" for none).
-func entryKey(o client.Object, m *metav1.ManagedFieldsEntry) string {
+// entryKey identifies m, k's Apply entry on o (nil when it has none:
+// ""), for the memories of extractions and comparisons: its API version,
+// time and owned field set.
+//
+// The entry's time has a resolution of one second, and an atomic field
+// (a NetworkPolicy's podSelector, a Service's selector) appears in the
+// field set as one field whatever it holds: two writes of ours of such a
+// field within one second leave the same entry. So while the entry is
+// recent (entryAmbiguous) and a write of ours may not show in o yet
+// (settled), o's resourceVersion is part of it too: what was remembered of
+// the first write is never taken for the second.
+func (e *Engine) entryKey(k writeKey, o client.Object, m *metav1.ManagedFieldsEntry) string {
 	if m == nil {
 		return ""
 	}
 	t, rv := "", ""
 	if m.Time != nil {
 		t = m.Time.UTC().String()
-		if time.Since(m.Time.Time) < entryAmbiguous {
+		if time.Since(m.Time.Time) < entryAmbiguous && !e.settled(k, o) {
 			rv = o.GetResourceVersion()
 		}
 	}
@@ -157,8 +155,9 @@ type Write struct {
 // noteWrite records a write (in written), counting it as a no-op when the
 // server returned the resourceVersion of our previous write or seen, that
 // of the object as we saw it ("" when we saw none). sent is the
-// Fingerprint of what was sent.
-func (e *Engine) noteWrite(k writeKey, seen string, created bool, response any, sent string) {
+// Fingerprint of what was sent. It returns the resourceVersion the server
+// returned.
+func (e *Engine) noteWrite(k writeKey, seen string, created bool, response any, sent string) string {
 	uid, rv := identity(response)
 	w := Write{UID: uid, ResourceVersion: rv, At: time.Now(), Intent: digest(sent), Created: created}
 	prev, ok := e.written.Remember(k, uid, w)
@@ -171,7 +170,9 @@ func (e *Engine) noteWrite(k writeKey, seen string, created bool, response any, 
 		// in the last minute.
 		before := w.At.Add(-time.Minute)
 		e.written.Sweep(func(w Write) bool { return w.At.Before(before) })
+		e.sweepAttempts(w.At)
 	}
+	return rv
 }
 
 // aheadOfCache reports that live, as the cache shows it, is older than our
@@ -252,6 +253,7 @@ func (e *Engine) Forget(kind, namespace, name string) {
 			e.written.Forget(k)
 			e.owned.Forget(k)
 			e.extracted.Forget(k)
+			e.attempts.Forget(k)
 		}
 	}
 }
@@ -260,7 +262,7 @@ func (e *Engine) Forget(kind, namespace, name string) {
 // once they are gone and forgotten (and their writes a minute old), none.
 func (e *Engine) Remembered(namespace string) int {
 	in := func(k writeKey) bool { return k.Namespace == namespace }
-	return e.written.Count(in) + e.owned.Count(in) + e.extracted.Count(in)
+	return e.written.Count(in) + e.owned.Count(in) + e.extracted.Count(in) + e.attempts.Count(in)
 }
 
 // InFlight counts the writes of objects in a namespace the engine still

@@ -51,6 +51,15 @@ type Engine struct {
 	// postCreates is set once the API server refused a create by apply:
 	// Create then creates and upgrades the ownership in two requests.
 	postCreates atomic.Bool
+
+	// attempts remembers, per object and manager, the writes sent (when,
+	// how many on their way, the resourceVersion they gave it): until the
+	// cache shows them a recent managedFields entry of ours is ambiguous
+	// (settled.go). Swept: entries older than a minute go.
+	attempts Memo[writeKey, attempt]
+	// firstUse is when the engine first judged an entry (Unix
+	// nanoseconds; 0 before).
+	firstUse atomic.Int64
 }
 
 // Observe sets a function told every outcome (metrics). Call it before use.
@@ -212,6 +221,7 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 		applyOpts = append(applyOpts, client.ForceOwnership)
 	}
 	exists := false
+	done := e.sending(memo)
 	if isNil(live) && opts.CreateOnly {
 		exists, err = e.applyCreating(ctx, kind, desired, applyOpts...)
 	} else {
@@ -219,15 +229,17 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 		err = e.client.Apply(ctx, desired, applyOpts...)
 	}
 	if err != nil {
+		done("", err)
 		return change, wrapConflict(kind, change, err)
 	}
 	if exists {
 		// Not ours to write to until the cache shows it and the caller
 		// has judged it.
+		done("", nil)
 		change.Action, change.Pending = Unchanged, true
 		return change, nil
 	}
-	e.noteWrite(memo, versionOf(live), change.Action == Created, desired, sent)
+	done(e.noteWrite(memo, versionOf(live), change.Action == Created, desired, sent), nil)
 	return change, nil
 }
 
@@ -252,10 +264,12 @@ func ApplyStatus[O client.Object, AC ApplyConfiguration](ctx context.Context, e 
 	}
 	e.applies.Add(1)
 	sent := Fingerprint(desired)
+	done := e.sending(memo)
 	if err := e.client.Status().Apply(ctx, desired, client.FieldOwner(e.statusManager), client.ForceOwnership); err != nil {
+		done("", err)
 		return change, fmt.Errorf("applying %s status: %w", kind, err)
 	}
-	e.noteWrite(memo, versionOf(live), false, desired, sent)
+	done(e.noteWrite(memo, versionOf(live), false, desired, sent), nil)
 	return change, nil
 }
 

@@ -149,6 +149,14 @@ func isNil(o any) bool {
 // entry into our Apply entry (UpgradeOwnership).
 func (e *Engine) Create(ctx context.Context, kind string, desired ApplyConfiguration, obj client.Object) (change Change, exists bool, err error) {
 	change = Change{Kind: kind, Namespace: deref(desired.GetNamespace()), Name: deref(desired.GetName()), Action: Created}
+	done := e.sending(objectKey(kind, e.fieldManager, change.Namespace, change.Name))
+	defer func() {
+		if err != nil || exists {
+			done("", err)
+			return
+		}
+		done(obj.GetResourceVersion(), nil)
+	}()
 	if !e.postCreates.Load() {
 		exists, err := e.createByApply(ctx, kind, desired, obj)
 		switch {

@@ -38,6 +38,14 @@ type Result struct {
 	// Their requests are the floor client's only, not the users' patches.
 	FloorSuspend Baseline `json:"floor_suspend"`
 	FloorResume  Baseline `json:"floor_resume"`
+	// FloorAfter is the floor's cold create measured again at the end of
+	// the run, the controller stopped and its namespaces gone
+	// (BENCH_FLOORS_AFTER=0 leaves it out): a cluster that has served a
+	// run is not the fresh one the first floor met, and
+	// ColdRatioToFloorsAround is cold create's seconds over the mean of
+	// the two floors'. Its Sandboxes are left for the cluster's end.
+	FloorAfter              *Baseline `json:"floor_after,omitempty"`
+	ColdRatioToFloorsAround float64   `json:"cold_create_ratio_to_floors_around,omitempty"`
 	// Raw is one client creating N Pods + N headless Services directly (no
 	// Sandbox, no status), until every Pod is Ready.
 	Raw Baseline `json:"raw_pods_and_services"`
@@ -112,6 +120,12 @@ type Phase struct {
 	// ControllerCPUSeconds is the controller process's CPU time (user +
 	// system, /proc/<pid>/stat) over the same span as Requests.
 	ControllerCPUSeconds float64 `json:"controller_cpu_seconds"`
+	// APIServerRequests is what the API server served until the phase was
+	// done, from every client, by verb and resource, and EtcdRequests what
+	// it sent etcd (apiServerCounts): what the cluster did for it, against
+	// the floor's.
+	APIServerRequests map[string]int64 `json:"apiserver_requests,omitempty"`
+	EtcdRequests      map[string]int64 `json:"etcd_requests,omitempty"`
 	// ControllerRSSMB is its resident memory at the end of the phase
 	// (VmRSS), ControllerPeakRSSMB its peak since it started (VmHWM), MiB.
 	ControllerRSSMB     float64 `json:"controller_rss_mb"`
@@ -199,7 +213,7 @@ func TestBench(t *testing.T) {
 	ns := mkNamespace(t, c, "sandboxes")
 	measure := func(name string, p *Phase, do func(), done func() bool) {
 		pr := ctrl.begin(t, name)
-		cpu := cpuByProcess(clusterDirOf)
+		stretch := beginStretch(t, local.Config)
 		start := time.Now()
 		do()
 		for !done() {
@@ -213,7 +227,8 @@ func TestBench(t *testing.T) {
 		case "resume_all":
 			p.RatioToCold, p.RatioToOwnFloor = p.Seconds/res.Cold.Seconds, p.Seconds/res.FloorResume.Seconds
 		}
-		p.CPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
+		p.CPUSeconds, p.APIServerRequests = stretch.end(t, name)
+		p.EtcdRequests = stretch.etcdDiff
 		settle()
 		pr.end(t, p, n)
 		// Each phase is printed as it ends, so a run cut short keeps them.
@@ -253,7 +268,8 @@ func TestBench(t *testing.T) {
 	// caches full, as in production), and before delete_all: after it the
 	// cluster's garbage collector would still be deleting their Pods,
 	// Services and NetworkPolicies while the claims are measured.
-	res.WarmClaims = benchClaims(t, local.Config, c, watched, ctrl, mkNamespace(t, c, "claims"), claims)
+	claimsNS := mkNamespace(t, c, "claims")
+	res.WarmClaims = benchClaims(t, local.Config, c, watched, ctrl, claimsNS, claims)
 	res.WarmClaims.withFloor(claimsFloor)
 	res.WarmClaims.besideFloor(besideFloor)
 	res.WarmClaims.withRefillFloor(claimsRefillFloor)
@@ -282,6 +298,16 @@ func TestBench(t *testing.T) {
 	res.ControllerEndGoMemMB = ctrl.goMemMB(t)
 	if _, res.ControllerEndHeapMB, err = saveHeap(ctrl.pprof, "end"); err != nil {
 		t.Fatal(err)
+	}
+	if os.Getenv("BENCH_FLOORS_AFTER") != "0" {
+		ctrl.stop(t)
+		dropNamespace(t, c, ns)
+		dropNamespace(t, c, claimsNS)
+		settle()
+		after, _, _ := measureFloor(t, local.Config, c, watched, n, floorOptions{keep: true, name: "floor_cold_after"})
+		res.FloorAfter = &after
+		res.ColdRatioToFloorsAround = res.Cold.Seconds / ((res.Floor.Seconds + after.Seconds) / 2)
+		t.Logf("floor after done: %.2fs (cold create %.3f of the floors around)", after.Seconds, res.ColdRatioToFloorsAround)
 	}
 	report(t, res, "BENCH_OUT")
 }

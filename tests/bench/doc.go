@@ -5,7 +5,10 @@
 // directly), cold create, a metadata-only touch, suspend, resume and
 // delete of N Sandboxes, each as a ratio to the floor with the controller's
 // API requests by verb (the watches it opens as WATCH), CPU-seconds, RSS and a
-// CPU and heap profile (.work/bench-profiles/), the controller's resident
+// CPU and heap profile (.work/bench-profiles/), what the API server served
+// and sent etcd over it (as over the floor's cold create), the floor's cold
+// create measured again once the rest is done and the controller stopped
+// (floor_after, and cold create's ratio to both floors' mean), the controller's resident
 // memory at start and once the run is over and it has been quiet for
 // memorySettle, split into anon and file pages
 // (controller_start_rss_split_mb, controller_end_rss_mb); suspend and resume also as

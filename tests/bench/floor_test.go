@@ -83,6 +83,11 @@ type Baseline struct {
 	// CPUSeconds is the CPU time each process used meanwhile ("bench" is
 	// the client).
 	CPUSeconds map[string]float64 `json:"cpu_seconds,omitempty"`
+	// APIServerRequests is what the API server served meanwhile, from
+	// every client, by verb and resource, and EtcdRequests what it sent
+	// etcd (apiServerCounts): the floor's cold create only.
+	APIServerRequests map[string]int64 `json:"apiserver_requests,omitempty"`
+	EtcdRequests      map[string]int64 `json:"etcd_requests,omitempty"`
 }
 
 // countingClient is a client whose requests are counted by HTTP method,
@@ -274,7 +279,7 @@ func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched ca
 		}
 	}
 
-	cpu := cpuByProcess(clusterDirOf)
+	stretch := beginStretch(t, cfg)
 	counts.reset()
 	start := time.Now()
 	errs := make(chan error, 2)
@@ -298,7 +303,9 @@ func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched ca
 	for countReady(t, watched, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) != n {
 		time.Sleep(50 * time.Millisecond)
 	}
-	floor = Baseline{Seconds: time.Since(start).Seconds(), CPUSeconds: cpuDiff(cpuByProcess(clusterDirOf), cpu)}
+	floor = Baseline{Seconds: time.Since(start).Seconds()}
+	floor.CPUSeconds, floor.APIServerRequests = stretch.end(t, o.phase())
+	floor.EtcdRequests = stretch.etcdDiff
 	counts.fill(&floor, n)
 	cancel()
 	settle()
@@ -321,6 +328,16 @@ func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched ca
 type floorOptions struct {
 	cycle, keep bool
 	beside      func()
+	// name names the floor's cold create in API server profiles
+	// (apiserver-<name>.pprof); "floor_cold" when empty.
+	name string
+}
+
+func (o floorOptions) phase() string {
+	if o.name == "" {
+		return "floor_cold"
+	}
+	return o.name
 }
 
 // dropNamespace deletes a namespace and waits until it is gone: deleting its

@@ -34,6 +34,10 @@ func (e *Engine) ownsDesired(k writeKey, live client.Object, desired any, extrac
 		// Meant for another object of this name: never "already so".
 		return false, nil
 	}
+	if managed != "" && e.asSent(k, live, fp) {
+		e.owned.Remember(k, live.GetUID(), ownedAs{entry: managed, intent: fp})
+		return true, nil
+	}
 	owned, err := extract()
 	if err != nil {
 		return false, err

@@ -57,10 +57,10 @@ func (e *Engine) UpgradeOwnership(ctx context.Context, kind string, obj client.O
 	e.applies.Add(1)
 	done := e.sending(objectKey(kind, e.fieldManager, obj.GetNamespace(), obj.GetName()))
 	if err := e.client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(e.fieldManager)); err != nil {
-		done("", err)
+		done("", "", err)
 		return true, fmt.Errorf("upgrading ownership of %s %s: %w", kind, obj.GetName(), err)
 	}
-	done(obj.GetResourceVersion(), nil)
+	done(obj.GetResourceVersion(), "", nil)
 	return true, nil
 }
 

@@ -30,13 +30,18 @@ type attempt struct {
 	inFlight    int
 	rv          string
 	unknownTill time.Time
+	// intent is the digest of what the write that gave rv sent, when it
+	// was an apply of ours ("" otherwise): the object at rv is as that
+	// write left it, and what we own of it is what was sent (asSent).
+	intent string
 }
 
 // sending records that a write under k is about to be sent, and forgets
 // what was remembered of k's extraction and comparison: they were made of
 // the object before this write. The returned function records its outcome:
-// the resourceVersion the write gave the object (rv) or its error.
-func (e *Engine) sending(k writeKey) func(rv string, err error) {
+// the resourceVersion the write gave the object (rv) or its error, and
+// the digest of what it sent when it was an apply (intent, "" otherwise).
+func (e *Engine) sending(k writeKey) func(rv, intent string, err error) {
 	e.attempts.Change(k, "", func(a attempt, _ bool) attempt {
 		a.at = time.Now()
 		a.inFlight++
@@ -44,18 +49,34 @@ func (e *Engine) sending(k writeKey) func(rv string, err error) {
 	})
 	e.extracted.Forget(k)
 	e.owned.Forget(k)
-	return func(rv string, err error) {
+	return func(rv, intent string, err error) {
 		e.attempts.Change(k, "", func(a attempt, _ bool) attempt {
 			a.inFlight = max(a.inFlight-1, 0)
 			switch {
 			case err != nil || rv == "":
 				a.unknownTill = time.Now().Add(entryAmbiguous)
 			case a.rv == "" || newer(rv, a.rv):
-				a.rv = rv
+				a.rv, a.intent = rv, intent
 			}
 			return a
 		})
 	}
+}
+
+// asSent reports that live is the object exactly as our last write under
+// k left it (its resourceVersion is the one that write gave it, and no
+// write of ours since is on its way or failed) and that the write sent
+// what intent digests: what k's manager owns of it is then what was sent,
+// with no extraction. A Service or Pod just made, or a status just
+// written, is compared so the first time the cache shows it. A value the
+// server stores in another form (a quantity made canonical) or that a
+// mutating admission changed is taken for what was sent at that
+// resourceVersion; extraction would find it different, and the write sent
+// again would change nothing.
+func (e *Engine) asSent(k writeKey, live client.Object, intent string) bool {
+	a, ok := e.attempts.Recall(k, "")
+	return ok && intent != "" && a.intent == intent && a.inFlight == 0 && a.rv != "" &&
+		a.rv == live.GetResourceVersion() && !time.Now().Before(a.unknownTill)
 }
 
 // newer reports that resourceVersion a is past b; false when they cannot

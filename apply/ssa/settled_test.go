@@ -67,7 +67,7 @@ func TestRecentEntryKeyedByVersionOnlyUntilSettled(t *testing.T) {
 	if got := extractImage(t, e, recentPod("img:1", "12"), &calls); got != "img:1" || calls != 2 {
 		t.Errorf("write on its way: %s after %d calls; want a new extraction", got, calls)
 	}
-	done("20", nil)
+	done("20", "", nil)
 	if got := extractImage(t, e, recentPod("img:1", "13"), &calls); got != "img:1" || calls != 3 {
 		t.Errorf("cache behind the write: %s after %d calls; want a new extraction", got, calls)
 	}
@@ -81,7 +81,7 @@ func TestRecentEntryKeyedByVersionOnlyUntilSettled(t *testing.T) {
 	}
 
 	// A write that failed may have been written all the same.
-	e.sending(k)("", errors.New("timeout"))
+	e.sending(k)("", "", errors.New("timeout"))
 	if got := extractImage(t, e, recentPod("img:3", "30"), &calls); got != "img:3" || calls != 5 {
 		t.Errorf("after a failed write: %s after %d calls; want img:3 extracted", got, calls)
 	}
@@ -120,7 +120,7 @@ func TestWriteForgetsWhatWasMadeBefore(t *testing.T) {
 	if same, _ := e.ownsDesired(k, p, desired, extract); !same || calls != 1 {
 		t.Fatalf("remembered comparison: same %v, %d calls", same, calls)
 	}
-	e.sending(k)("11", nil)
+	e.sending(k)("11", "", nil)
 	if e.owned.Len() != 0 || e.extracted.Len() != 0 {
 		t.Errorf("a write kept %d comparisons and %d extractions made before it", e.owned.Len(), e.extracted.Len())
 	}
@@ -131,7 +131,7 @@ func TestWriteForgetsWhatWasMadeBefore(t *testing.T) {
 	}
 
 	began := time.Now()
-	e.sending(k)("12", nil)
+	e.sending(k)("12", "", nil)
 	if !e.sentSince(k, began) {
 		t.Error("a write sent after a comparison began is not seen")
 	}
@@ -144,10 +144,10 @@ func TestWriteForgetsWhatWasMadeBefore(t *testing.T) {
 // minute old with none on its way are swept.
 func TestAttemptsSweptAndForgotten(t *testing.T) {
 	e := oldEngine()
-	e.sending(objectKey("Pod", "mgr", "ns", "a"))("1", nil)
+	e.sending(objectKey("Pod", "mgr", "ns", "a"))("1", "", nil)
 	pending := objectKey("Pod", "mgr", "ns", "b")
 	e.sending(pending) // on its way
-	e.sending(e.statusKey("Sandbox", "ns", "c"))("2", nil)
+	e.sending(e.statusKey("Sandbox", "ns", "c"))("2", "", nil)
 	e.sweepAttempts(time.Now().Add(2 * time.Minute))
 	if n := e.attempts.Len(); n != 1 {
 		t.Errorf("after the sweep %d attempts, want the one on its way", n)
@@ -155,5 +155,47 @@ func TestAttemptsSweptAndForgotten(t *testing.T) {
 	e.Forget("Pod", "ns", "b")
 	if n := e.Remembered("ns"); n != 0 {
 		t.Errorf("after Forget the engine remembers %d entries", n)
+	}
+}
+
+// TestObjectAsSentNeedsNoExtraction: the object at the resourceVersion our
+// apply gave it, that apply having sent what is desired, is compared
+// without extraction; at another resourceVersion, for another intent, or
+// with a write of ours on its way or failed, it is extracted.
+func TestObjectAsSentNeedsNoExtraction(t *testing.T) {
+	e := oldEngine()
+	k := objectKey("Pod", "mgr", "ns", "box")
+	desired, err := corev1ac.ExtractPod(recentPod("img:1", "10"), "mgr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	compare := func(live *corev1.Pod, want any) bool {
+		t.Helper()
+		e.owned.Forget(k)
+		same, err := e.ownsDesired(k, live, want, func() (any, error) { calls++; return corev1ac.ExtractPod(live, "mgr") })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return same
+	}
+	e.sending(k)("10", IntentOf(desired), nil)
+	if !compare(recentPod("img:1", "10"), desired) || calls != 0 {
+		t.Errorf("as sent: %d extractions, want none", calls)
+	}
+	if !compare(recentPod("img:1", "11"), desired) || calls != 1 {
+		t.Errorf("changed since (by someone else): %d extractions, want 1", calls)
+	}
+	other, _ := corev1ac.ExtractPod(recentPod("img:2", "10"), "mgr")
+	if compare(recentPod("img:1", "10"), other) || calls != 2 {
+		t.Errorf("another intent: %d extractions, want 2 and a difference", calls)
+	}
+	done := e.sending(k)
+	if !compare(recentPod("img:1", "10"), desired) || calls != 3 {
+		t.Errorf("a write on its way: %d extractions, want 3", calls)
+	}
+	done("", "", errors.New("timeout"))
+	if !compare(recentPod("img:1", "10"), desired) || calls != 4 {
+		t.Errorf("after a failed write: %d extractions, want 4", calls)
 	}
 }

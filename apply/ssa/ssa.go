@@ -229,17 +229,17 @@ func Apply[O client.Object, AC ApplyConfiguration](ctx context.Context, e *Engin
 		err = e.client.Apply(ctx, desired, applyOpts...)
 	}
 	if err != nil {
-		done("", err)
+		done("", "", err)
 		return change, wrapConflict(kind, change, err)
 	}
 	if exists {
 		// Not ours to write to until the cache shows it and the caller
 		// has judged it.
-		done("", nil)
+		done("", "", nil)
 		change.Action, change.Pending = Unchanged, true
 		return change, nil
 	}
-	done(e.noteWrite(memo, versionOf(live), change.Action == Created, desired, sent), nil)
+	done(e.noteWrite(memo, versionOf(live), change.Action == Created, desired, sent), digest(sent), nil)
 	return change, nil
 }
 
@@ -266,10 +266,10 @@ func ApplyStatus[O client.Object, AC ApplyConfiguration](ctx context.Context, e 
 	sent := Fingerprint(desired)
 	done := e.sending(memo)
 	if err := e.client.Status().Apply(ctx, desired, client.FieldOwner(e.statusManager), client.ForceOwnership); err != nil {
-		done("", err)
+		done("", "", err)
 		return change, fmt.Errorf("applying %s status: %w", kind, err)
 	}
-	done(e.noteWrite(memo, versionOf(live), false, desired, sent), nil)
+	done(e.noteWrite(memo, versionOf(live), false, desired, sent), digest(sent), nil)
 	return change, nil
 }
 

@@ -152,10 +152,10 @@ func (e *Engine) Create(ctx context.Context, kind string, desired ApplyConfigura
 	done := e.sending(objectKey(kind, e.fieldManager, change.Namespace, change.Name))
 	defer func() {
 		if err != nil || exists {
-			done("", err)
+			done("", "", err)
 			return
 		}
-		done(obj.GetResourceVersion(), nil)
+		done(obj.GetResourceVersion(), "", nil)
 	}()
 	if !e.postCreates.Load() {
 		exists, err := e.createByApply(ctx, kind, desired, obj)

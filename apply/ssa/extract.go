@@ -40,8 +40,9 @@ func extractRemembered[O client.Object, AC any](e *Engine, kind string, live O, 
 	applied := applyEntry(live, manager, subresource)
 	entry := e.entryKey(k, live, applied)
 	if entry == "" {
-		// Nothing applied by manager (yet): nothing to remember by.
-		return extract(live, manager)
+		// Nothing applied by manager (yet): nothing to remember by, and
+		// nothing to extract but the object's name (trimmedFor).
+		return extract(trimmedFor(live, applied), manager)
 	}
 	if r, ok := e.extracted.Recall(k, live.GetUID()); ok && r.entry == entry {
 		if out, err := decodeAs[AC](r.json); err == nil {

@@ -18,15 +18,22 @@ import (
 // pod-name annotation that meant the Sandbox's whole Pod template, for a
 // status its spec, for a Pod its status. What is dropped is outside the
 // manager's field set, so the extraction is the same (TestTrimmedExtraction).
+// With no entry (nil) the copy has no top-level field and no
+// managedFields: an extraction then finds nothing the manager owns, as it
+// would of the object, whose whole conversion it skips (a Sandbox's first
+// pod-name annotation, its status before our first write of it).
 // live itself is returned when there is nothing to drop or it is not a
 // pointer to a struct; nothing live holds is changed.
 func trimmedFor[O client.Object](live O, entry *metav1.ManagedFieldsEntry) O {
-	if entry == nil || entry.FieldsV1 == nil {
-		return live
-	}
-	reached, ok := topKeys(entry.FieldsV1.GetRawString())
-	if !ok {
-		return live
+	var reached []string
+	if entry != nil {
+		if entry.FieldsV1 == nil {
+			return live
+		}
+		var ok bool
+		if reached, ok = topKeys(entry.FieldsV1.GetRawString()); !ok {
+			return live
+		}
 	}
 	v := reflect.ValueOf(live)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
@@ -42,6 +49,10 @@ func trimmedFor[O client.Object](live O, entry *metav1.ManagedFieldsEntry) O {
 	out, ok := c.Interface().(O)
 	if !ok {
 		return live
+	}
+	if entry == nil {
+		out.SetManagedFields(nil)
+		return out
 	}
 	out.SetManagedFields([]metav1.ManagedFieldsEntry{*entry})
 	return out

@@ -118,8 +118,20 @@ func TestTrimmedExtraction(t *testing.T) {
 	if !apiequality.Semantic.DeepEqual(pod, podBefore) || !apiequality.Semantic.DeepEqual(sb, sbBefore) {
 		t.Error("trimming changed the object it was given")
 	}
-	// No entry of the manager's: the object itself, as is.
-	if got := trimmedFor(pod, applyEntry(pod, "nobody", "")); got != pod {
-		t.Error("an object the manager holds nothing of was copied")
+	// No entry of the manager's: a copy with no top-level field and no
+	// managedFields, from which the extraction is the same: the name.
+	bare := trimmedFor(sb, applyEntry(sb, "nobody", "status"))
+	fullNone, err1 := sandboxac.ExtractSandboxStatus(sb, "nobody")
+	bareNone, err2 := sandboxac.ExtractSandboxStatus(bare, "nobody")
+	check("no entry", fullNone, bareNone, err1, err2)
+	if len(bare.Spec.PodTemplate.Spec.Containers) != 0 || len(bare.Status.Conditions) != 0 || len(bare.ManagedFields) != 0 || bare.Name != "box" {
+		t.Errorf("the copy for a manager with no entry keeps spec, status or managedFields, or lost its name: %+v", bare)
+	}
+	barePod := trimmedFor(pod, applyEntry(pod, "nobody", ""))
+	fullPod, err1 := corev1ac.ExtractPod(pod, "nobody")
+	bareExtract, err2 := corev1ac.ExtractPod(barePod, "nobody")
+	check("no entry, pod", fullPod, bareExtract, err1, err2)
+	if !apiequality.Semantic.DeepEqual(pod, podBefore) || !apiequality.Semantic.DeepEqual(sb, sbBefore) {
+		t.Error("the copy for a manager with no entry changed the object it was given")
 	}
 }

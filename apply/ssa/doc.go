@@ -40,9 +40,13 @@
 // its way, past the object's resourceVersion, failed in the last ten
 // seconds, or before the engine could know (its first ten seconds); only
 // then are those memories keyed by the object's resourceVersion too, and
-// every write forgets what they held of the object (settled.go). All
-// three, and the writes sent, are forgotten with the object, its status
-// with it (Forget). A fourth holds
+// every write forgets what they held of the object (settled.go). An
+// object at the resourceVersion our last apply of it gave it, that apply
+// having sent what is desired now, is compared without extraction
+// (asSent); an extraction for a manager with no entry on the object works
+// on a copy without its fields, as it finds nothing. All three, and the
+// writes sent, are forgotten with the object, its status with it
+// (Forget). A fourth holds
 // the deletes it made (when, by object UID; swept after a minute): a
 // delete of an object it deleted moments ago, read from a cache that has
 // not shown the deletion yet, is not sent again. Likewise an unguarded

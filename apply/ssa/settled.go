@@ -36,6 +36,13 @@ type attempt struct {
 	intent string
 }
 
+// unsure reports that at now a write of this record may not show in any
+// object the cache gives: one is on its way, or one failed within
+// entryAmbiguous.
+func (a attempt) unsure(now time.Time) bool {
+	return a.inFlight > 0 || now.Before(a.unknownTill)
+}
+
 // sending records that a write under k is about to be sent, and forgets
 // what was remembered of k's extraction and comparison: they were made of
 // the object before this write. The returned function records its outcome:
@@ -75,8 +82,8 @@ func (e *Engine) sending(k writeKey) func(rv, intent string, err error) {
 // again would change nothing.
 func (e *Engine) asSent(k writeKey, live client.Object, intent string) bool {
 	a, ok := e.attempts.Recall(k, "")
-	return ok && intent != "" && a.intent == intent && a.inFlight == 0 && a.rv != "" &&
-		a.rv == live.GetResourceVersion() && !time.Now().Before(a.unknownTill)
+	return ok && intent != "" && a.intent == intent && !a.unsure(time.Now()) && a.rv != "" &&
+		a.rv == live.GetResourceVersion()
 }
 
 // newer reports that resourceVersion a is past b; false when they cannot
@@ -106,7 +113,7 @@ func (e *Engine) settled(k writeKey, live client.Object) bool {
 	if !ok {
 		return true
 	}
-	if a.inFlight > 0 || now.Before(a.unknownTill) {
+	if a.unsure(now) {
 		return false
 	}
 	if a.rv == "" {
@@ -129,5 +136,5 @@ func (e *Engine) sentSince(k writeKey, began time.Time) bool {
 // was sent (sending), so one dropped here cannot bring one back.
 func (e *Engine) sweepAttempts(now time.Time) {
 	before := now.Add(-writeAhead)
-	e.attempts.Sweep(func(a attempt) bool { return a.inFlight == 0 && a.at.Before(before) && now.After(a.unknownTill) })
+	e.attempts.Sweep(func(a attempt) bool { return !a.unsure(now) && a.at.Before(before) })
 }

@@ -306,7 +306,7 @@ func TestBench(t *testing.T) {
 		settle()
 		after, _, _ := measureFloor(t, local.Config, c, watched, n, floorOptions{keep: true, name: "floor_cold_after"})
 		res.FloorAfter = &after
-		res.ColdRatioToFloorsAround = res.Cold.Seconds / ((res.Floor.Seconds + after.Seconds) / 2)
+		res.ColdRatioToFloorsAround = ratio(res.Cold.Seconds, (res.Floor.Seconds+after.Seconds)/2)
 		t.Logf("floor after done: %.2fs (cold create %.3f of the floors around)", after.Seconds, res.ColdRatioToFloorsAround)
 	}
 	report(t, res, "BENCH_OUT")

@@ -56,3 +56,79 @@ func TestOwnEchoIsOnlyOurStatus(t *testing.T) {
 		t.Error("an object of another type was taken for an echo")
 	}
 }
+
+// TestPodNameEchoIsOnlyOurAnnotation: an update whose only change is the
+// pod-name annotation we wrote last (set or removed) is not reconciled;
+// another value, any other change folded into it, another
+// resourceVersion, or no write remembered is.
+func TestPodNameEchoIsOnlyOurAnnotation(t *testing.T) {
+	old := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{
+		Name: "box", Namespace: "ns", UID: "u1", ResourceVersion: "4", Generation: 2,
+		Labels: map[string]string{"a": "1"}, Annotations: map[string]string{"user": "x"},
+	}}
+	ours := func(value string) *sandboxv1beta1.Sandbox {
+		sb := old.DeepCopy()
+		sb.ResourceVersion = "5"
+		if value != "" {
+			sb.Annotations[sandboxv1beta1.AnnotationPodName] = value
+		}
+		return sb
+	}
+	remember := func(r *SandboxReconciler, value, rv string) {
+		r.memory.podName.Remember(client.ObjectKeyFromObject(old), old.UID, sent{value: value, rv: rv})
+	}
+	r := &SandboxReconciler{Engine: ssa.New(nil, "mgr", "mgr-status")}
+	if r.isPodNameEcho(old, ours("box")) {
+		t.Fatal("skipped with no annotation write remembered")
+	}
+	remember(r, "box", "")
+	if r.isPodNameEcho(old, ours("box")) {
+		t.Fatal("skipped with no resourceVersion remembered (nothing was written)")
+	}
+	remember(r, "box", "5")
+	if !r.isPodNameEcho(old, ours("box")) {
+		t.Error("the echo of our pod-name annotation was reconciled")
+	}
+	if _, ok := r.memory.podName.Recall(client.ObjectKeyFromObject(old), old.UID); ok {
+		t.Error("the pod-name memory still holds a write the cache shows")
+	}
+
+	// Removed (suspended): the echo lacks the annotation.
+	withName := old.DeepCopy()
+	withName.Annotations[sandboxv1beta1.AnnotationPodName] = "box"
+	remember(r, "", "5")
+	if !r.isPodNameEcho(withName, ours("")) {
+		t.Error("the echo of our pod-name removal was reconciled")
+	}
+
+	now := metav1.Now()
+	for name, change := range map[string]func(*sandboxv1beta1.Sandbox){
+		"another value":           func(sb *sandboxv1beta1.Sandbox) { sb.Annotations[sandboxv1beta1.AnnotationPodName] = "other" },
+		"another resourceVersion": func(sb *sandboxv1beta1.Sandbox) { sb.ResourceVersion = "6" },
+		"spec (generation)":       func(sb *sandboxv1beta1.Sandbox) { sb.Generation++ },
+		"a label":                 func(sb *sandboxv1beta1.Sandbox) { sb.Labels["a"] = "2" },
+		"another annotation":      func(sb *sandboxv1beta1.Sandbox) { sb.Annotations["user"] = "y" },
+		"an annotation added":     func(sb *sandboxv1beta1.Sandbox) { sb.Annotations["more"] = "z" },
+		"an annotation removed":   func(sb *sandboxv1beta1.Sandbox) { delete(sb.Annotations, "user") },
+		"a finalizer":             func(sb *sandboxv1beta1.Sandbox) { sb.Finalizers = []string{"f"} },
+		"an owner": func(sb *sandboxv1beta1.Sandbox) {
+			sb.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "X", Name: "x", UID: "x"}}
+		},
+		"status": func(sb *sandboxv1beta1.Sandbox) {
+			sb.Status.Conditions = []metav1.Condition{{Type: sandboxv1beta1.ConditionReady, Status: metav1.ConditionTrue}}
+		},
+		"deletion":    func(sb *sandboxv1beta1.Sandbox) { sb.DeletionTimestamp = &now },
+		"another UID": func(sb *sandboxv1beta1.Sandbox) { sb.UID = "u2" },
+	} {
+		remember(r, "box", "5")
+		sb := ours("box")
+		change(sb)
+		if r.isPodNameEcho(old, sb) {
+			t.Errorf("%s folded into our annotation write: not reconciled", name)
+		}
+	}
+	remember(r, "box", "5")
+	if r.isPodNameEcho(&corev1.Pod{ObjectMeta: old.ObjectMeta}, ours("box")) {
+		t.Error("an object of another type was taken for an echo")
+	}
+}

@@ -30,8 +30,7 @@
 //   - An event is reconciled only when it may change a plan: what an
 //     object controls maps to it by its controller reference
 //     (enqueueController, sandboxOfChild: no REST mapping per event), and
-//     the echo of our own Sandbox status or pod-name annotation write is
-//     not reconciled (ownEcho).
+//     the echo of our own Sandbox status write is not reconciled (ownEcho).
 //
 // The user's guide is docs/controller.md.
 package controllers

@@ -18,9 +18,6 @@ type objectMemo[V any] = ssa.Memo[types.NamespacedName, V]
 type sent struct {
 	value string
 	at    time.Time
-	// rv is the resourceVersion the write gave the object, "" when
-	// unknown or when nothing was written.
-	rv string
 }
 
 // within reports that v was sent less than lag before now: a cache that

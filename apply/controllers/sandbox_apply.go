@@ -183,17 +183,9 @@ func (r *SandboxReconciler) trackPodName(ctx context.Context, sb *sandboxv1beta1
 	if m, ok := r.memory.podName.Recall(k, sb.UID); ok && m.within(want, now, ssa.CreateExpectation) {
 		return nil // patched moments ago; the cache has not shown it yet
 	}
-	c, err := execute(ctx, r.Engine, s)
-	if err != nil {
+	if _, err := execute(ctx, r.Engine, s); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	m := sent{value: want, at: now}
-	if c.Action != ssa.Unchanged {
-		// The echo of this write is not reconciled (isPodNameEcho).
-		if w, ok := r.Engine.LastAnnotationWrite("Sandbox", sb.Namespace, sb.Name); ok && w.UID == sb.UID {
-			m.rv = w.ResourceVersion
-		}
-	}
-	r.memory.podName.Remember(k, sb.UID, m)
+	r.memory.podName.Remember(k, sb.UID, sent{value: want, at: now})
 	return nil
 }

@@ -19,67 +19,10 @@ import (
 // with an event of its own: to the Sandbox (a new resourceVersion, which
 // this filter lets through) or to what it controls (their watches). That
 // was one reconcile in about six of each Sandbox's suspend and resume.
-// The same goes for the echo of our pod-name annotation (isPodNameEcho),
-// one more in each Sandbox's create, suspend and resume.
 func (r *SandboxReconciler) ownEcho() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		return !r.isOwnEcho(e.ObjectOld, e.ObjectNew) && !r.isPodNameEcho(e.ObjectOld, e.ObjectNew)
+		return !r.isOwnEcho(e.ObjectOld, e.ObjectNew)
 	}}
-}
-
-// isPodNameEcho reports an update from old to updated that only our last
-// pod-name annotation write made (trackPodName): updated has the
-// resourceVersion that write got, and nothing changed since old but that
-// annotation, to the value written ("" removed). The reconcile that wrote
-// it planned with that value already. A change folded in with ours
-// (another annotation, a label, spec, status, ...) is reconciled. The
-// engine and the pod-name memory are told the cache shows our write, as a
-// reconcile would have told them.
-func (r *SandboxReconciler) isPodNameEcho(old, updated client.Object) bool {
-	prev, ok := old.(*sandboxv1beta1.Sandbox)
-	sb, ok2 := updated.(*sandboxv1beta1.Sandbox)
-	if !ok || !ok2 {
-		return false
-	}
-	m, ok := r.memory.podName.Recall(client.ObjectKeyFromObject(sb), sb.UID)
-	if !ok || m.rv == "" || m.rv != sb.ResourceVersion || !onlyPodNameChanged(prev, sb, m.value) {
-		return false
-	}
-	r.Engine.Seen("Sandbox", sb)
-	r.podNameShown(sb)
-	return true
-}
-
-// onlyPodNameChanged reports that b differs from a in nothing a plan reads
-// but the pod-name annotation, which b has at value (none for "").
-func onlyPodNameChanged(a, b *sandboxv1beta1.Sandbox, value string) bool {
-	if got, ok := b.Annotations[sandboxv1beta1.AnnotationPodName]; got != value || ok != (value != "") {
-		return false
-	}
-	return a.UID == b.UID && a.Generation == b.Generation &&
-		a.DeletionTimestamp.Equal(b.DeletionTimestamp) &&
-		maps.Equal(a.Labels, b.Labels) && equalExcept(a.Annotations, b.Annotations, sandboxv1beta1.AnnotationPodName) &&
-		slices.Equal(a.Finalizers, b.Finalizers) &&
-		apiequality.Semantic.DeepEqual(a.OwnerReferences, b.OwnerReferences) &&
-		apiequality.Semantic.DeepEqual(a.Status, b.Status)
-}
-
-// equalExcept reports that a and b hold the same entries, key aside.
-func equalExcept(a, b map[string]string, key string) bool {
-	n := 0
-	for k, v := range a {
-		if k == key {
-			continue
-		}
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-		n++
-	}
-	if _, ok := b[key]; ok {
-		n++
-	}
-	return n == len(b)
 }
 
 // isOwnEcho reports an update from old to updated that only our last

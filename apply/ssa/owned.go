@@ -241,13 +241,6 @@ func (e *Engine) LastStatusWrite(kind, namespace, name string) (Write, bool) {
 	return e.written.Recall(e.statusKey(kind, namespace, name), "")
 }
 
-// LastAnnotationWrite is what the engine remembers of its last write of an
-// object of kind under its annotation manager (AnnotationManager), as
-// LastStatusWrite is of its status.
-func (e *Engine) LastAnnotationWrite(kind, namespace, name string) (Write, bool) {
-	return e.written.Recall(objectKey(kind, e.AnnotationManager(), namespace, name), "")
-}
-
 // recentlyCreated reports that we created this object, as desired now,
 // within CreateExpectation.
 func (e *Engine) recentlyCreated(k writeKey, desired any) bool {

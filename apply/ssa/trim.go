@@ -25,18 +25,9 @@ import (
 // live itself is returned when there is nothing to drop or it is not a
 // pointer to a struct; nothing live holds is changed.
 func trimmedFor[O client.Object](live O, entry *metav1.ManagedFieldsEntry) O {
-	var reached []string
-	if entry != nil {
-		if entry.FieldsV1 == nil {
-			return live
-		}
-		var ok bool
-		if reached, ok = topKeys(entry.FieldsV1.GetRawString()); !ok {
-			return live
-		}
-	}
+	reached, ok := reachedBy(entry)
 	v := reflect.ValueOf(live)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+	if !ok || v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
 		return live
 	}
 	c := reflect.New(v.Elem().Type())
@@ -50,12 +41,24 @@ func trimmedFor[O client.Object](live O, entry *metav1.ManagedFieldsEntry) O {
 	if !ok {
 		return live
 	}
-	if entry == nil {
-		out.SetManagedFields(nil)
-		return out
+	var kept []metav1.ManagedFieldsEntry
+	if entry != nil {
+		kept = []metav1.ManagedFieldsEntry{*entry}
 	}
-	out.SetManagedFields([]metav1.ManagedFieldsEntry{*entry})
+	out.SetManagedFields(kept)
 	return out
+}
+
+// reachedBy is the top-level keys of entry's field set (topKeys): none
+// for no entry, and false when its field set cannot be read.
+func reachedBy(entry *metav1.ManagedFieldsEntry) ([]string, bool) {
+	switch {
+	case entry == nil:
+		return nil, true
+	case entry.FieldsV1 == nil:
+		return nil, false
+	}
+	return topKeys(entry.FieldsV1.GetRawString())
 }
 
 // topField is a top-level field of an object's type that a manager may or

@@ -77,8 +77,20 @@ type Controller struct {
 
 // StartController runs the controller and waits until /readyz answers 200.
 // If it exits or is not ready in time, it is killed and the error carries
-// the end of its log.
+// the end of its log. When the metrics or probe port it chose was taken
+// before the controller listened on it, it starts again on fresh ports; a
+// port of o.Args that was taken is reported as ErrPortTaken.
 func StartController(o ControllerOptions) (*Controller, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := startController(o)
+		var taken *portTakenError
+		if err == nil || attempt == startAttempts || !errors.As(err, &taken) || !taken.ours {
+			return c, err
+		}
+	}
+}
+
+func startController(o ControllerOptions) (*Controller, error) {
 	probe, err := FreeAddr()
 	if err != nil {
 		return nil, err
@@ -113,7 +125,8 @@ func StartController(o ControllerOptions) (*Controller, error) {
 	if err := WaitReady(probe, c.exited, o.ReadyTimeout); err != nil {
 		_ = cmd.Process.Kill()
 		out, _ := os.ReadFile(o.LogPath)
-		return nil, fmt.Errorf("controller: %w (log %s)\n%s", err, o.LogPath, lastLines(string(out), 20))
+		return nil, withPortTaken(fmt.Errorf("controller: %w (log %s)\n%s", err, o.LogPath, lastLines(string(out), 20)),
+			string(out), probe, metrics)
 	}
 	return c, nil
 }

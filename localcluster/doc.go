@@ -32,7 +32,10 @@
 // refuse requests a web page could make (--allowed-hosts). Clusters on one machine are created one at a
 // time (a lock file in the temporary directory, held while kwokctl
 // creates one): kwokctl picks ports free at that moment, and two created
-// at once could pick the same. With Kind set it creates a kind
+// at once could pick the same. The controller, router and stand-in are
+// given loopback ports that are free when chosen; when another process
+// takes one before they listen on it, they are started again on fresh
+// ports (three tries). With Kind set it creates a kind
 // cluster instead (Docker needed).
 //
 // It is a library of its own (not under cmd/, which holds flags and wiring

@@ -53,8 +53,13 @@ type StandInOptions struct {
 }
 
 // StartStandIn runs the stand-in kubelet against the cluster and waits until
-// its Pod cache has synced (/readyz on a free loopback port).
+// its Pod cache has synced (/readyz on a free loopback port), and starts it
+// again on a fresh port while the one it chose was taken.
 func StartStandIn(c *Cluster, o StandInOptions) (*StandIn, error) {
+	return retryPortTaken(func() (*StandIn, error) { return startStandInOnce(c, o) })
+}
+
+func startStandInOnce(c *Cluster, o StandInOptions) (*StandIn, error) {
 	if len(o.Command) == 0 {
 		return nil, errors.New("stand-in kubelet: no command to run it")
 	}
@@ -90,7 +95,8 @@ func StartStandIn(c *Cluster, o StandInOptions) (*StandIn, error) {
 	if err := WaitReady(probe, s.exited, time.Minute); err != nil {
 		_ = cmd.Process.Kill()
 		out, _ := os.ReadFile(o.LogPath)
-		return nil, fmt.Errorf("stand-in kubelet: %w (log %s)\n%s", err, o.LogPath, lastLines(string(out), 20))
+		return nil, withPortTaken(fmt.Errorf("stand-in kubelet: %w (log %s)\n%s", err, o.LogPath, lastLines(string(out), 20)),
+			string(out), probe)
 	}
 	return s, nil
 }

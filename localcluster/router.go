@@ -98,8 +98,13 @@ func RouterKubeconfig(ctx context.Context, c *Cluster, cl client.Client) (string
 // E2B_API_KEY, sandboxes in namespace default), the proxy on 127.0.0.1:Port
 // and the metrics on a free loopback port, and
 // --allowed-hosts, so that a web page cannot drive it (DNS rebinding, a
-// foreign Origin). It waits for /readyz (the caches synced).
+// foreign Origin). It waits for /readyz (the caches synced), and starts
+// again on fresh ports while one it chose was taken before it listened.
 func StartRouter(ctx context.Context, c *Cluster, o RouterOptions) (*Router, error) {
+	return retryPortTaken(func() (*Router, error) { return startRouterOnce(ctx, c, o) })
+}
+
+func startRouterOnce(ctx context.Context, c *Cluster, o RouterOptions) (*Router, error) {
 	if st, err := os.Stat(o.Binary); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 		return nil, fmt.Errorf("sandbox-router binary %s: not an executable file (build it with `make router`)", o.Binary)
 	}
@@ -154,7 +159,8 @@ func StartRouter(ctx context.Context, c *Cluster, o RouterOptions) (*Router, err
 	if err := WaitReady(metrics, r.exited, time.Minute); err != nil {
 		_ = cmd.Process.Kill()
 		out, _ := os.ReadFile(o.LogPath)
-		return nil, fmt.Errorf("sandbox router: %w (log %s)\n%s", err, o.LogPath, lastLines(string(out), 20))
+		return nil, withPortTaken(fmt.Errorf("sandbox router: %w (log %s)\n%s", err, o.LogPath, lastLines(string(out), 20)),
+			string(out), addr, metrics)
 	}
 	return r, nil
 }

@@ -139,7 +139,13 @@ func Up(ctx context.Context, o UpOptions) (*Env, error) {
 	return env, nil
 }
 
+// startLocalController starts the controller on this machine, on a fresh
+// webhook port for every attempt while the one chosen is taken.
 func startLocalController(ctx context.Context, c *Cluster, o UpOptions) (*Controller, error) {
+	return retryPortTaken(func() (*Controller, error) { return startLocalControllerOnce(ctx, c, o) })
+}
+
+func startLocalControllerOnce(ctx context.Context, c *Cluster, o UpOptions) (*Controller, error) {
 	// The webhook server must be reachable from the API server on this
 	// machine; the controller issues its certificate and injects the CA.
 	webhookAddr, err := FreeAddr()

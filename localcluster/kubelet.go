@@ -56,7 +56,7 @@ type StandInOptions struct {
 // its Pod cache has synced (/readyz on a free loopback port), and starts it
 // again on a fresh port while the one it chose was taken.
 func StartStandIn(c *Cluster, o StandInOptions) (*StandIn, error) {
-	return retryPortTaken(func() (*StandIn, error) { return startStandInOnce(c, o) })
+	return RetryPortTaken(func() (*StandIn, error) { return startStandInOnce(c, o) })
 }
 
 func startStandInOnce(c *Cluster, o StandInOptions) (*StandIn, error) {

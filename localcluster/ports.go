@@ -51,9 +51,9 @@ func withPortTaken(err error, log string, chosen ...string) error {
 	return e
 }
 
-// retryPortTaken runs start up to startAttempts times while it fails with
+// RetryPortTaken runs start up to startAttempts times while it fails with
 // ErrPortTaken; start chooses its ports afresh on every call.
-func retryPortTaken[T any](start func() (T, error)) (T, error) {
+func RetryPortTaken[T any](start func() (T, error)) (T, error) {
 	for attempt := 1; ; attempt++ {
 		v, err := start()
 		if err == nil || attempt == startAttempts || !errors.Is(err, ErrPortTaken) {

@@ -95,7 +95,7 @@ func TestStartControllerChoosesATakenPortAgain(t *testing.T) {
 }
 
 // A port the caller chose (the webhook's) is not StartController's to
-// change: it reports ErrPortTaken at once, and retryPortTaken, choosing
+// change: it reports ErrPortTaken at once, and RetryPortTaken, choosing
 // again, succeeds once the port is free.
 func TestStartControllerReportsACallersTakenPort(t *testing.T) {
 	held, err := net.Listen("tcp", "127.0.0.1:0")
@@ -112,7 +112,7 @@ func TestStartControllerReportsACallersTakenPort(t *testing.T) {
 	}
 
 	attempts := 0
-	_, err = retryPortTaken(func() (*Controller, error) {
+	_, err = RetryPortTaken(func() (*Controller, error) {
 		attempts++
 		addr := held.Addr().String()
 		if attempts > 1 {
@@ -122,19 +122,19 @@ func TestStartControllerReportsACallersTakenPort(t *testing.T) {
 		return c, err
 	})
 	if err != nil || attempts != 2 {
-		t.Errorf("retryPortTaken: %d attempts, %v; want success on the second", attempts, err)
+		t.Errorf("RetryPortTaken: %d attempts, %v; want success on the second", attempts, err)
 	}
 
 	// Any other failure is not retried.
 	attempts = 0
-	_, err = retryPortTaken(func() (int, error) { attempts++; return 0, errors.New("boom") })
+	_, err = RetryPortTaken(func() (int, error) { attempts++; return 0, errors.New("boom") })
 	if attempts != 1 || err == nil {
-		t.Errorf("retryPortTaken on another error: %d attempts, %v; want 1 and the error", attempts, err)
+		t.Errorf("RetryPortTaken on another error: %d attempts, %v; want 1 and the error", attempts, err)
 	}
 	// Nor is a port that stays taken retried forever.
 	attempts = 0
-	_, err = retryPortTaken(func() (int, error) { attempts++; return 0, withPortTaken(errors.New("x"), "address already in use") })
+	_, err = RetryPortTaken(func() (int, error) { attempts++; return 0, withPortTaken(errors.New("x"), "address already in use") })
 	if attempts != startAttempts || !errors.Is(err, ErrPortTaken) {
-		t.Errorf("retryPortTaken on a port that stays taken: %d attempts, %v; want %d and ErrPortTaken", attempts, err, startAttempts)
+		t.Errorf("RetryPortTaken on a port that stays taken: %d attempts, %v; want %d and ErrPortTaken", attempts, err, startAttempts)
 	}
 }

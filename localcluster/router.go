@@ -101,7 +101,7 @@ func RouterKubeconfig(ctx context.Context, c *Cluster, cl client.Client) (string
 // foreign Origin). It waits for /readyz (the caches synced), and starts
 // again on fresh ports while one it chose was taken before it listened.
 func StartRouter(ctx context.Context, c *Cluster, o RouterOptions) (*Router, error) {
-	return retryPortTaken(func() (*Router, error) { return startRouterOnce(ctx, c, o) })
+	return RetryPortTaken(func() (*Router, error) { return startRouterOnce(ctx, c, o) })
 }
 
 func startRouterOnce(ctx context.Context, c *Cluster, o RouterOptions) (*Router, error) {

@@ -142,7 +142,7 @@ func Up(ctx context.Context, o UpOptions) (*Env, error) {
 // startLocalController starts the controller on this machine, on a fresh
 // webhook port for every attempt while the one chosen is taken.
 func startLocalController(ctx context.Context, c *Cluster, o UpOptions) (*Controller, error) {
-	return retryPortTaken(func() (*Controller, error) { return startLocalControllerOnce(ctx, c, o) })
+	return RetryPortTaken(func() (*Controller, error) { return startLocalControllerOnce(ctx, c, o) })
 }
 
 func startLocalControllerOnce(ctx context.Context, c *Cluster, o UpOptions) (*Controller, error) {

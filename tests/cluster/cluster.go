@@ -41,3 +41,9 @@ var InstallLocalWebhook = localcluster.InstallLocalWebhook
 // InstallLocalConversion points the CRDs' conversion at
 // https://127.0.0.1:port/convert (see localcluster.InstallLocalConversion).
 var InstallLocalConversion = localcluster.InstallLocalConversion
+
+// RetryPortTaken starts again, up to three times, a start whose port was
+// taken before its process listened (see localcluster.RetryPortTaken).
+func RetryPortTaken(start func() (*localcluster.Controller, error)) (*localcluster.Controller, error) {
+	return localcluster.RetryPortTaken(start)
+}

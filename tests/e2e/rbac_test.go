@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -91,36 +90,31 @@ func TestControllerWithDeployRBAC(t *testing.T) {
 	}
 
 	bin := controller // built once for the package by TestMain
-	probe, metrics, webhookAddr := freeAddr(t), freeAddr(t), freeAddr(t)
-	_, webhookPort, _ := net.SplitHostPort(webhookAddr)
-	port, _ := strconv.Atoi(webhookPort)
+	logPath := filepath.Join(t.TempDir(), "controller.log")
+	var removeWebhook, conversionOff func() error
 	// The admission webhook, reached by the API server at 127.0.0.1: the
 	// controller must issue its certificate (Secret in its namespace) and
-	// inject the CA bundle with nothing but its role.
-	removeWebhook, err := cluster.InstallLocalWebhook(ctx, admin, controllerNS, port)
+	// inject the CA bundle with nothing but its role. A webhook port taken
+	// before the controller listened on it is chosen again.
+	ctrl, err := cluster.RetryPortTaken(func() (*tests.Controller, error) {
+		_, webhookPort, _ := net.SplitHostPort(freeAddr(t))
+		port, _ := strconv.Atoi(webhookPort)
+		var err error
+		if removeWebhook, err = cluster.InstallLocalWebhook(ctx, admin, controllerNS, port); err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { _ = removeWebhook() })
+		if conversionOff, err = cluster.InstallLocalConversion(ctx, admin, port); err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { _ = conversionOff() })
+		return tests.StartController(bin, kubeconfig, logPath, "--leader-elect=true", "--leader-election-namespace", controllerNS, "--extensions",
+			"--controller-namespace", controllerNS, "--webhook-host", "127.0.0.1", "--webhook-port", webhookPort, "--webhook-cert-dir", t.TempDir())
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = removeWebhook() })
-	conversionOff, err := cluster.InstallLocalConversion(ctx, admin, port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conversionOff() })
-	var logs bytes.Buffer
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=true", "--leader-election-namespace", controllerNS, "--extensions",
-		"--controller-namespace", controllerNS, "--webhook-host", "127.0.0.1", "--webhook-port", webhookPort, "--webhook-cert-dir", t.TempDir(),
-		"--health-probe-bind-address", probe, "--metrics-bind-address", metrics)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() { _ = cmd.Process.Kill() }()
-	if err := tests.WaitReady(probe, exited, time.Minute); err != nil {
-		t.Fatalf("controller: %v\n%s", err, logs.String())
-	}
+	defer func() { _ = ctrl.Cmd.Process.Kill() }()
 
 	ns := namespace(t, admin)
 	key := types.NamespacedName{Namespace: ns, Name: "rbac-check"}
@@ -185,11 +179,11 @@ func TestControllerWithDeployRBAC(t *testing.T) {
 		t.Errorf("Lease has no holder while the controller runs")
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := ctrl.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
+	case err := <-ctrl.Exited():
 		if err != nil {
 			t.Errorf("controller exited with %v after SIGTERM", err)
 		}
@@ -202,7 +196,11 @@ func TestControllerWithDeployRBAC(t *testing.T) {
 	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
 		t.Errorf("Lease still held by %s after shutdown: it must be released", *lease.Spec.HolderIdentity)
 	}
-	for _, line := range strings.Split(logs.String(), "\n") {
+	logs, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(logs), "\n") {
 		// client-go logs a cancelled watch as an error while the process
 		// shuts down; that is not a fault.
 		if strings.Contains(line, "context canceled") {

@@ -44,7 +44,9 @@ func withPortTaken(err error, log string, chosen ...string) error {
 	}
 	e := &portTakenError{err: err}
 	for _, addr := range chosen {
-		if strings.Contains(line, addr) {
+		// "listen tcp 127.0.0.1:4317: bind: ...": the address ends at
+		// the colon, so 127.0.0.1:43170 is not taken for it.
+		if strings.Contains(line, addr+":") {
 			e.ours = true
 		}
 	}

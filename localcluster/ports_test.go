@@ -131,6 +131,14 @@ func TestStartControllerReportsACallersTakenPort(t *testing.T) {
 	if attempts != 1 || err == nil {
 		t.Errorf("RetryPortTaken on another error: %d attempts, %v; want 1 and the error", attempts, err)
 	}
+	// An address is one of those chosen only in full.
+	var taken *portTakenError
+	if err := withPortTaken(errors.New("x"), "listen tcp 127.0.0.1:43170: bind: address already in use", "127.0.0.1:4317"); !errors.As(err, &taken) || taken.ours {
+		t.Errorf("127.0.0.1:43170 taken was read as the chosen 127.0.0.1:4317 (%v)", err)
+	}
+	if err := withPortTaken(errors.New("x"), "listen tcp 127.0.0.1:4317: bind: address already in use", "127.0.0.1:4317"); !errors.As(err, &taken) || !taken.ours {
+		t.Errorf("127.0.0.1:4317 taken was not read as the chosen one (%v)", err)
+	}
 	// Nor is a port that stays taken retried forever.
 	attempts = 0
 	_, err = RetryPortTaken(func() (int, error) { attempts++; return 0, withPortTaken(errors.New("x"), "address already in use") })

@@ -47,13 +47,9 @@ func startProcess(ctx context.Context, p processSpec) (int, ports, error) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return 0, ports{}, err
 	}
-	var pp ports
-	for _, port := range []*int{&pp.legacy, &pp.rest, &pp.grpc, &pp.envd} {
-		free, err := freePort()
-		if err != nil {
-			return 0, ports{}, err
-		}
-		*port = free
+	pp, err := freePorts()
+	if err != nil {
+		return 0, ports{}, err
 	}
 	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	if p.FreshLogs {
@@ -106,14 +102,22 @@ func allowedHosts(pod string) string {
 	return "localhost," + pod
 }
 
-// freePort returns a loopback port that is free right now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(Loopback, "0"))
-	if err != nil {
-		return 0, err
+// freePorts returns four loopback ports that are free right now, and
+// distinct: each is held until all are chosen. Another process may still
+// take one before the runtime listens on it; the runtime then exits, and
+// the Pod's reconcile, which returns that error, starts it again on fresh
+// ports.
+func freePorts() (ports, error) {
+	var pp ports
+	for _, port := range []*int{&pp.legacy, &pp.rest, &pp.grpc, &pp.envd} {
+		l, err := net.Listen("tcp", net.JoinHostPort(Loopback, "0"))
+		if err != nil {
+			return ports{}, err
+		}
+		defer func() { _ = l.Close() }()
+		*port = l.Addr().(*net.TCPAddr).Port
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return pp, nil
 }
 
 // waitServing polls http://addr/ until it answers 200.

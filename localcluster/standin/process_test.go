@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -253,6 +254,28 @@ func TestAllowedHosts(t *testing.T) {
 	for pod, want := range map[string]string{"": "localhost", "sb-1": "localhost,sb-1", "evil.example": "localhost"} {
 		if got := allowedHosts(pod); got != want {
 			t.Errorf("allowedHosts(%q) = %q, want %q", pod, got, want)
+		}
+	}
+}
+
+// The runtime's four ports are distinct, free loopback ports.
+func TestFreePortsAreDistinct(t *testing.T) {
+	for range 20 {
+		pp, err := freePorts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[int]bool{}
+		for _, p := range []int{pp.legacy, pp.rest, pp.grpc, pp.envd} {
+			if p == 0 || seen[p] {
+				t.Fatalf("freePorts = %+v: want four distinct ports", pp)
+			}
+			seen[p] = true
+			l, err := net.Listen("tcp", net.JoinHostPort(Loopback, strconv.Itoa(p)))
+			if err != nil {
+				t.Fatalf("port %d of %+v is not free once chosen: %v", p, pp, err)
+			}
+			_ = l.Close()
 		}
 	}
 }

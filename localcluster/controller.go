@@ -123,10 +123,7 @@ func startController(o ControllerOptions) (*Controller, error) {
 	c := &Controller{PID: cmd.Process.Pid, Metrics: metrics, Probe: probe, LogPath: o.LogPath, Cmd: cmd, exited: make(chan error, 1)}
 	go func() { c.exited <- cmd.Wait(); _ = logFile.Close() }()
 	if err := WaitReady(probe, c.exited, o.ReadyTimeout); err != nil {
-		_ = cmd.Process.Kill()
-		out, _ := os.ReadFile(o.LogPath)
-		return nil, withPortTaken(fmt.Errorf("controller: %w (log %s)\n%s", err, o.LogPath, lastLines(string(out), 20)),
-			string(out), probe, metrics)
+		return nil, startFailed("controller", cmd.Process, err, o.LogPath, probe, metrics)
 	}
 	return c, nil
 }

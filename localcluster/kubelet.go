@@ -93,10 +93,7 @@ func startStandInOnce(c *Cluster, o StandInOptions) (*StandIn, error) {
 	s := &StandIn{PID: cmd.Process.Pid, LogPath: o.LogPath, Dir: c.SandboxDir(), cmd: cmd, exited: make(chan error, 1)}
 	go func() { s.exited <- cmd.Wait(); _ = logFile.Close() }()
 	if err := WaitReady(probe, s.exited, time.Minute); err != nil {
-		_ = cmd.Process.Kill()
-		out, _ := os.ReadFile(o.LogPath)
-		return nil, withPortTaken(fmt.Errorf("stand-in kubelet: %w (log %s)\n%s", err, o.LogPath, lastLines(string(out), 20)),
-			string(out), probe)
+		return nil, startFailed("stand-in kubelet", cmd.Process, err, o.LogPath, probe)
 	}
 	return s, nil
 }

@@ -2,6 +2,8 @@ package localcluster
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 )
 
@@ -29,6 +31,15 @@ type portTakenError struct {
 func (e *portTakenError) Error() string { return e.err.Error() }
 
 func (e *portTakenError) Unwrap() []error { return []error{e.err, ErrPortTaken} }
+
+// startFailed kills a process that did not become ready and returns err
+// with the end of its log, marked when one of its ports was taken
+// (withPortTaken; chosen are the addresses its starter chose).
+func startFailed(what string, p *os.Process, err error, logPath string, chosen ...string) error {
+	_ = p.Kill()
+	out, _ := os.ReadFile(logPath)
+	return withPortTaken(fmt.Errorf("%s: %w (log %s)\n%s", what, err, logPath, lastLines(string(out), 20)), string(out), chosen...)
+}
 
 // withPortTaken returns err marked as a taken port when the process's log
 // reports an address in use, and whether that address is one of chosen.

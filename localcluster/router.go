@@ -157,10 +157,7 @@ func startRouterOnce(ctx context.Context, c *Cluster, o RouterOptions) (*Router,
 		LogPath: o.LogPath, cmd: cmd, exited: make(chan error, 1)}
 	go func() { r.exited <- cmd.Wait(); _ = logFile.Close() }()
 	if err := WaitReady(metrics, r.exited, time.Minute); err != nil {
-		_ = cmd.Process.Kill()
-		out, _ := os.ReadFile(o.LogPath)
-		return nil, withPortTaken(fmt.Errorf("sandbox router: %w (log %s)\n%s", err, o.LogPath, lastLines(string(out), 20)),
-			string(out), addr, metrics)
+		return nil, startFailed("sandbox router", cmd.Process, err, o.LogPath, addr, metrics)
 	}
 	return r, nil
 }

@@ -60,7 +60,8 @@
 // and the API server's requests over the restart.
 // TestBenchScale, only when named, measures what a large N is for (cold
 // create against the floor's, idle, claims next to N against both claims
-// floors, memory per Sandbox, a restart) and leaves the rest out; the
+// floors, each side's once its cluster is quiet, memory per Sandbox, a
+// restart) and leaves the rest out; the
 // floor and the controller each run on a fresh cluster, so that nothing
 // is deleted (at N=20000 the floor's cold create took 35 min here, and
 // deleting its namespace would have taken over an hour).

@@ -32,6 +32,10 @@ type ScaleResult struct {
 	Memory ScaleMemory `json:"memory"`
 	// Restart is the controller restarted with nothing changed.
 	Restart Restart `json:"restart"`
+	// QuietBeforeClaims is the wait for a quiet cluster before the claims
+	// next to the N, on the floor's cluster ("floor_next_to_n") and on
+	// the controller's ("controller").
+	QuietBeforeClaims map[string]Quiet `json:"quiet_before_claims"`
 	// Seconds is the whole run's wall time, cluster start included.
 	Seconds float64 `json:"seconds"`
 }
@@ -53,7 +57,8 @@ type ScaleMemory struct {
 
 // TestBenchScale measures what a large N is about (BENCH_N, 500): cold
 // create against the floor's cold create, an idle spell, claims next to
-// the N Running Sandboxes against claims floors, the controller's memory
+// the N Running Sandboxes against claims floors (each once its cluster is
+// quiet, BENCH_QUIET_MAX at most; see Quiet), the controller's memory
 // per Sandbox, and a restart with nothing changed. It leaves out raw,
 // suspend, resume and delete, which TestBench measures. The floor and the
 // controller each get a fresh cluster of the same size, one after the
@@ -73,7 +78,7 @@ func TestBenchScale(t *testing.T) {
 	began := time.Now()
 	n := envInt(t, "BENCH_N", 500)
 	claims := envInt(t, "BENCH_CLAIMS", 100)
-	res := ScaleResult{N: n, Nodes: benchNodes(t, n, claims)}
+	res := ScaleResult{N: n, Nodes: benchNodes(t, n, claims), QuietBeforeClaims: map[string]Quiet{}}
 	var claimsFloor, besideFloor ClaimsFloor
 	if !t.Run("floor", func(t *testing.T) {
 		local, c := startBenchCluster(t, "bench-scale-floor", res.Nodes)
@@ -83,6 +88,7 @@ func TestBenchScale(t *testing.T) {
 		measureClaimsFloor(t, "claims_floor_warmup", local.Config, c, watched, claims, pacedClaims(t, claims))
 		claimsFloor = measureClaimsFloor(t, "claims_floor", local.Config, c, watched, claims, pacedClaims(t, claims))
 		res.Floor, _, _ = measureFloor(t, local.Config, c, watched, n, floorOptions{keep: true, beside: func() {
+			res.QuietBeforeClaims["floor_next_to_n"] = waitQuiet(t, "floor's claims next to n", quietLimit(t))
 			besideFloor = measureClaimsFloor(t, "claims_floor_next_to_n", local.Config, c, watched, claims, pacedClaims(t, claims))
 		}})
 		t.Logf("floor done after %.0fs: %.2fs; claims floor p99 %.0f ms, next to %d %.0f ms", time.Since(began).Seconds(),
@@ -137,6 +143,7 @@ func benchScaleController(t *testing.T, res *ScaleResult, claims int) {
 	m.RSSPerSandboxKiB = round2((m.RunningRSSMB - m.StartRSSMB) * 1024 / float64(n))
 	m.HeapPerSandboxKiB = round2((m.RunningHeapMB - m.StartHeapMB) * 1024 / float64(n))
 
+	res.QuietBeforeClaims["controller"] = waitQuiet(t, "claims next to n", quietLimit(t))
 	res.WarmClaims = benchClaims(t, local.Config, c, watched, ctrl, mkNamespace(t, c, "claims"), claims)
 	t.Logf("claims done: p99 %.0f ms (bursts %v)", res.WarmClaims.P99Ms, res.WarmClaims.P99sMs)
 

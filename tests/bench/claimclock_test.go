@@ -44,6 +44,9 @@ type claimClock struct {
 	members map[string]memberSpan
 	// events are the SandboxAdopted Events the watch saw, by name (event).
 	events map[string]adoptedEvent
+	// gc, if set, gives the controller's garbage collections so far, for
+	// the timelines (gcOverlap).
+	gc func() []gcWindow
 	// apiserver, if set, is the API server whose served requests (and,
 	// with BENCH_APISERVER_PROFILE=1, CPU profile) are taken per burst.
 	apiserver *rest.Config

@@ -166,6 +166,7 @@ func benchClaims(t *testing.T, cfg *rest.Config, c client.Client, watched cache.
 	settle()
 
 	clock, stop := startClaimClock(t, watched, ns)
+	clock.gc = ctrl.gcWindows
 	defer stop()
 	clock.apiserver = cfg
 

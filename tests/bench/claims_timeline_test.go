@@ -34,6 +34,9 @@ type ClaimTimeline struct {
 	Refill RefillOverlap `json:"refill"`
 	// Events is how the claims met other claims' SandboxAdopted Events.
 	Events EventOverlap `json:"events"`
+	// GC is how the claims met the controller's garbage collections (the
+	// controller's claims only).
+	GC *GCOverlap `json:"controller_gc,omitempty"`
 }
 
 // SlowClaim is one claim of a timeline: when its create was sent (this
@@ -48,6 +51,9 @@ type SlowClaim struct {
 	// Refills counts the pool members on their way to Ready while it was
 	// served.
 	Refills int `json:"refills_in_flight"`
+	// GCMs is how much of its time the controller was collecting
+	// garbage (the controller's claims only).
+	GCMs float64 `json:"controller_gc_ms,omitempty"`
 }
 
 // slowestClaims is how many claims a timeline names.
@@ -71,6 +77,10 @@ func (k *claimClock) timelineOf(names []string) ClaimTimeline {
 	var stages [4][]float64
 	var creates []float64
 	var tl ClaimTimeline
+	var gc []gcWindow
+	if k.gc != nil {
+		gc = k.gc()
+	}
 	for _, name := range names {
 		at := []time.Time{k.sent[name], k.observedAt[name], k.adoptedAt[name], k.annotatedAt[name], k.readyAt[name]}
 		complete := true
@@ -82,7 +92,7 @@ func (k *claimClock) timelineOf(names []string) ClaimTimeline {
 		}
 		tl.Claims++
 		slow := SlowClaim{Name: name, SentAt: at[0], TotalMs: ms(at[4].Sub(at[0])), CreateMs: ms(k.created[name]),
-			Refills: k.refillsDuring(at[0], at[4])}
+			Refills: k.refillsDuring(at[0], at[4]), GCMs: gcMs(gc, at[0], at[4])}
 		creates = append(creates, slow.CreateMs)
 		for i := range stages {
 			slow.StagesMs[i] = max(0, ms(at[i+1].Sub(at[i])))
@@ -97,6 +107,7 @@ func (k *claimClock) timelineOf(names []string) ClaimTimeline {
 	tl.CreateRequest = q(creates)
 	tl.Refill = k.refillOverlap(names)
 	tl.Events = k.eventOverlap(names)
+	tl.GC = k.gcOverlap(names, gc)
 	return tl
 }
 

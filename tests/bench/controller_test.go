@@ -27,6 +27,14 @@ type controller struct {
 	// pprof is the address of its pprof server (--enable-pprof).
 	pprof  string
 	exited chan error
+	// log is its log file, and logFrom the offset at which its lines
+	// begin there (BENCH_CONTROLLER_LOG appends).
+	log     string
+	logFrom int64
+	// The collections its log showed (gcWindows), read up to gcRead.
+	gcMu   sync.Mutex
+	gcSeen []gcWindow
+	gcRead int64
 	// started is when the process was started, ready when /readyz first
 	// answered.
 	started, ready time.Time
@@ -62,7 +70,10 @@ func startControllerThen(t *testing.T, kubeconfig string, launched func(*control
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &controller{metrics: metrics, pprof: pprof, exited: make(chan error, 1)}
+	c := &controller{metrics: metrics, pprof: pprof, exited: make(chan error, 1), log: logPath}
+	if st, err := logFile.Stat(); err == nil {
+		c.logFrom = st.Size()
+	}
 	c.cmd = exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=false", "--extensions", "--enable-webhook=false",
 		"--metrics-bind-address", metrics, "--health-probe-bind-address", probe,
 		"--enable-pprof", "--pprof-bind-address", pprof)
@@ -70,6 +81,9 @@ func startControllerThen(t *testing.T, kubeconfig string, launched func(*control
 	// BENCH_CONTROLLER_ARGS="--release-code-pages=false".
 	c.cmd.Args = append(c.cmd.Args, strings.Fields(os.Getenv("BENCH_CONTROLLER_ARGS"))...)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
+	// Each collection's line in the log, for the claims' timelines
+	// (GCOverlap): one line per cycle.
+	c.cmd.Env = withGCTrace(os.Environ())
 	c.started = time.Now()
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -44,6 +44,10 @@ type Bursts struct {
 	MedianPacedP99Ms float64              `json:"paced_claim_ready_median_p99_ms,omitempty"`
 	MoreCPUSeconds   []map[string]float64 `json:"more_bursts_cpu_seconds,omitempty"`
 	MoreAPIRequests  []map[string]int64   `json:"more_bursts_apiserver_requests,omitempty"`
+	// MorePacedTimelines are the timelines of the paced series after the
+	// first (whose own is PacedTimeline): where each one's slowest claims
+	// went.
+	MorePacedTimelines []ClaimTimeline `json:"more_paced_timelines,omitempty"`
 }
 
 // moreBursts serves bursts 2 to r of m claims (named claim<b>-<i>), each
@@ -78,6 +82,7 @@ func (k *claimClock) moreBursts(t *testing.T, c client.Client, m, paced, r int, 
 			refilled()
 			lat = k.paced(t, c, fmt.Sprintf("paced%d", b), paced)
 			res.PacedP99sMs = append(res.PacedP99sMs, quantile(lat, 0.99))
+			res.MorePacedTimelines = append(res.MorePacedTimelines, k.timeline(fmt.Sprintf("paced%d", b), paced))
 		}
 	}
 	if r > 1 {

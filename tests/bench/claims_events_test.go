@@ -110,17 +110,12 @@ func besideEvent(events []adoptedEvent, name string, from, to time.Time) bool {
 // SandboxAdopted Event was seen while it was served, never for its own;
 // only the timeline's claims' Events are counted and timed after Ready.
 func TestEventOverlap(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	at := func(msec int) time.Time { return t0.Add(time.Duration(msec) * time.Millisecond) }
-	k := &claimClock{
-		sent:    map[string]time.Time{"a": at(0), "b": at(200), "c": at(400)},
-		readyAt: map[string]time.Time{"a": at(20), "b": at(230), "c": at(420)},
-		events: map[string]adoptedEvent{
-			"a.1":     {at: at(210), claim: "a"},   // lands while b is served
-			"b.1":     {at: at(235), claim: "b"},   // after b, before c
-			"c.1":     {at: at(415), claim: "c"},   // c's own, while c is served
-			"other.1": {at: at(-50), claim: "old"}, // before the first claim
-		},
+	k, at := threeClaims(230)
+	k.events = map[string]adoptedEvent{
+		"a.1":     {at: at(210), claim: "a"},   // lands while b is served
+		"b.1":     {at: at(235), claim: "b"},   // after b, before c
+		"c.1":     {at: at(415), claim: "c"},   // c's own, while c is served
+		"other.1": {at: at(-50), claim: "old"}, // before the first claim
 	}
 	eo := k.eventOverlap([]string{"a", "b", "c"})
 	if eo.Events != 3 || eo.ClaimsBesideEvent != 1 {
@@ -135,4 +130,15 @@ func TestEventOverlap(t *testing.T) {
 	if only := k.eventOverlap([]string{"c"}); only.Events != 1 || only.ClaimsBesideEvent != 0 {
 		t.Fatalf("c alone: %+v; want its own Event only, beside none", only)
 	}
+}
+
+// threeClaims is a claimClock of claims a, b and c sent at 0, 200 and
+// 400 ms, Ready 20 ms later but b, Ready at bReady ms, and the clock's at.
+func threeClaims(bReady int) (*claimClock, func(msec int) time.Time) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(msec int) time.Time { return t0.Add(time.Duration(msec) * time.Millisecond) }
+	return &claimClock{
+		sent:    map[string]time.Time{"a": at(0), "b": at(200), "c": at(400)},
+		readyAt: map[string]time.Time{"a": at(20), "b": at(bReady), "c": at(420)},
+	}, at
 }

@@ -208,14 +208,9 @@ func TestReadGCWindows(t *testing.T) {
 // TestGCOverlap: a claim counts as beside a collection when one ran while
 // it was served; cycles count only those that began in the timeline.
 func TestGCOverlap(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	at := func(msec int) time.Time { return t0.Add(time.Duration(msec) * time.Millisecond) }
-	k := &claimClock{
-		sent:    map[string]time.Time{"a": at(0), "b": at(200), "c": at(400)},
-		readyAt: map[string]time.Time{"a": at(20), "b": at(290), "c": at(420)},
-		gc: func() []gcWindow {
-			return []gcWindow{{at(-100), at(-50)}, {at(250), at(300)}, {at(1000), at(1100)}}
-		},
+	k, at := threeClaims(290)
+	k.gc = func() []gcWindow {
+		return []gcWindow{{at(-100), at(-50)}, {at(250), at(300)}, {at(1000), at(1100)}}
 	}
 	o := k.gcOverlap([]string{"a", "b", "c"}, k.gc())
 	if o.Cycles != 1 || o.ClaimsBesideGC != 1 || o.CycleMs.P50 != 50 {

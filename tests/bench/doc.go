@@ -29,7 +29,9 @@
 // and, with BENCH_APISERVER_PROFILE=1, the API server's CPU profile of each
 // burst (with BENCH_TRACE=1, Go execution traces of the controller and the
 // API server over the first paced series, and of the API server over the
-// floors'). TestBenchDataplane measures the
+// floors'). The bench runs the controller with GODEBUG=gctrace=1, so each
+// of its claims timelines says how the claims met its garbage
+// collections. TestBenchDataplane measures the
 // data plane on a local cluster with the stand-in kubelet: claim -> first
 // command (SDK Create then Run, the SDK built as from a kubeconfig, paced
 // and 50 at once, the bursts through the router in three rounds with the
@@ -60,7 +62,8 @@
 // and the API server's requests over the restart.
 // TestBenchScale, only when named, measures what a large N is for (cold
 // create against the floor's, idle, claims next to N against both claims
-// floors, each side's once its cluster is quiet, memory per Sandbox, a
+// floors, each side's once its cluster is quiet or BENCH_QUIET_MAX has
+// passed, memory per Sandbox, a
 // restart) and leaves the rest out; the
 // floor and the controller each run on a fresh cluster, so that nothing
 // is deleted (at N=20000 the floor's cold create took 35 min here, and

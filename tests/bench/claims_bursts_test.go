@@ -80,9 +80,10 @@ func (k *claimClock) moreBursts(t *testing.T, c client.Client, m, paced, r int, 
 		res.P99sMs = append(res.P99sMs, quantile(lat, 0.99))
 		if paced > 0 {
 			refilled()
-			lat = k.paced(t, c, fmt.Sprintf("paced%d", b), paced)
+			series := fmt.Sprintf("paced%d", b)
+			lat = k.paced(t, c, series, paced)
 			res.PacedP99sMs = append(res.PacedP99sMs, quantile(lat, 0.99))
-			res.MorePacedTimelines = append(res.MorePacedTimelines, k.timeline(fmt.Sprintf("paced%d", b), paced))
+			res.MorePacedTimelines = append(res.MorePacedTimelines, k.timeline(series, paced))
 		}
 	}
 	if r > 1 {

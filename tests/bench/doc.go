@@ -60,8 +60,9 @@
 // reconciled, the reconciles and writes (0 is the goal), the new
 // controller's CPU profile from its first moment, and each process's CPU
 // and the API server's requests over the restart.
-// TestBenchScale, only when named, measures what a large N is for (cold
-// create against the floor's, idle, claims next to N against both claims
+// TestBenchScale, only when named, measures what a large N is for (N
+// Sandboxes over BENCH_NAMESPACES namespaces on both sides; cold create
+// against the floor's, idle, claims next to N against both claims
 // floors, each side's once its cluster is quiet or BENCH_QUIET_MAX has
 // passed, memory per Sandbox, a
 // restart) and leaves the rest out; the

@@ -201,7 +201,11 @@ func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched ca
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c, counts := countingClient(t, cfg)
-	ns := mkNamespace(t, c, "floor")
+	namespaces := o.spread(t, c, n)
+	inFloor := map[string]bool{}
+	for _, each := range namespaces {
+		inFloor[each] = true
+	}
 
 	// The workers' queue: a Sandbox's Service and Pod once it is created,
 	// its status once the bench's watch sees its Pod Ready; 2n jobs in all.
@@ -212,7 +216,7 @@ func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched ca
 	writeStatus := func(pod *corev1.Pod) func() error {
 		return func() error {
 			mu.Lock()
-			sb := sandboxes[pod.Name]
+			sb := sandboxes[pod.Namespace+"/"+pod.Name]
 			mu.Unlock()
 			_, err := applyStatus(ctx, c, sb, pod, true)
 			return err
@@ -224,13 +228,13 @@ func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched ca
 	}
 	seen := func(obj any) {
 		pod, ok := obj.(*corev1.Pod)
-		if !ok || pod.Namespace != ns || !podReady(pod) {
+		if !ok || !inFloor[pod.Namespace] || !podReady(pod) {
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if !queued[pod.Name] {
-			queued[pod.Name] = true
+		if key := pod.Namespace + "/" + pod.Name; !queued[key] {
+			queued[key] = true
 			jobs <- writeStatus(pod)
 		}
 	}
@@ -260,12 +264,12 @@ func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched ca
 		}
 	}
 	create := func(i int) error {
-		sb := benchSandbox(ns, i)
+		sb := benchSandbox(namespaces[i%len(namespaces)], i)
 		if err := c.Create(ctx, sb); err != nil {
 			return err
 		}
 		mu.Lock()
-		sandboxes[sb.Name] = sb
+		sandboxes[sb.Namespace+"/"+sb.Name] = sb
 		mu.Unlock()
 		jobs <- applyChildren(sb)
 		return nil
@@ -300,7 +304,7 @@ func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched ca
 			t.Fatalf("floor: %v", err)
 		}
 	}
-	for countReady(t, watched, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) != n {
+	for readyIn(t, watched, namespaces) != n {
 		time.Sleep(50 * time.Millisecond)
 	}
 	floor = Baseline{Seconds: time.Since(start).Seconds()}
@@ -310,13 +314,15 @@ func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched ca
 	cancel()
 	settle()
 	if o.cycle {
-		suspend, resume = (&floorCycle{c: c, user: user, counts: counts, watched: watched, ns: ns, n: n}).run(t)
+		suspend, resume = (&floorCycle{c: c, user: user, counts: counts, watched: watched, ns: namespaces[0], n: n}).run(t)
 	}
 	if o.beside != nil {
 		o.beside() // next to the n Running Sandboxes, as the controller's claims are
 	}
 	if !o.keep {
-		dropNamespace(t, c, ns)
+		for _, each := range namespaces {
+			dropNamespace(t, c, each)
+		}
 	}
 	return floor, suspend, resume
 }
@@ -328,9 +334,26 @@ func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched ca
 type floorOptions struct {
 	cycle, keep bool
 	beside      func()
+	// namespaces is how many namespaces the n Sandboxes are spread over,
+	// in turn (1 when 0); cycle wants 1.
+	namespaces int
 	// name names the floor's cold create in API server profiles
 	// (apiserver-<name>.pprof); "floor_cold" when empty.
 	name string
+}
+
+// spread makes the floor's namespaces, as o.namespaces says.
+func (o floorOptions) spread(t *testing.T, c client.Client, n int) []string {
+	t.Helper()
+	k := max(1, o.namespaces)
+	if k > n || (o.cycle && k > 1) {
+		t.Fatalf("floor: %d namespaces for %d Sandboxes (cycle %v)", k, n, o.cycle)
+	}
+	namespaces := make([]string, k)
+	for i := range namespaces {
+		namespaces[i] = mkNamespace(t, c, "floor")
+	}
+	return namespaces
 }
 
 func (o floorOptions) phase() string {

@@ -183,29 +183,27 @@ func idleSeconds(t *testing.T) time.Duration {
 	return time.Duration(s) * time.Second
 }
 
-// coldWave creates n Sandboxes in ns at once (benchSandbox) and returns the
-// seconds until the watch shows every one Ready.
-func coldWave(t *testing.T, c client.Client, watched cache.Cache, ns string, n int) float64 {
-	t.Helper()
-	return coldWaveIn(t, c, watched, []string{ns}, n)
-}
-
-// coldWaveIn is coldWave with the n Sandboxes spread over namespaces in
-// turn.
+// coldWaveIn creates n Sandboxes at once (benchSandbox), spread over
+// namespaces in turn, and returns the seconds until the watch shows every
+// one Ready.
 func coldWaveIn(t *testing.T, c client.Client, watched cache.Cache, namespaces []string, n int) float64 {
 	t.Helper()
 	start := time.Now()
 	parallel(n, func(i int) error {
 		return c.Create(context.Background(), benchSandbox(namespaces[i%len(namespaces)], i))
 	}, t)
-	for {
-		ready := 0
-		for _, ns := range namespaces {
-			ready += countReady(t, watched, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady)
-		}
-		if ready == n {
-			return round2(time.Since(start).Seconds())
-		}
+	for readyIn(t, watched, namespaces) != n {
 		time.Sleep(50 * time.Millisecond)
 	}
+	return round2(time.Since(start).Seconds())
+}
+
+// readyIn counts the Sandboxes Ready (DependenciesReady) in namespaces.
+func readyIn(t *testing.T, watched cache.Cache, namespaces []string) int {
+	t.Helper()
+	ready := 0
+	for _, ns := range namespaces {
+		ready += countReady(t, watched, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady)
+	}
+	return ready
 }

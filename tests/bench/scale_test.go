@@ -18,6 +18,9 @@ import (
 type ScaleResult struct {
 	N     int `json:"n"`
 	Nodes int `json:"nodes"`
+	// Namespaces is how many namespaces the N Sandboxes are spread over,
+	// on both sides (BENCH_NAMESPACES, 1; see RestartResult.Namespaces).
+	Namespaces int `json:"namespaces"`
 	// Floor is measureFloor's cold create (no suspend and resume), on a
 	// cluster of its own, and Cold the controller's, with ratio_to_floor.
 	Floor Baseline `json:"floor"`
@@ -59,7 +62,8 @@ type ScaleMemory struct {
 // create against the floor's cold create, an idle spell, claims next to
 // the N Running Sandboxes against claims floors (each once its cluster is
 // quiet, BENCH_QUIET_MAX at most; see Quiet), the controller's memory
-// per Sandbox, and a restart with nothing changed. It leaves out raw,
+// per Sandbox, and a restart with nothing changed, the N spread over
+// BENCH_NAMESPACES namespaces (1) on both sides. It leaves out raw,
 // suspend, resume and delete, which TestBench measures. The floor and the
 // controller each get a fresh cluster of the same size, one after the
 // other: deleting the floor's N Sandboxes, their Pods and Services before
@@ -78,7 +82,11 @@ func TestBenchScale(t *testing.T) {
 	began := time.Now()
 	n := envInt(t, "BENCH_N", 500)
 	claims := envInt(t, "BENCH_CLAIMS", 100)
-	res := ScaleResult{N: n, Nodes: benchNodes(t, n, claims), QuietBeforeClaims: map[string]Quiet{}}
+	res := ScaleResult{N: n, Nodes: benchNodes(t, n, claims), Namespaces: envInt(t, "BENCH_NAMESPACES", 1),
+		QuietBeforeClaims: map[string]Quiet{}}
+	if res.Namespaces < 1 || res.Namespaces > n {
+		t.Fatalf("BENCH_NAMESPACES=%d: want 1 to BENCH_N (%d)", res.Namespaces, n)
+	}
 	var claimsFloor, besideFloor ClaimsFloor
 	if !t.Run("floor", func(t *testing.T) {
 		local, c := startBenchCluster(t, "bench-scale-floor", res.Nodes)
@@ -87,7 +95,7 @@ func TestBenchScale(t *testing.T) {
 		// A first claims floor, not counted, warms the new cluster up.
 		measureClaimsFloor(t, "claims_floor_warmup", local.Config, c, watched, claims, pacedClaims(t, claims))
 		claimsFloor = measureClaimsFloor(t, "claims_floor", local.Config, c, watched, claims, pacedClaims(t, claims))
-		res.Floor, _, _ = measureFloor(t, local.Config, c, watched, n, floorOptions{keep: true, beside: func() {
+		res.Floor, _, _ = measureFloor(t, local.Config, c, watched, n, floorOptions{keep: true, namespaces: res.Namespaces, beside: func() {
 			res.QuietBeforeClaims["floor_next_to_n"] = waitQuiet(t, "floor's claims next to n", quietLimit(t))
 			besideFloor = measureClaimsFloor(t, "claims_floor_next_to_n", local.Config, c, watched, claims, pacedClaims(t, claims))
 		}})
@@ -120,10 +128,13 @@ func benchScaleController(t *testing.T, res *ScaleResult, claims int) {
 		t.Fatal(err)
 	}
 
-	ns := mkNamespace(t, c, "scale")
+	namespaces := make([]string, res.Namespaces)
+	for i := range namespaces {
+		namespaces[i] = mkNamespace(t, c, "scale")
+	}
 	pr := ctrl.begin(t, "scale_cold")
 	cpu := cpuByProcess(clusterDirOf)
-	res.Cold.Seconds = coldWave(t, c, watched, ns, n)
+	res.Cold.Seconds = coldWaveIn(t, c, watched, namespaces, n)
 	res.Cold.RatioToFloor = res.Cold.Seconds / res.Floor.Seconds
 	res.Cold.CPUSeconds = cpuDiff(cpuByProcess(clusterDirOf), cpu)
 	settle()

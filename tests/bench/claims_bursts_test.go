@@ -48,6 +48,10 @@ type Bursts struct {
 	// first (whose own is PacedTimeline): where each one's slowest claims
 	// went.
 	MorePacedTimelines []ClaimTimeline `json:"more_paced_timelines,omitempty"`
+	// MoreBurstTimelines are the timelines of the bursts after the first
+	// (whose own is the measurement's Timeline): a slow burst's stages,
+	// its refill and the collections it met.
+	MoreBurstTimelines []ClaimTimeline `json:"more_burst_timelines,omitempty"`
 }
 
 // moreBursts serves bursts 2 to r of m claims (named claim<b>-<i>), each
@@ -78,6 +82,7 @@ func (k *claimClock) moreBursts(t *testing.T, c client.Client, m, paced, r int, 
 		}
 		lat, _, _ := k.latencies(prefix, m)
 		res.P99sMs = append(res.P99sMs, quantile(lat, 0.99))
+		res.MoreBurstTimelines = append(res.MoreBurstTimelines, k.timeline(prefix, m))
 		if paced > 0 {
 			refilled()
 			series := fmt.Sprintf("paced%d", b)

@@ -283,6 +283,7 @@ func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched ca
 		}
 	}
 
+	ready := watchReady(t, watched, namespaces, n)
 	stretch := beginStretch(t, cfg)
 	counts.reset()
 	start := time.Now()
@@ -304,9 +305,7 @@ func measureFloor(t *testing.T, cfg *rest.Config, user client.Client, watched ca
 			t.Fatalf("floor: %v", err)
 		}
 	}
-	for readyIn(t, watched, namespaces) != n {
-		time.Sleep(50 * time.Millisecond)
-	}
+	ready.wait()
 	floor = Baseline{Seconds: time.Since(start).Seconds()}
 	floor.CPUSeconds, floor.APIServerRequests = stretch.end(t, o.phase())
 	floor.EtcdRequests = stretch.etcdDiff

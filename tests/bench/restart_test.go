@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -188,22 +187,11 @@ func idleSeconds(t *testing.T) time.Duration {
 // one Ready.
 func coldWaveIn(t *testing.T, c client.Client, watched cache.Cache, namespaces []string, n int) float64 {
 	t.Helper()
+	ready := watchReady(t, watched, namespaces, n)
 	start := time.Now()
 	parallel(n, func(i int) error {
 		return c.Create(context.Background(), benchSandbox(namespaces[i%len(namespaces)], i))
 	}, t)
-	for readyIn(t, watched, namespaces) != n {
-		time.Sleep(50 * time.Millisecond)
-	}
+	ready.wait()
 	return round2(time.Since(start).Seconds())
-}
-
-// readyIn counts the Sandboxes Ready (DependenciesReady) in namespaces.
-func readyIn(t *testing.T, watched cache.Cache, namespaces []string) int {
-	t.Helper()
-	ready := 0
-	for _, ns := range namespaces {
-		ready += countReady(t, watched, ns, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady)
-	}
-	return ready
 }

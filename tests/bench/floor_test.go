@@ -348,11 +348,7 @@ func (o floorOptions) spread(t *testing.T, c client.Client, n int) []string {
 	if k > n || (o.cycle && k > 1) {
 		t.Fatalf("floor: %d namespaces for %d Sandboxes (cycle %v)", k, n, o.cycle)
 	}
-	namespaces := make([]string, k)
-	for i := range namespaces {
-		namespaces[i] = mkNamespace(t, c, "floor")
-	}
-	return namespaces
+	return mkNamespaces(t, c, "floor", k)
 }
 
 func (o floorOptions) phase() string {

@@ -93,6 +93,27 @@ func (c *controller) runtimeCounters(t *testing.T) [2]float64 {
 	return out
 }
 
+// mkNamespaces makes k namespaces with mkNamespace.
+func mkNamespaces(t *testing.T, c client.Client, prefix string, k int) []string {
+	t.Helper()
+	namespaces := make([]string, k)
+	for i := range namespaces {
+		namespaces[i] = mkNamespace(t, c, prefix)
+	}
+	return namespaces
+}
+
+// benchNamespaces is BENCH_NAMESPACES (1): how many namespaces n Sandboxes
+// are spread over, from 1 to n.
+func benchNamespaces(t *testing.T, n int) int {
+	t.Helper()
+	k := envInt(t, "BENCH_NAMESPACES", 1)
+	if k < 1 || k > n {
+		t.Fatalf("BENCH_NAMESPACES=%d: want 1 to BENCH_N (%d)", k, n)
+	}
+	return k
+}
+
 // mkNamespace creates a namespace and waits for its default ServiceAccount
 // (Pods are refused until the controller-manager has made it).
 func mkNamespace(t *testing.T, c client.Client, prefix string) string {
@@ -204,13 +225,22 @@ func countCondition(t *testing.T, c cache.Cache, ns, typ string, status metav1.C
 		if !ok {
 			continue
 		}
-		for _, cond := range sb.Status.Conditions {
-			if cond.Type == typ && cond.Status == status && cond.Reason == reason {
-				n++
-			}
+		if hasCondition(sb, typ, status, reason) {
+			n++
 		}
 	}
 	return n
+}
+
+// hasCondition says whether sb holds a condition of type typ with that
+// status and reason.
+func hasCondition(sb *sandboxv1beta1.Sandbox, typ string, status metav1.ConditionStatus, reason string) bool {
+	for _, c := range sb.Status.Conditions {
+		if c.Type == typ && c.Status == status && c.Reason == reason {
+			return true
+		}
+	}
+	return false
 }
 
 // clusterDirOf is the running cluster's directory, for CPU accounting.

@@ -32,8 +32,8 @@ type readyCount struct {
 }
 
 // watchReady starts a readyCount of namespaces on the watch's Sandbox
-// informer (which delivers what it holds already as adds). Call stop when
-// done.
+// informer (which delivers what it holds already as adds); wait stops
+// it.
 func watchReady(t *testing.T, watched cache.Cache, namespaces []string, n int) *readyCount {
 	t.Helper()
 	r := newReadyCount(namespaces, n)
@@ -74,7 +74,7 @@ func (r *readyCount) note(obj any, gone bool) {
 	key := sb.Namespace + "/" + sb.Name
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !gone && isDependenciesReady(sb) {
+	if !gone && hasCondition(sb, sandboxv1beta1.ConditionReady, metav1.ConditionTrue, sandboxv1beta1.ReasonDependenciesReady) {
 		r.ready[key] = true
 	} else {
 		delete(r.ready, key)
@@ -93,15 +93,6 @@ func (r *readyCount) note(obj any, gone bool) {
 func (r *readyCount) wait() {
 	<-r.done
 	r.stop()
-}
-
-func isDependenciesReady(sb *sandboxv1beta1.Sandbox) bool {
-	for _, c := range sb.Status.Conditions {
-		if c.Type == sandboxv1beta1.ConditionReady && c.Status == metav1.ConditionTrue && c.Reason == sandboxv1beta1.ReasonDependenciesReady {
-			return true
-		}
-	}
-	return false
 }
 
 // TestReadyCount feeds readyCount the events of a cold create: Sandboxes

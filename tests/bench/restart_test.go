@@ -84,19 +84,13 @@ func TestBenchRestart(t *testing.T) {
 		t.Skip("benchmarks run with `make bench` (AGENT_SANDBOX_BENCH=1)")
 	}
 	n := envInt(t, "BENCH_N", 500)
-	res := RestartResult{N: n, Nodes: max(10, n/100+1), Namespaces: envInt(t, "BENCH_NAMESPACES", 1)}
-	if res.Namespaces < 1 || res.Namespaces > n {
-		t.Fatalf("BENCH_NAMESPACES=%d: want 1 to BENCH_N (%d)", res.Namespaces, n)
-	}
+	res := RestartResult{N: n, Nodes: max(10, n/100+1), Namespaces: benchNamespaces(t, n)}
 	local, c := startBenchCluster(t, "bench-restart", res.Nodes)
 	watched := newWatch(t, local.Config, "", &sandboxv1beta1.Sandbox{})
 	startWatch(t, watched)
 	ctrl := startController(t, local.Kubeconfig)
 	defer func() { ctrl.stop(t) }() // the one running then
-	namespaces := make([]string, res.Namespaces)
-	for i := range namespaces {
-		namespaces[i] = mkNamespace(t, c, "restart")
-	}
+	namespaces := mkNamespaces(t, c, "restart", res.Namespaces)
 
 	pr := ctrl.begin(t, "restart_cold")
 	cpu := cpuByProcess(clusterDirOf)

@@ -82,11 +82,8 @@ func TestBenchScale(t *testing.T) {
 	began := time.Now()
 	n := envInt(t, "BENCH_N", 500)
 	claims := envInt(t, "BENCH_CLAIMS", 100)
-	res := ScaleResult{N: n, Nodes: benchNodes(t, n, claims), Namespaces: envInt(t, "BENCH_NAMESPACES", 1),
+	res := ScaleResult{N: n, Nodes: benchNodes(t, n, claims), Namespaces: benchNamespaces(t, n),
 		QuietBeforeClaims: map[string]Quiet{}}
-	if res.Namespaces < 1 || res.Namespaces > n {
-		t.Fatalf("BENCH_NAMESPACES=%d: want 1 to BENCH_N (%d)", res.Namespaces, n)
-	}
 	var claimsFloor, besideFloor ClaimsFloor
 	if !t.Run("floor", func(t *testing.T) {
 		local, c := startBenchCluster(t, "bench-scale-floor", res.Nodes)
@@ -128,10 +125,7 @@ func benchScaleController(t *testing.T, res *ScaleResult, claims int) {
 		t.Fatal(err)
 	}
 
-	namespaces := make([]string, res.Namespaces)
-	for i := range namespaces {
-		namespaces[i] = mkNamespace(t, c, "scale")
-	}
+	namespaces := mkNamespaces(t, c, "scale", res.Namespaces)
 	pr := ctrl.begin(t, "scale_cold")
 	cpu := cpuByProcess(clusterDirOf)
 	res.Cold.Seconds = coldWaveIn(t, c, watched, namespaces, n)

@@ -56,6 +56,9 @@ type ClaimReconciler struct {
 	// spans when the client's transport is tracing.Transport), and the
 	// Sandbox it cold-starts carries the span's context. Nil: off.
 	Tracer trace.TracerProvider
+	// SandboxIndexer, when set, is where a pool's members are read,
+	// uncopied (controlledSandboxes); nil lists them through Client.
+	SandboxIndexer SandboxIndexer
 
 	// memory holds, per claim, what this process knows of it beyond the
 	// cache.

@@ -232,13 +232,9 @@ func (r *ClaimReconciler) observeUnbound(ctx context.Context, claim *extv1beta1.
 	}
 	// The members are only read (and dropped with the plan): the cache's
 	// own objects, not copies of every member for every claim.
-	var list sandboxv1beta1.SandboxList
-	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), controlledBy(pool, extv1beta1.WarmPoolKind), client.UnsafeDisableDeepCopy); err != nil {
+	members, err := controlledSandboxes(ctx, r.Client, r.SandboxIndexer, pool, extv1beta1.WarmPoolKind)
+	if err != nil {
 		return none, fmt.Errorf("listing members: %w", err)
-	}
-	members := make([]*sandboxv1beta1.Sandbox, len(list.Items))
-	for i := range list.Items {
-		members[i] = &list.Items[i]
 	}
 	// The members the pool is about to delete, by the same decision the
 	// pool makes, are never taken.

@@ -12,6 +12,7 @@ import (
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
+	"github.com/agentsandbox/reconciler/apply/metrics"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
@@ -80,6 +81,7 @@ func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error)
 	if _, err := informer.AddEventHandler(queue.Handler()); err != nil {
 		return nil, fmt.Errorf("watching warm members: %w", err)
 	}
+	sandboxIndexer := SandboxIndexer(metrics.InformerIndexer(mgr.GetCache(), &sandboxv1beta1.Sandbox{}))
 	claims, err := mgr.GetCache().GetInformer(ctx, &extv1beta1.SandboxClaim{})
 	if err != nil {
 		return nil, fmt.Errorf("getting the claim informer: %w", err)
@@ -104,12 +106,12 @@ func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error)
 		WarmPools: &WarmPoolReconciler{
 			Client: mgr.GetClient(), Engine: o.Engine, Recorder: recorder("sandbox-warmpool-controller"),
 			Defaults: o.Defaults, MaxBatch: o.WarmPoolMaxBatch, Grace: o.WarmPoolGrace, Queue: queue,
-			Policy: o.Policy,
+			Policy: o.Policy, SandboxIndexer: sandboxIndexer,
 		},
 		Claims: &ClaimReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Engine: o.Engine,
 			Recorder: recorder("sandbox-claim-controller"), Queue: queue, Defaults: o.Defaults,
-			Policy: o.Policy, Tracer: o.Tracer,
+			Policy: o.Policy, Tracer: o.Tracer, SandboxIndexer: sandboxIndexer,
 		},
 	}
 	if err := x.Templates.SetupWithManager(mgr, max(o.TemplateWorkers, 1)); err != nil {

@@ -62,6 +62,9 @@ type WarmPoolReconciler struct {
 	// replacements. It never waits longer than RefillMaxHold in a row.
 	Queue                                      *WarmQueue
 	RefillQuiet, RefillMaxDelay, RefillMaxHold time.Duration
+	// SandboxIndexer, when set, is where members are read, uncopied
+	// (controlledSandboxes); nil lists them through Client.
+	SandboxIndexer SandboxIndexer
 	// StatusHold is how long a status that only counts members on their
 	// way back to the pool's size may wait to be written (statusHold);
 	// negative writes every one at once.
@@ -241,12 +244,12 @@ func (r *WarmPoolReconciler) reconcile(ctx context.Context, pool *extv1beta1.San
 	// it marks, and plans never change their inputs); copying every
 	// member on every look of a pool of 100 was a fifth of the
 	// controller's CPU while claims took members one by one.
-	var list sandboxv1beta1.SandboxList
-	if err := r.Client.List(ctx, &list, client.InNamespace(pool.Namespace), controlledBy(pool, extv1beta1.WarmPoolKind), client.UnsafeDisableDeepCopy); err != nil {
+	items, err := r.Members(ctx, pool)
+	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing members: %w", err)
 	}
 	exp := r.expectationsFor(pool)
-	members, pending := r.settle(ctx, pool.Namespace, exp, list.Items, now)
+	members, pending := r.settle(ctx, pool.Namespace, exp, items, now)
 
 	_, reported := r.memory.notProgressing.Recall(client.ObjectKeyFromObject(pool), pool.UID)
 	in := render.WarmPoolPlanInputs{

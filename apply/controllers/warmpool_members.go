@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	extac "github.com/agentsandbox/reconciler/api/extensions/v1beta1/applyconfiguration/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 	"github.com/agentsandbox/reconciler/apply/ssa"
@@ -176,13 +177,12 @@ func (r *WarmPoolReconciler) deleteMember(ctx context.Context, exp *expectations
 // settle reconciles the pool's expectations with what the cache shows: it
 // returns the members to plan with (those deleted by us marked as deleting)
 // and the names created by us that the cache does not show yet.
-func (r *WarmPoolReconciler) settle(ctx context.Context, namespace string, exp *expectations, items []sandboxv1beta1.Sandbox, now time.Time) ([]*sandboxv1beta1.Sandbox, []string) {
+func (r *WarmPoolReconciler) settle(ctx context.Context, namespace string, exp *expectations, items []*sandboxv1beta1.Sandbox, now time.Time) ([]*sandboxv1beta1.Sandbox, []string) {
 	exp.mu.Lock()
 	defer exp.mu.Unlock()
 	seen := map[types.UID]bool{}
 	members := make([]*sandboxv1beta1.Sandbox, 0, len(items))
-	for i := range items {
-		m := &items[i]
+	for _, m := range items {
 		seen[m.UID] = true
 		delete(exp.created, m.Name)
 		if _, ok := exp.deleted[m.UID]; ok && m.DeletionTimestamp == nil {
@@ -266,4 +266,11 @@ func (r *WarmPoolReconciler) createMember(ctx context.Context, in render.WarmPoo
 		exp.created[s.Name] = now
 		exp.mu.Unlock()
 	}
+}
+
+// Members returns the Sandboxes pool controls (by API group, kind, name
+// and UID) as the cache holds them, read from SandboxIndexer when it is
+// set: the cache's own objects, not to be changed.
+func (r *WarmPoolReconciler) Members(ctx context.Context, pool *extv1beta1.SandboxWarmPool) ([]*sandboxv1beta1.Sandbox, error) {
+	return controlledSandboxes(ctx, r.Client, r.SandboxIndexer, pool, extv1beta1.WarmPoolKind)
 }

@@ -2,6 +2,7 @@ package ssa
 
 import (
 	"reflect"
+	"slices"
 
 	"encoding/json"
 	"time"
@@ -37,6 +38,12 @@ func (e *Engine) ownsDesired(k writeKey, live client.Object, desired any, extrac
 	if managed != "" && e.asSent(k, live, fp) {
 		e.owned.Remember(k, live.GetUID(), ownedAs{entry: managed, intent: fp})
 		return true, nil
+	}
+	if dm != nil && metadataDiffers(dm, live) {
+		// What we own of live holds live's values, so it cannot equal
+		// desired: a claim taking a member (a new controller and labels)
+		// needs no extraction of the member's whole spec to find that out.
+		return false, nil
 	}
 	owned, err := extract()
 	if err != nil {
@@ -293,4 +300,38 @@ func identity(ac any) (types.UID, string) {
 		return "", ""
 	}
 	return meta.Metadata.UID, meta.Metadata.ResourceVersion
+}
+
+// metadataDiffers reports that desired's metadata sets a label, an
+// annotation, an owner reference or a finalizer live does not hold (a
+// label or annotation with another value, an owner reference to another
+// UID or with another controller flag): what any manager owns of live
+// holds live's values, so none owns desired. false means only that
+// extraction has to tell.
+func metadataDiffers(desired *metav1ac.ObjectMetaApplyConfiguration, live client.Object) bool {
+	for _, pair := range []struct{ want, have map[string]string }{
+		{desired.Labels, live.GetLabels()}, {desired.Annotations, live.GetAnnotations()},
+	} {
+		for k, v := range pair.want {
+			if have, ok := pair.have[k]; !ok || have != v {
+				return true
+			}
+		}
+	}
+	refs := live.GetOwnerReferences()
+	for _, want := range desired.OwnerReferences {
+		if want.UID == nil {
+			continue
+		}
+		i := slices.IndexFunc(refs, func(r metav1.OwnerReference) bool { return r.UID == *want.UID })
+		if i < 0 || want.Controller != nil && (refs[i].Controller != nil && *refs[i].Controller) != *want.Controller {
+			return true
+		}
+	}
+	for _, f := range desired.Finalizers {
+		if !slices.Contains(live.GetFinalizers(), f) {
+			return true
+		}
+	}
+	return false
 }

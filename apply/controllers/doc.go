@@ -26,7 +26,10 @@
 //   - A failure only a change can fix is reported in status or an event and
 //     returned as reconcile.TerminalError (not retried, not logged as an
 //     error); expected failures are retried quietly with backoff.
-//   - The cache keeps only what is read (CacheOptions, OwnManagers).
+//   - The cache keeps only what is read (CacheOptions, OwnManagers), and
+//     the objects a reconciler reads in bulk on every claim, a pool's
+//     members, are read from the informer's index uncopied
+//     (controlledSandboxes): the cache's own, never changed.
 //   - An event is reconciled only when it may change a plan: what an
 //     object controls maps to it by its controller reference
 //     (enqueueController, sandboxOfChild: no REST mapping per event), and

@@ -43,8 +43,11 @@
 // every write forgets what they held of the object (settled.go). An
 // object at the resourceVersion our last apply of it gave it, that apply
 // having sent what is desired now, is compared without extraction
-// (asSent); an extraction for a manager with no entry on the object works
-// on a copy without its fields, as it finds nothing. All three, and the
+// (asSent); nor is one whose metadata lacks a label, annotation, owner
+// reference or finalizer desired sets (metadataDiffers: what a manager owns
+// holds the object's values, so it cannot be desired); an extraction for a
+// manager with no entry on the object works on a copy without its fields,
+// as it finds nothing. All three, and the
 // writes sent, are forgotten with the object, its status with it
 // (Forget). A fourth holds
 // the deletes it made (when, by object UID; swept after a minute): a

@@ -12,5 +12,7 @@
 // one broadcaster of its own whose sink waits for the controller's writes
 // and while claims are being served (apply/eventgate, --event-quiet,
 // --event-hold-max) and counts an Event refused because
-// its namespace is being deleted as sent: events.go.
+// its namespace is being deleted as sent: events.go. Its logger encodes the
+// fields a logger is given (each reconcile's object and ID) only once that
+// logger writes an entry: logging.go.
 package main

@@ -69,7 +69,7 @@ func main() {
 		fmt.Printf("sandbox-controller %s (commit %s, built %s, %s)\n", version, commit, date, runtime.Version())
 		return
 	}
-	logger := zap.New(zap.UseFlagOptions(&zapOpts))
+	logger := newLogger(&zapOpts)
 	ctrl.SetLogger(logger)
 	// client-go (reflectors, leader election) logs through klog: send it
 	// to the same structured log.

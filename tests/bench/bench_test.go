@@ -117,6 +117,10 @@ type Phase struct {
 	// Responses is its rest_client_requests_total over the same span by
 	// every label (code, host, method): conflicts (409) show here.
 	Responses map[string]int64 `json:"controller_requests_by_code,omitempty"`
+	// Reconciles is its controller_runtime_reconcile_total over the same
+	// span, by controller and result: what the allocation and CPU of the
+	// phase were spent on.
+	Reconciles map[string]int64 `json:"controller_reconciles,omitempty"`
 	// ControllerCPUSeconds is the controller process's CPU time (user +
 	// system, /proc/<pid>/stat) over the same span as Requests.
 	ControllerCPUSeconds float64 `json:"controller_cpu_seconds"`

@@ -30,6 +30,7 @@ type probe struct {
 	requests map[string]int64
 	applies  map[string]int64
 	codes    map[string]int64
+	recs     map[string]int64
 	cpu      float64
 	prof     *profiler
 	// runtime is the controller's collector cycles and bytes allocated
@@ -42,8 +43,8 @@ func (c *controller) begin(t *testing.T, name string) *probe {
 	t.Helper()
 	return &probe{
 		ctrl: c, name: name, requests: c.requestsByVerb(t), applies: c.series(t, "agent_sandbox_apply_total"),
-		codes: c.series(t, "rest_client_requests_total"),
-		cpu:   procCPU(c.cmd.Process.Pid), prof: startProfile(c.pprof), runtime: c.runtimeCounters(t),
+		codes: c.series(t, "rest_client_requests_total"), recs: c.series(t, "controller_runtime_reconcile_total"),
+		cpu: procCPU(c.cmd.Process.Pid), prof: startProfile(c.pprof), runtime: c.runtimeCounters(t),
 	}
 }
 
@@ -57,6 +58,7 @@ func (pr *probe) end(t *testing.T, p *Phase, n int) {
 	p.ByVerb = diff(pr.ctrl.requestsByVerb(t), pr.requests)
 	p.Applies = diff(pr.ctrl.series(t, "agent_sandbox_apply_total"), pr.applies)
 	p.Responses = diff(pr.ctrl.series(t, "rest_client_requests_total"), pr.codes)
+	p.Reconciles = diff(pr.ctrl.series(t, "controller_runtime_reconcile_total"), pr.recs)
 	p.Requests = 0
 	for _, v := range p.ByVerb {
 		p.Requests += v

@@ -30,10 +30,21 @@ type GCOverlap struct {
 	ClaimsBesideGC int       `json:"claims_beside_gc"`
 	BesideMs       Quantiles `json:"beside_gc_ms"`
 	ApartMs        Quantiles `json:"apart_from_gc_ms"`
+	// Met counts every collection that ran between the first claim's
+	// create and the last claim's Ready, those begun before the first
+	// too; Forced those of them a call began (runtime.GC: the
+	// controller's release of free heap once quiet, or a heap profile's
+	// gc=1), not the heap's growth.
+	Met    int `json:"cycles_met"`
+	Forced int `json:"forced_cycles_met"`
 }
 
-// gcWindow is one collection's span on the bench's clock.
-type gcWindow struct{ from, to time.Time }
+// gcWindow is one collection's span on the bench's clock, and whether a
+// call forced it (gctrace's "(forced)").
+type gcWindow struct {
+	from, to time.Time
+	forced   bool
+}
 
 // gcTraceLine matches the start of a gctrace line: the cycle, its start in
 // seconds since the process started, and the wall clock of its three
@@ -75,7 +86,8 @@ func parseGCTrace(line string, started time.Time) (gcWindow, bool) {
 		f[i] = v
 	}
 	from := started.Add(time.Duration(f[0] * float64(time.Second)))
-	return gcWindow{from: from, to: from.Add(time.Duration((f[1] + f[2] + f[3]) * float64(time.Millisecond)))}, true
+	return gcWindow{from: from, to: from.Add(time.Duration((f[1] + f[2] + f[3]) * float64(time.Millisecond))),
+		forced: strings.Contains(line, "(forced)")}, true
 }
 
 // gcWindows are the collections the controller's log shows so far, read
@@ -139,7 +151,12 @@ func (k *claimClock) gcOverlap(names []string, windows []gcWindow) *GCOverlap {
 			}
 		}
 	}
-	o := &GCOverlap{Cycles: len(cycles), CycleMs: quantilesOf(cycles)}
+	o := &GCOverlap{Cycles: len(cycles), CycleMs: quantilesOf(cycles), Met: len(in)}
+	for _, w := range in {
+		if w.forced {
+			o.Forced++
+		}
+	}
 	var beside, apart []float64
 	for _, name := range names {
 		sent, ready := k.sent[name], k.readyAt[name]
@@ -203,6 +220,9 @@ func TestReadGCWindows(t *testing.T) {
 	if got := ws[1].to.Sub(ws[1].from); got != 121*time.Millisecond {
 		t.Fatalf("second lasts %v; want 121ms", got)
 	}
+	if ws[0].forced || !ws[1].forced {
+		t.Fatalf("forced %v, %v; want false, true", ws[0].forced, ws[1].forced)
+	}
 }
 
 // TestGCOverlap: a claim counts as beside a collection when one ran while
@@ -210,11 +230,17 @@ func TestReadGCWindows(t *testing.T) {
 func TestGCOverlap(t *testing.T) {
 	k, at := threeClaims(290)
 	k.gc = func() []gcWindow {
-		return []gcWindow{{at(-100), at(-50)}, {at(250), at(300)}, {at(1000), at(1100)}}
+		return []gcWindow{{at(-100), at(-50), false}, {at(250), at(300), false}, {at(1000), at(1100), false}}
 	}
 	o := k.gcOverlap([]string{"a", "b", "c"}, k.gc())
-	if o.Cycles != 1 || o.ClaimsBesideGC != 1 || o.CycleMs.P50 != 50 {
-		t.Fatalf("%+v; want 1 cycle of 50 ms, 1 claim beside it", o)
+	if o.Cycles != 1 || o.ClaimsBesideGC != 1 || o.CycleMs.P50 != 50 || o.Met != 1 || o.Forced != 0 {
+		t.Fatalf("%+v; want 1 cycle of 50 ms, met, not forced, 1 claim beside it", o)
+	}
+	// A forced cycle begun before the first claim and still running is
+	// met, not counted among the cycles begun in the timeline.
+	early := []gcWindow{{at(-100), at(20), true}}
+	if o := k.gcOverlap([]string{"a", "b", "c"}, early); o.Cycles != 0 || o.Met != 1 || o.Forced != 1 || o.ClaimsBesideGC == 0 {
+		t.Fatalf("%+v; want 0 begun, 1 met and forced, claims beside it", o)
 	}
 	if o.BesideMs.P50 != 90 || o.ApartMs.P99 != 20 {
 		t.Fatalf("beside %v, apart %v; want 90 ms and 20 ms", o.BesideMs, o.ApartMs)

@@ -31,8 +31,11 @@ func namespacedIndexKey(ns, value string) string { return ns + "/" + value }
 // Sandbox's 1 KiB struct into the list it returns: the pool's and the
 // claims' look at a pool's members on every claim was a tenth of what the
 // controller allocated while claims took members next to 20,000
-// Sandboxes. Without one (a reconciler made without an informer, as some
-// tests do) the reader lists them.
+// Sandboxes. The index is read without waiting for the informer's sync,
+// as a List would wait: both callers' controllers watch Sandboxes, so
+// their workers start only once it has synced. Without an indexer (a
+// reconciler made without an informer, as some tests do) the reader lists
+// them.
 func controlledSandboxes(ctx context.Context, c client.Reader, indexer SandboxIndexer, owner client.Object, gk schema.GroupKind) ([]*sandboxv1beta1.Sandbox, error) {
 	key := sandboxv1beta1.ControllerKey(gk, owner.GetName(), owner.GetUID())
 	if indexer == nil {

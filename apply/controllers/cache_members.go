@@ -11,16 +11,11 @@ import (
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
 )
 
-// SandboxIndexer returns the Sandbox informer's indexer
-// (metrics.InformerIndexer), for reading the Sandboxes an owner controls
-// without copying them (controlledSandboxes).
-type SandboxIndexer func(context.Context) (toolscache.Indexer, error)
-
 // fieldIndexName and namespacedIndexKey are how controller-runtime's cache
 // names the informer index a field index is kept in (IndexField) and
 // files an object under it in its namespace (its internal FieldIndexName
-// and KeyToNamespacedKey). TestControlledSandboxesMatchList holds them to
-// the cache's List.
+// and KeyToNamespacedKey). TestPoolMembersFromTheIndexMatchTheList
+// (tests/integration/extensions) holds them to the cache's List.
 func fieldIndexName(field string) string         { return "field:" + field }
 func namespacedIndexKey(ns, value string) string { return ns + "/" + value }
 
@@ -36,11 +31,10 @@ func namespacedIndexKey(ns, value string) string { return ns + "/" + value }
 // their workers start only once it has synced. Without an indexer (a
 // reconciler made without an informer, as some tests do) the reader lists
 // them.
-func controlledSandboxes(ctx context.Context, c client.Reader, indexer SandboxIndexer, owner client.Object, gk schema.GroupKind) ([]*sandboxv1beta1.Sandbox, error) {
-	key := sandboxv1beta1.ControllerKey(gk, owner.GetName(), owner.GetUID())
+func controlledSandboxes(ctx context.Context, c client.Reader, indexer toolscache.Indexer, owner client.Object, gk schema.GroupKind) ([]*sandboxv1beta1.Sandbox, error) {
 	if indexer == nil {
 		var list sandboxv1beta1.SandboxList
-		if err := c.List(ctx, &list, client.InNamespace(owner.GetNamespace()), client.MatchingFields{IndexController: key}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := c.List(ctx, &list, client.InNamespace(owner.GetNamespace()), controlledBy(owner, gk), client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		out := make([]*sandboxv1beta1.Sandbox, len(list.Items))
@@ -49,11 +43,8 @@ func controlledSandboxes(ctx context.Context, c client.Reader, indexer SandboxIn
 		}
 		return out, nil
 	}
-	ix, err := indexer(ctx)
-	if err != nil {
-		return nil, err
-	}
-	objs, err := ix.ByIndex(fieldIndexName(IndexController), namespacedIndexKey(owner.GetNamespace(), key))
+	key := sandboxv1beta1.ControllerKey(gk, owner.GetName(), owner.GetUID())
+	objs, err := indexer.ByIndex(fieldIndexName(IndexController), namespacedIndexKey(owner.GetNamespace(), key))
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -56,9 +57,10 @@ type ClaimReconciler struct {
 	// spans when the client's transport is tracing.Transport), and the
 	// Sandbox it cold-starts carries the span's context. Nil: off.
 	Tracer trace.TracerProvider
-	// SandboxIndexer, when set, is where a pool's members are read,
-	// uncopied (controlledSandboxes); nil lists them through Client.
-	SandboxIndexer SandboxIndexer
+	// SandboxIndexer, when set, is the Sandbox informer's indexer, where a
+	// pool's members are read, uncopied (controlledSandboxes); nil lists
+	// them through Client.
+	SandboxIndexer toolscache.Indexer
 
 	// memory holds, per claim, what this process knows of it beyond the
 	// cache.

@@ -6,13 +6,13 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
-	"github.com/agentsandbox/reconciler/apply/metrics"
 	"github.com/agentsandbox/reconciler/apply/ssa"
 	"github.com/agentsandbox/reconciler/policy"
 	"github.com/agentsandbox/reconciler/render"
@@ -81,7 +81,11 @@ func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error)
 	if _, err := informer.AddEventHandler(queue.Handler()); err != nil {
 		return nil, fmt.Errorf("watching warm members: %w", err)
 	}
-	sandboxIndexer := SandboxIndexer(metrics.InformerIndexer(mgr.GetCache(), &sandboxv1beta1.Sandbox{}))
+	indexed, ok := informer.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
+		return nil, fmt.Errorf("the sandbox informer %T has no indexer", informer)
+	}
+	sandboxIndexer := indexed.GetIndexer()
 	claims, err := mgr.GetCache().GetInformer(ctx, &extv1beta1.SandboxClaim{})
 	if err != nil {
 		return nil, fmt.Errorf("getting the claim informer: %w", err)

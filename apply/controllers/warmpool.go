@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -62,9 +63,10 @@ type WarmPoolReconciler struct {
 	// replacements. It never waits longer than RefillMaxHold in a row.
 	Queue                                      *WarmQueue
 	RefillQuiet, RefillMaxDelay, RefillMaxHold time.Duration
-	// SandboxIndexer, when set, is where members are read, uncopied
-	// (controlledSandboxes); nil lists them through Client.
-	SandboxIndexer SandboxIndexer
+	// SandboxIndexer, when set, is the Sandbox informer's indexer, where
+	// members are read, uncopied (controlledSandboxes); nil lists them
+	// through Client.
+	SandboxIndexer toolscache.Indexer
 	// StatusHold is how long a status that only counts members on their
 	// way back to the pool's size may wait to be written (statusHold);
 	// negative writes every one at once.

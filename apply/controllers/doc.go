@@ -15,7 +15,10 @@
 //     edits a plan or writes around it. It may only put off when a step
 //     runs: a pool's refill while claims take members (refillWait), its
 //     counts while it refills (statusHold), a claimed Sandbox's writes
-//     until its claim is Ready (awaitClaimCommit).
+//     until its claim is Ready (awaitClaimCommit). A Sandbox put off for
+//     its claim or a burst of claims is parked in the WarmQueue, which
+//     wakes it when the claim's or the burst's events say it may go on;
+//     time only bounds the wait.
 //   - Every delete carries UID and resourceVersion preconditions; a
 //     PersistentVolumeClaim is never deleted (garbage collection does it,
 //     with its Sandbox), and a Sandbox a claim has taken is never deleted by

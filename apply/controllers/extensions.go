@@ -96,6 +96,7 @@ func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error)
 
 	if o.Sandboxes != nil {
 		o.Sandboxes.Claims = queue
+		queue.SetWake(o.Sandboxes.wake)
 	}
 	recorder := o.Recorders
 	if recorder == nil {

@@ -46,7 +46,11 @@ type WarmQueue struct {
 	// moved is, per pool with waiting claims, when its claims last moved:
 	// one began to wait, took a member or stopped waiting.
 	moved map[types.NamespacedName]time.Time
-	now   func() time.Time
+	// parked are the Sandboxes whose reconcile waits for a claim's commit
+	// or a burst's end, and wake what wakes them (warmqueue_park.go).
+	parked map[types.NamespacedName]parkSpot
+	wake   func(types.NamespacedName)
+	now    func() time.Time
 }
 
 type holdKind int
@@ -77,6 +81,7 @@ func NewWarmQueue() *WarmQueue {
 		waiting:   map[types.NamespacedName]map[types.UID]struct{}{},
 		waitingIn: map[types.UID]types.NamespacedName{},
 		moved:     map[types.NamespacedName]time.Time{},
+		parked:    map[types.NamespacedName]parkSpot{},
 		now:       time.Now,
 	}
 }
@@ -93,8 +98,10 @@ func (q *WarmQueue) Handler() toolscache.ResourceEventHandler {
 			if sb, ok := obj.(*sandboxv1beta1.Sandbox); ok {
 				q.mu.Lock()
 				defer q.mu.Unlock()
-				q.remove(types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name})
+				key := types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}
+				q.remove(key)
 				delete(q.held, sb.UID)
+				delete(q.parked, key)
 			}
 		},
 	}
@@ -202,6 +209,8 @@ func (q *WarmQueue) remove(key types.NamespacedName) {
 	}
 	if len(mq.order) == 0 {
 		delete(q.pools, pool)
+		// A burst with nothing left to take may end (Serving).
+		q.wakeParked("", pool)
 	}
 }
 

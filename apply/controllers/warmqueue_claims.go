@@ -75,9 +75,11 @@ func (q *WarmQueue) stopWaiting(uid types.UID) {
 	delete(q.waitingIn, uid)
 	delete(q.waiting[pool], uid)
 	q.moved[pool] = q.now()
+	q.wakeParked(uid, types.NamespacedName{})
 	if len(q.waiting[pool]) == 0 {
 		delete(q.waiting, pool)
 		delete(q.moved, pool)
+		q.wakeParked("", pool)
 	}
 }
 
@@ -118,6 +120,11 @@ func (q *WarmQueue) Waiting(pool types.NamespacedName) int {
 func (q *WarmQueue) Serving(pool types.NamespacedName, now time.Time, stall time.Duration) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.serving(pool, now, stall)
+}
+
+// serving is Serving; callers hold q.mu.
+func (q *WarmQueue) serving(pool types.NamespacedName, now time.Time, stall time.Duration) bool {
 	if len(q.waiting[pool]) == 0 || now.Sub(q.moved[pool]) >= stall {
 		return false
 	}

@@ -16,10 +16,9 @@
 //     runs: a pool's refill while claims take members (refillWait), its
 //     counts while it refills (statusHold), a claimed Sandbox's writes
 //     until its claim is Ready (awaitClaimCommit). A Sandbox put off for
-//     its claim or a burst of claims, and a pool's refill put off for a
-//     burst, are parked in the WarmQueue, which wakes them (a waker) when
-//     the claim's or the burst's events say they may go on; time only
-//     bounds the wait.
+//     its claim or a burst of claims is parked in the WarmQueue, which
+//     wakes it when the claim's or the burst's events say it may go on;
+//     time only bounds the wait.
 //   - Every delete carries UID and resourceVersion preconditions; a
 //     PersistentVolumeClaim is never deleted (garbage collection does it,
 //     with its Sandbox), and a Sandbox a claim has taken is never deleted by

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -97,6 +96,7 @@ func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error)
 
 	if o.Sandboxes != nil {
 		o.Sandboxes.Claims = queue
+		queue.SetWake(o.Sandboxes.wake)
 	}
 	recorder := o.Recorders
 	if recorder == nil {
@@ -119,11 +119,6 @@ func SetupExtensions(mgr ctrl.Manager, o ExtensionsOptions) (*Extensions, error)
 			Policy: o.Policy, Tracer: o.Tracer, SandboxIndexer: sandboxIndexer,
 		},
 	}
-	var wakeSandbox func(types.NamespacedName)
-	if o.Sandboxes != nil {
-		wakeSandbox = o.Sandboxes.woken.Wake
-	}
-	queue.SetWake(wakeSandbox, x.WarmPools.woken.Wake)
 	if err := x.Templates.SetupWithManager(mgr, max(o.TemplateWorkers, 1)); err != nil {
 		return nil, fmt.Errorf("setting up the SandboxTemplate controller: %w", err)
 	}

@@ -3,12 +3,14 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -97,8 +99,9 @@ type SandboxReconciler struct {
 
 	// skeleton loads, skips, forgets and retries around reconcile.
 	skeleton skeleton[*sandboxv1beta1.Sandbox]
-	// woken queues the reconciles of the Sandboxes Claims wakes.
-	woken waker
+	// woken is the controller's queue once it runs: what Claims wakes is
+	// added to it (wake).
+	woken atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 }
 
 // SetupWithManager registers the reconciler, its watches and the pod index.
@@ -139,7 +142,7 @@ func (r *SandboxReconciler) SetupWithManager(mgr ctrl.Manager, workers int) erro
 	}
 	// The warm queue wakes a Sandbox whose claim's commit, or burst, it
 	// waited for (awaitClaimCommit).
-	b = b.WatchesRawSource(r.woken.Source())
+	b = b.WatchesRawSource(r.wakeSource())
 	b = watchModeLabels(b, mgr.GetClient(), r.Policy, func() client.ObjectList { return &sandboxv1beta1.SandboxList{} })
 	// A Sandbox waiting for a Pod may get one under a new default runtime class.
 	return watchRuntimeClasses(b, r.Defaults, r.awaitingPod).

@@ -5,7 +5,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	extv1beta1 "github.com/agentsandbox/reconciler/api/extensions/v1beta1"
 	sandboxv1beta1 "github.com/agentsandbox/reconciler/api/v1beta1"
@@ -80,5 +83,22 @@ func (r *SandboxReconciler) awaitClaimCommit(ctx context.Context, sb *sandboxv1b
 func (r *SandboxReconciler) unpark(key types.NamespacedName) {
 	if r.Claims != nil {
 		r.Claims.Unpark(key)
+	}
+}
+
+// wakeSource is the Sandbox controller's source of the reconciles the warm
+// queue wakes (WarmQueue.SetWake): it keeps the controller's queue, which
+// wake adds to.
+func (r *SandboxReconciler) wakeSource() source.Source {
+	return source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		r.woken.Store(&q)
+		return nil
+	})
+}
+
+// wake queues a reconcile of the Sandbox key, once the controller runs.
+func (r *SandboxReconciler) wake(key types.NamespacedName) {
+	if q := r.woken.Load(); q != nil {
+		(*q).Add(reconcile.Request{NamespacedName: key})
 	}
 }

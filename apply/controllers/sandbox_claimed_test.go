@@ -125,7 +125,7 @@ func TestAwaitClaimCommitWakes(t *testing.T) {
 	q := NewWarmQueue()
 	q.now = func() time.Time { return now }
 	var woken []types.NamespacedName
-	q.SetWake(func(k types.NamespacedName) { woken = append(woken, k) }, nil)
+	q.SetWake(func(k types.NamespacedName) { woken = append(woken, k) })
 	reconciler := func(c *extv1beta1.SandboxClaim) *SandboxReconciler {
 		cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(c).Build()
 		return &SandboxReconciler{Client: cl, Engine: ssa.New(cl, "ctrl", "ctrl-status"), Templates: true, Claims: q}

@@ -63,9 +63,6 @@ type WarmPoolReconciler struct {
 	// replacements. It never waits longer than RefillMaxHold in a row.
 	Queue                                      *WarmQueue
 	RefillQuiet, RefillMaxDelay, RefillMaxHold time.Duration
-	// woken queues the reconciles of the pools Queue wakes, parked while
-	// a burst of claims is served from them (refillWait).
-	woken waker
 	// SandboxIndexer, when set, is the Sandbox informer's indexer, where
 	// members are read, uncopied (controlledSandboxes); nil lists them
 	// through Client.
@@ -123,10 +120,7 @@ func (r *WarmPoolReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 		Named("sandboxwarmpool").
 		For(&extv1beta1.SandboxWarmPool{}).
 		Watches(&sandboxv1beta1.Sandbox{}, enqueueController(extv1beta1.WarmPoolKind)).
-		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.poolsOfTemplate)).
-		// The warm queue wakes a pool whose refill waited for a burst of
-		// claims (refillWait).
-		WatchesRawSource(r.woken.Source())
+		Watches(&extv1beta1.SandboxTemplate{}, handler.EnqueueRequestsFromMapFunc(r.poolsOfTemplate))
 	b = watchModeLabels(b, mgr.GetClient(), r.Policy, func() client.ObjectList { return &extv1beta1.SandboxWarmPoolList{} })
 	// A pool that creates nothing for want of a runtime class looks again
 	// when the default one changes.
@@ -166,9 +160,7 @@ func (r *WarmPoolReconciler) SetDefaults() {
 // them for the API server, and they need none of it), and for RefillQuiet
 // after the last take (the taking claim's commit is still being written);
 // zero means go ahead. It never puts a refill off for more than
-// RefillMaxHold in a row. While a burst is served the pool waits parked in
-// the queue (WarmQueue.ParkPoolWhileServing), which wakes it when the
-// burst may have ended; the wait returned is what time alone bounds.
+// RefillMaxHold in a row.
 func (r *WarmPoolReconciler) refillWait(pool *extv1beta1.SandboxWarmPool, now time.Time) time.Duration {
 	if r.Queue == nil {
 		return 0
@@ -178,8 +170,8 @@ func (r *WarmPoolReconciler) refillWait(pool *extv1beta1.SandboxWarmPool, now ti
 	if last := r.Queue.LastTake(key); !last.IsZero() {
 		quiet = last.Add(r.RefillQuiet).Sub(now)
 	}
-	if serving := r.Queue.ParkPoolWhileServing(key, now, r.RefillMaxDelay); serving > 0 {
-		quiet = max(quiet, serving)
+	if r.Queue.Serving(key, now, r.RefillMaxDelay) {
+		quiet = max(quiet, r.RefillQuiet)
 	}
 	if quiet <= 0 {
 		r.memory.deferredSince.Forget(key)

@@ -47,13 +47,10 @@ type WarmQueue struct {
 	// one began to wait, took a member or stopped waiting.
 	moved map[types.NamespacedName]time.Time
 	// parked are the Sandboxes whose reconcile waits for a claim's commit
-	// or a burst's end, parkedPools the pools whose refill waits for a
-	// burst's end, and wakeSandbox and wakePool what wakes them
-	// (warmqueue_park.go).
-	parked                map[types.NamespacedName]parkSpot
-	parkedPools           map[types.NamespacedName]struct{}
-	wakeSandbox, wakePool func(types.NamespacedName)
-	now                   func() time.Time
+	// or a burst's end, and wake what wakes them (warmqueue_park.go).
+	parked map[types.NamespacedName]parkSpot
+	wake   func(types.NamespacedName)
+	now    func() time.Time
 }
 
 type holdKind int
@@ -77,16 +74,15 @@ type memberQueue struct {
 // NewWarmQueue returns an empty queue.
 func NewWarmQueue() *WarmQueue {
 	return &WarmQueue{
-		pools:       map[types.NamespacedName]*memberQueue{},
-		where:       map[types.NamespacedName]types.NamespacedName{},
-		held:        map[types.UID]*hold{},
-		lastTake:    map[types.NamespacedName]time.Time{},
-		waiting:     map[types.NamespacedName]map[types.UID]struct{}{},
-		waitingIn:   map[types.UID]types.NamespacedName{},
-		moved:       map[types.NamespacedName]time.Time{},
-		parked:      map[types.NamespacedName]parkSpot{},
-		parkedPools: map[types.NamespacedName]struct{}{},
-		now:         time.Now,
+		pools:     map[types.NamespacedName]*memberQueue{},
+		where:     map[types.NamespacedName]types.NamespacedName{},
+		held:      map[types.UID]*hold{},
+		lastTake:  map[types.NamespacedName]time.Time{},
+		waiting:   map[types.NamespacedName]map[types.UID]struct{}{},
+		waitingIn: map[types.UID]types.NamespacedName{},
+		moved:     map[types.NamespacedName]time.Time{},
+		parked:    map[types.NamespacedName]parkSpot{},
+		now:       time.Now,
 	}
 }
 

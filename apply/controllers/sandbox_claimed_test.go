@@ -16,18 +16,25 @@ import (
 	"github.com/agentsandbox/reconciler/apply/ssa"
 )
 
-// TestAwaitClaimCommit: the reconcile of a warm Sandbox a claim took
-// moments ago waits while the claim waits for its commit, and only then:
-// not for a cold start, a claim bound or reported on, another claim of
-// the same name, or past claimCommitWait.
-func TestAwaitClaimCommit(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
+// claimScheme knows Sandboxes and the extensions' kinds.
+func claimScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{sandboxv1beta1.AddToScheme, extv1beta1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return scheme
+}
+
+// TestAwaitClaimCommit: the reconcile of a warm Sandbox a claim took
+// moments ago waits while the claim waits for its commit, and only then:
+// not for a cold start, a claim bound or reported on, another claim of
+// the same name, or past claimCommitWait.
+func TestAwaitClaimCommit(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
+	scheme := claimScheme(t)
 	claim := &extv1beta1.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: "claim-uid"}}
 	sandbox := func(launch string, applied time.Time) *sandboxv1beta1.Sandbox {
 		yes := true
@@ -107,12 +114,7 @@ func TestAwaitClaimCommit(t *testing.T) {
 // Sandbox, once.
 func TestAwaitClaimCommitWakes(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{sandboxv1beta1.AddToScheme, extv1beta1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := claimScheme(t)
 	yes := true
 	claim := waitingClaim("c", "p")
 	sb := &sandboxv1beta1.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p-abcde", UID: "sb-uid",

@@ -55,7 +55,7 @@ func (r *SandboxReconciler) awaitClaimCommit(ctx context.Context, sb *sandboxv1b
 	key := types.NamespacedName{Namespace: sb.Namespace, Name: sb.Name}
 	claim := &extv1beta1.SandboxClaim{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: sb.Namespace, Name: ref.Name}, claim); err != nil || claim.UID != ref.UID {
-		r.unpark(key)
+		// A park on that claim ends with it (its stop wakes sb).
 		return 0
 	}
 	if waitsForMember(claim) && now.Sub(at) < claimCommitWait {
@@ -77,13 +77,6 @@ func (r *SandboxReconciler) awaitClaimCommit(ctx context.Context, sb *sandboxv1b
 		return min(wait, claimBurstWait-now.Sub(at))
 	}
 	return 0
-}
-
-// unpark forgets a parked wait of sb, if Claims is set.
-func (r *SandboxReconciler) unpark(key types.NamespacedName) {
-	if r.Claims != nil {
-		r.Claims.Unpark(key)
-	}
 }
 
 // wakeSource is the Sandbox controller's source of the reconciles the warm

@@ -63,13 +63,6 @@ func (q *WarmQueue) ParkWhileServing(sb, pool types.NamespacedName, now time.Tim
 	return end.Sub(now)
 }
 
-// Unpark forgets that sb waits.
-func (q *WarmQueue) Unpark(sb types.NamespacedName) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	delete(q.parked, sb)
-}
-
 // wakeParked wakes, and unparks, the Sandboxes parked on claim (when it is
 // not empty) or on pool (when it is not zero). Callers hold q.mu.
 func (q *WarmQueue) wakeParked(claim types.UID, pool types.NamespacedName) {

@@ -122,7 +122,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.releaseCodePages, "release-code-pages", true,
 		"On Linux, once quiet after starting or a wave, unmap the executable's read-only pages (code run once and not again); the page cache keeps them and what runs again is mapped again.")
 	fs.BoolVar(&o.releaseFreeHeap, "release-free-heap", true,
-		"Once quiet after a wave, collect the heap and return its free pages to the operating system at once (instead of within minutes) when that gives back at least 8 MiB or an eighth of the live heap, whichever is more.")
+		"Once quiet for 10 s after a wave, collect the heap and return its free pages to the operating system at once (instead of within minutes) when that gives back at least 8 MiB or an eighth of the live heap, whichever is more.")
 	fs.DurationVar(&o.warmPoolGrace, "warm-pool-grace-period", 5*time.Minute,
 		"How long a warm pool member may take to become Ready before its pool reports it (Progressing=False and a WarmPoolNotProgressing event).")
 }

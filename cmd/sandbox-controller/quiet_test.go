@@ -7,10 +7,12 @@ import (
 	"testing"
 )
 
-// At a quiet look (the second in a row), the executable's pages are unmapped once they have
-// grown back by codeGrownBytes since the last release (from none at
-// start), and the heap is collected and returned once that gives back
-// heapGainBytes or a heapGainShare-th of the live heap, whichever is more.
+// At a quiet look (the second in a row or later), the executable's pages
+// are unmapped once they have grown back by codeGrownBytes since the last
+// release (from none at start); from the fifth quiet look in a row, the
+// heap is collected and returned once that gives back heapGainBytes or a
+// heapGainShare-th of the live heap, whichever is more. Traffic that
+// resumes before the fifth look puts the heap's release off.
 func TestQuietReleaserDecides(t *testing.T) {
 	const mib = 1 << 20
 	q := quietReleaser{last: 70 * mib} // allocated at start
@@ -22,20 +24,32 @@ func TestQuietReleaserDecides(t *testing.T) {
 	}{
 		{quietLook{90 * mib, 46 * mib, 9 * mib, 12 * mib}, 0, false, false, "busy: still starting"},
 		{quietLook{90 * mib, 47 * mib, 9 * mib, 12 * mib}, 0, false, false, "quiet once only"},
-		{quietLook{90*mib + 512<<10, 47 * mib, 9 * mib, 12 * mib}, 8 * mib, true, true, "quiet twice after starting: 47 MiB of the executable resident, 12 MiB to give back"},
+		{quietLook{90*mib + 512<<10, 47 * mib, 9 * mib, 12 * mib}, 8 * mib, true, false, "quiet twice after starting: 47 MiB of the executable resident; the heap waits"},
+		{quietLook{90*mib + 512<<10, 8 * mib, 9 * mib, 12 * mib}, 0, false, false, "quiet three times: the heap waits"},
+		{quietLook{90*mib + 512<<10, 8 * mib, 9 * mib, 12 * mib}, 0, false, false, "quiet four times: the heap waits"},
+		{quietLook{91 * mib, 8 * mib, 9 * mib, 12 * mib}, 0, false, true, "quiet five times: 12 MiB to give back"},
 		{quietLook{91 * mib, 8 * mib, 9 * mib, 1 * mib}, 0, false, false, "quiet, all given back already"},
 		{quietLook{200 * mib, 30 * mib, 20 * mib, 30 * mib}, 0, false, false, "a wave runs"},
 		{quietLook{200 * mib, 30 * mib, 20 * mib, 9 * mib}, 0, false, false, "a pause in the wave"},
 		{quietLook{202 * mib, 30 * mib, 20 * mib, 9 * mib}, 0, false, false, "the wave goes on"},
 		{quietLook{202 * mib, 30 * mib, 20 * mib, 9 * mib}, 0, false, false, "quiet once only"},
-		{quietLook{202 * mib, 30 * mib, 20 * mib, 9 * mib}, 9 * mib, true, true, "quiet twice after the wave: grown by 22 MiB, 9 MiB to give back"},
+		{quietLook{202 * mib, 30 * mib, 20 * mib, 9 * mib}, 9 * mib, true, false, "quiet twice after the wave: grown by 22 MiB; the heap waits"},
+		{quietLook{202 * mib, 9 * mib, 20 * mib, 9 * mib}, 0, false, false, "quiet three times"},
+		{quietLook{202 * mib, 9 * mib, 20 * mib, 9 * mib}, 0, false, false, "quiet four times"},
+		{quietLook{202 * mib, 9 * mib, 20 * mib, 9 * mib}, 0, false, true, "quiet five times after the wave: 9 MiB to give back"},
 		{quietLook{202 * mib, 9 * mib, 20 * mib, 1 * mib}, 0, false, false, "quiet, all given back already"},
-		{quietLook{300 * mib, 12 * mib, 20 * mib, 7 * mib}, 0, false, false, "busy"},
-		{quietLook{300 * mib, 12 * mib, 20 * mib, 7 * mib}, 0, false, false, "quiet once"},
-		{quietLook{300 * mib, 12 * mib, 20 * mib, 7 * mib}, 0, false, false, "quiet, but grown by 3 MiB and 7 MiB to give back only"},
-		{quietLook{300 * mib, 16 * mib, 200 * mib, 20 * mib}, 0, false, false, "quiet, 20 MiB to give back, less than an eighth of 200 MiB live"},
-		{quietLook{300 * mib, 16 * mib, 200 * mib, 25 * mib}, 9 * mib, false, true, "quiet, 25 MiB to give back, an eighth of 200 MiB live"},
-		{quietLook{300 * mib, -1, 200 * mib, 0}, 0, false, false, "both off: nothing looked at"},
+		{quietLook{300 * mib, 12 * mib, 200 * mib, 30 * mib}, 0, false, false, "busy"},
+		{quietLook{300 * mib, 12 * mib, 200 * mib, 30 * mib}, 0, false, false, "quiet once"},
+		{quietLook{300 * mib, 12 * mib, 200 * mib, 30 * mib}, 0, false, false, "quiet twice, but grown by 3 MiB only; the heap waits"},
+		{quietLook{300 * mib, 12 * mib, 200 * mib, 30 * mib}, 0, false, false, "quiet three times"},
+		{quietLook{302 * mib, 12 * mib, 200 * mib, 30 * mib}, 0, false, false, "traffic again before the fifth look: the heap's release put off"},
+		{quietLook{302 * mib, 12 * mib, 200 * mib, 20 * mib}, 0, false, false, "quiet once"},
+		{quietLook{302 * mib, 12 * mib, 200 * mib, 20 * mib}, 0, false, false, "quiet twice"},
+		{quietLook{302 * mib, 12 * mib, 200 * mib, 20 * mib}, 0, false, false, "quiet three times"},
+		{quietLook{302 * mib, 12 * mib, 200 * mib, 20 * mib}, 0, false, false, "quiet four times"},
+		{quietLook{302 * mib, 12 * mib, 200 * mib, 20 * mib}, 0, false, false, "quiet five times, 20 MiB to give back, less than an eighth of 200 MiB live"},
+		{quietLook{302 * mib, 16 * mib, 200 * mib, 25 * mib}, 9 * mib, false, true, "quiet, 25 MiB to give back, an eighth of 200 MiB live"},
+		{quietLook{302 * mib, -1, 200 * mib, 0}, 0, false, false, "both off: nothing looked at"},
 	}
 	for i, st := range steps {
 		code, heap := q.decide(st.look)

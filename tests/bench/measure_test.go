@@ -270,9 +270,10 @@ func settle() {
 
 // memorySettle is how long the controller is left quiet before its
 // settled memory is read (at start, at the end of TestBench): a controller
-// quiet for two looks 2 s apart gives back its executable's pages and its
-// heap's free pages (--release-code-pages, --release-free-heap).
-const memorySettle = 6 * time.Second
+// quiet for two looks 2 s apart gives back its executable's pages
+// (--release-code-pages), for five its heap's free pages
+// (--release-free-heap), which may take a second at N=20000.
+const memorySettle = 14 * time.Second
 
 // quietCores is the CPU use (in cores) below which settle counts the
 // cluster as quiet, and settleMax how long past its first 3 s it waits

@@ -58,10 +58,12 @@ type stretch struct {
 	apiserver    *rest.Config
 	cpu          map[string]float64
 	served, etcd map[string]int64
+	own          map[string]int64
 	api          *profiler
 	// etcdDiff is what the API server sent etcd over the stretch, by
-	// operation and resource (apiServerCounts), once it ended.
-	etcdDiff map[string]int64
+	// operation and resource (apiServerCounts), once it ended, and ownDiff
+	// the work it did on its own (apiServerOwnWork).
+	etcdDiff, ownDiff map[string]int64
 }
 
 // beginStretch begins a stretch: the CPU each process has used so far, what
@@ -71,7 +73,7 @@ func beginStretch(t *testing.T, apiserver *rest.Config) *stretch {
 	t.Helper()
 	s := &stretch{apiserver: apiserver, cpu: cpuByProcess(clusterDirOf)}
 	if apiserver != nil {
-		s.served, s.etcd = apiServerCounts(apiserver)
+		s.served, s.etcd, s.own = apiServerCounts(apiserver)
 		s.api = startAPIServerProfile(t, apiserver)
 	}
 	return s
@@ -91,8 +93,8 @@ func (s *stretch) end(t *testing.T, phase string) (cpu map[string]float64, serve
 	t.Helper()
 	cpu = cpuDiff(cpuByProcess(clusterDirOf), s.cpu)
 	if s.apiserver != nil {
-		now, etcd := apiServerCounts(s.apiserver)
-		served, s.etcdDiff = diff(now, s.served), diff(etcd, s.etcd)
+		now, etcd, own := apiServerCounts(s.apiserver)
+		served, s.etcdDiff, s.ownDiff = diff(now, s.served), diff(etcd, s.etcd), diff(own, s.own)
 	}
 	finishAPIServerProfile(t, s.api, phase)
 	return cpu, served

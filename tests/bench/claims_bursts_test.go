@@ -32,9 +32,10 @@ func benchNodes(t *testing.T, n, claims int) int {
 
 // Bursts are the bursts of claims one claims measurement served
 // (claimBursts): the p99 of each (the first's is the measurement's own),
-// their median, and what each process used and the API server served
+// their median, what each process used and the API server served
 // (apiServerCounts) during each burst after the first (the measurement
-// has the first's).
+// has the first's), and the API server's own work during each burst,
+// the first's included.
 type Bursts struct {
 	P99sMs      []float64 `json:"claim_ready_p99s_ms"`
 	MedianP99Ms float64   `json:"claim_ready_median_p99_ms"`
@@ -44,6 +45,10 @@ type Bursts struct {
 	MedianPacedP99Ms float64              `json:"paced_claim_ready_median_p99_ms,omitempty"`
 	MoreCPUSeconds   []map[string]float64 `json:"more_bursts_cpu_seconds,omitempty"`
 	MoreAPIRequests  []map[string]int64   `json:"more_bursts_apiserver_requests,omitempty"`
+	// APIServerOwn is, for every burst, the work the API server did on
+	// its own while it lasted (apiServerOwnWork): a burst that met its
+	// repair loops or its collections, on either side, shows it here.
+	APIServerOwn []map[string]int64 `json:"apiserver_own_work_per_burst,omitempty"`
 	// MorePacedTimelines are the timelines of the paced series after the
 	// first (whose own is PacedTimeline): where each one's slowest claims
 	// went.
@@ -58,10 +63,11 @@ type Bursts struct {
 // followed by a paced series of paced claims (paced<b>-<i>), each once
 // full reports the pool full again (nil: at once) and the cluster
 // settled, and returns them with first and firstPaced, the first burst's
-// and paced series' p99. It returns once the pool is full again after the
+// and paced series' p99, and firstOwn, the API server's own work over the
+// first burst. It returns once the pool is full again after the
 // last, so that what is measured next (a restart) does not see the
 // refill.
-func (k *claimClock) moreBursts(t *testing.T, c client.Client, m, paced, r int, first, firstPaced float64, full func() bool) Bursts {
+func (k *claimClock) moreBursts(t *testing.T, c client.Client, m, paced, r int, first, firstPaced float64, firstOwn map[string]int64, full func() bool) Bursts {
 	t.Helper()
 	refilled := func() {
 		for full != nil && !full() {
@@ -70,6 +76,9 @@ func (k *claimClock) moreBursts(t *testing.T, c client.Client, m, paced, r int, 
 		settle()
 	}
 	res := Bursts{P99sMs: []float64{first}, PacedP99sMs: []float64{firstPaced}}
+	if firstOwn != nil {
+		res.APIServerOwn = append(res.APIServerOwn, firstOwn)
+	}
 	for b := 2; b <= r; b++ {
 		refilled()
 		prefix := fmt.Sprintf("claim%d", b)
@@ -79,6 +88,7 @@ func (k *claimClock) moreBursts(t *testing.T, c client.Client, m, paced, r int, 
 		res.MoreCPUSeconds = append(res.MoreCPUSeconds, cpu)
 		if served != nil {
 			res.MoreAPIRequests = append(res.MoreAPIRequests, served)
+			res.APIServerOwn = append(res.APIServerOwn, s.ownDiff)
 		}
 		lat, _, _ := k.latencies(prefix, m)
 		res.P99sMs = append(res.P99sMs, quantile(lat, 0.99))

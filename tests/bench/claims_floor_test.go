@@ -229,7 +229,7 @@ func claimsFloor(t *testing.T, phase string, cfg *rest.Config, user client.Clien
 	res.Timeline, res.PacedTimeline = clock.timeline("claim", m), clock.timeline("paced", paced)
 	var b Baseline
 	counts.fill(&b, m+paced) // before the other bursts
-	res.Bursts = clock.moreBursts(t, user, m, paced, bursts, res.P99Ms, res.PacedP99Ms, full)
+	res.Bursts = clock.moreBursts(t, user, m, paced, bursts, res.P99Ms, res.PacedP99Ms, burst.ownDiff, full)
 	res.RequestsPerClaim, res.ByVerb = b.RequestsPerSandbox, b.ByVerb
 	dropNamespace(t, c, ns)
 	return res

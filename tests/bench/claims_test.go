@@ -219,7 +219,7 @@ func benchClaims(t *testing.T, cfg *rest.Config, c client.Client, watched cache.
 	pr.end(t, &res.PacedPhase, res.PacedClaims)
 	res.PacedP50Ms, res.PacedP99Ms = quantile(paced, 0.5), quantile(paced, 0.99)
 	res.Timeline, res.PacedTimeline = clock.timeline("claim", m), clock.timeline("paced", res.PacedClaims)
-	res.Bursts = clock.moreBursts(t, c, m, res.PacedClaims, claimBursts(t), res.P99Ms, res.PacedP99Ms, poolReady)
+	res.Bursts = clock.moreBursts(t, c, m, res.PacedClaims, claimBursts(t), res.P99Ms, res.PacedP99Ms, burst.ownDiff, poolReady)
 
 	var list sandboxv1beta1.SandboxList
 	if err := watched.List(ctx, &list, client.InNamespace(ns)); err != nil {

@@ -1,0 +1,30 @@
+package bench
+
+import (
+	"maps"
+	"testing"
+)
+
+// TestAPIServerOwnWork reads kube-apiserver's own work from a /metrics
+// body as it prints it: the collector's count, and the ClusterIP repair's
+// two queues among other queues of the same metric.
+func TestAPIServerOwnWork(t *testing.T) {
+	body := `# HELP go_gc_duration_seconds A summary of the wall-time pause (stop-the-world) duration in garbage collection cycles.
+# TYPE go_gc_duration_seconds summary
+go_gc_duration_seconds{quantile="0"} 2.1e-05
+go_gc_duration_seconds_sum 0.512
+go_gc_duration_seconds_count 417
+workqueue_adds_total{name="DiscoveryController"} 12
+workqueue_adds_total{name="ipaddresses"} 40021
+workqueue_adds_total{name="services"} 60003
+workqueue_adds_total{name="services_something_else"} 5
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="services",scope="cluster",subresource="",verb="LIST",version="v1"} 7
+`
+	want := map[string]int64{"gc_cycles": 417, "repair_queued ipaddresses": 40021, "repair_queued services": 60003}
+	if got := apiServerOwnWork(body); !maps.Equal(got, want) {
+		t.Fatalf("apiServerOwnWork = %v, want %v", got, want)
+	}
+	if got := apiServerOwnWork(""); len(got) != 0 {
+		t.Fatalf("apiServerOwnWork of nothing = %v, want nothing", got)
+	}
+}

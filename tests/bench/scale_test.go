@@ -44,8 +44,9 @@ type ScaleResult struct {
 }
 
 // ScaleMemory is the controller's memory at start (synced, no Sandbox) and
-// with the N Sandboxes Running (after the idle phase), and what each
-// Sandbox adds: resident memory (VmRSS) and live heap (after a GC).
+// with the N Sandboxes Running (resident memory settled before the idle
+// phase, live heap after it), and what each Sandbox adds: resident memory
+// (VmRSS) and live heap (after a GC).
 type ScaleMemory struct {
 	StartRSSMB          float64            `json:"start_rss_mb"`
 	StartHeapMB         float64            `json:"start_heap_inuse_mb"`
@@ -135,14 +136,18 @@ func benchScaleController(t *testing.T, res *ScaleResult, claims int) {
 	pr.end(t, &res.Cold, n)
 	t.Logf("cold done: %.2fs, %.2f x floor", res.Cold.Seconds, res.Cold.RatioToFloor)
 
+	// Resident memory once settled: the controller gives its free heap
+	// back after 10 s of quiet (--release-free-heap), which the idle
+	// phase's own CPU profile and metrics reads would put off. It is read
+	// before that phase and its heap profile, which maps in the code and
+	// function tables encoding it.
+	time.Sleep(memorySettle)
+	m := &res.Memory
+	m.RunningRSSMB, m.PeakRSSMB = ctrl.rssMB()
+	m.RunningRSSSplitMB = ctrl.rssSplitMB()
 	pr = ctrl.begin(t, "scale_idle")
 	time.Sleep(idleSeconds(t))
 	res.Idle.Seconds = idleSeconds(t).Seconds()
-	m := &res.Memory
-	// Resident memory before the phase's heap profile, which maps in the
-	// code and function tables encoding it.
-	m.RunningRSSMB, m.PeakRSSMB = ctrl.rssMB()
-	m.RunningRSSSplitMB = ctrl.rssSplitMB()
 	pr.end(t, &res.Idle, n)
 	m.RunningHeapMB, m.RunningGoMemStatsMB = res.Idle.HeapInuseMB, res.Idle.GoMemMB
 	m.RSSPerSandboxKiB = round2((m.RunningRSSMB - m.StartRSSMB) * 1024 / float64(n))

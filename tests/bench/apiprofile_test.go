@@ -97,7 +97,9 @@ func apiServerCounts(cfg *rest.Config) (served, etcd, own map[string]int64) {
 
 // apiServerOwnWork reads, from kube-apiserver's /metrics, counters of work
 // it does on its own whoever its clients are: its collections
-// ("gc_cycles", go_gc_duration_seconds_count) and the items its ClusterIP
+// ("gc_cycles", go_gc_duration_seconds_count, and the CPU they took,
+// "gc_cpu_ms" from go_cpu_classes_gc_total_cpu_seconds_total: a cycle
+// counts when it ends, its CPU as it goes) and the items its ClusterIP
 // repair loop queued ("repair_queued services", "repair_queued
 // ipaddresses": workqueue_adds_total of its queues of those names). Every
 // three minutes (no flag sets it) that loop goes through every Service
@@ -114,6 +116,11 @@ func apiServerOwnWork(metrics string) map[string]int64 {
 		if v, ok := strings.CutPrefix(line, "go_gc_duration_seconds_count "); ok {
 			if n, err := strconv.ParseFloat(v, 64); err == nil {
 				own["gc_cycles"] = int64(n)
+			}
+		}
+		if v, ok := strings.CutPrefix(line, "go_cpu_classes_gc_total_cpu_seconds_total "); ok {
+			if n, err := strconv.ParseFloat(v, 64); err == nil {
+				own["gc_cpu_ms"] = int64(n * 1000)
 			}
 		}
 		addSample(queued, "workqueue_adds_total", line)

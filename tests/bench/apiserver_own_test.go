@@ -6,7 +6,8 @@ import (
 )
 
 // TestAPIServerOwnWork reads kube-apiserver's own work from a /metrics
-// body as it prints it: the collector's count, and the ClusterIP repair's
+// body in the format kube-apiserver 1.37 prints:
+// the collector's count and CPU, and the ClusterIP repair's
 // two queues among other queues of the same metric.
 func TestAPIServerOwnWork(t *testing.T) {
 	body := `# HELP go_gc_duration_seconds A summary of the wall-time pause (stop-the-world) duration in garbage collection cycles.
@@ -14,13 +15,15 @@ func TestAPIServerOwnWork(t *testing.T) {
 go_gc_duration_seconds{quantile="0"} 2.1e-05
 go_gc_duration_seconds_sum 0.512
 go_gc_duration_seconds_count 417
+go_cpu_classes_gc_mark_assist_cpu_seconds_total 0.041998017
+go_cpu_classes_gc_total_cpu_seconds_total 12.288839933
 workqueue_adds_total{name="DiscoveryController"} 12
 workqueue_adds_total{name="ipaddresses"} 40021
 workqueue_adds_total{name="services"} 60003
 workqueue_adds_total{name="services_something_else"} 5
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="services",scope="cluster",subresource="",verb="LIST",version="v1"} 7
 `
-	want := map[string]int64{"gc_cycles": 417, "repair_queued ipaddresses": 40021, "repair_queued services": 60003}
+	want := map[string]int64{"gc_cycles": 417, "gc_cpu_ms": 12288, "repair_queued ipaddresses": 40021, "repair_queued services": 60003}
 	if got := apiServerOwnWork(body); !maps.Equal(got, want) {
 		t.Fatalf("apiServerOwnWork = %v, want %v", got, want)
 	}

@@ -105,9 +105,9 @@ func apiServerCounts(cfg *rest.Config) (served, etcd, own map[string]int64) {
 // three minutes (no flag sets it) that loop goes through every Service
 // and IPAddress from its informers, which costs CPU but no request; its
 // NodePort sibling lists every Service then, which shows among the
-// served requests as "LIST services". With one Service per Sandbox, at
-// N=20000 either takes the API server seconds of CPU and meets a burst
-// of claims by chance, on either side.
+// served requests as "LIST services". With one Service per Sandbox,
+// either costs CPU in proportion to N and meets a burst of claims by
+// chance, on either side.
 func apiServerOwnWork(metrics string) map[string]int64 {
 	own := map[string]int64{}
 	queued := map[string]int64{}

@@ -107,10 +107,14 @@ func apiServerCounts(cfg *rest.Config) (served, etcd, own map[string]int64) {
 // NodePort sibling lists every Service then, which shows among the
 // served requests as "LIST services". With one Service per Sandbox,
 // either costs CPU in proportion to N and meets a burst of claims by
-// chance, on either side.
+// chance, on either side. So do the watch cache's consistency checks
+// ("consistency_checks <resource>", apiserver_storage_consistency_checks_total,
+// counted when a check ends): every 5 to 7.5 minutes per resource
+// (DetectCacheInconsistency, on by default since 1.34), each lists the
+// resource from etcd and digests it against the cache.
 func apiServerOwnWork(metrics string) map[string]int64 {
 	own := map[string]int64{}
-	queued := map[string]int64{}
+	queued, checks := map[string]int64{}, map[string]int64{}
 	for line := range strings.Lines(metrics) {
 		line = strings.TrimSpace(line)
 		if v, ok := strings.CutPrefix(line, "go_gc_duration_seconds_count "); ok {
@@ -124,6 +128,10 @@ func apiServerOwnWork(metrics string) map[string]int64 {
 			}
 		}
 		addSample(queued, "workqueue_adds_total", line)
+		addSample(checks, "apiserver_storage_consistency_checks_total", line)
+	}
+	for labels, v := range checks {
+		own["consistency_checks "+labelValue(labels, "resource")] += v
 	}
 	for labels, v := range queued {
 		if name := labelValue(labels, "name"); name == "services" || name == "ipaddresses" {

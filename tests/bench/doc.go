@@ -32,9 +32,10 @@
 // floors'). The bench runs the controller with GODEBUG=gctrace=1, so each
 // of its claims timelines says how the claims met its garbage
 // collections, and each burst, on either side, what the API server did
-// on its own meanwhile (apiserver_own_work_per_burst: its collections and
-// its repair loop's pass over every Service and IPAddress, every three
-// minutes). TestBenchDataplane measures the
+// on its own meanwhile (apiserver_own_work_per_burst: its collections, its
+// repair loop's pass over every Service and IPAddress every three minutes,
+// and its watch cache's consistency checks, each a list of one resource
+// from etcd). TestBenchDataplane measures the
 // data plane on a local cluster with the stand-in kubelet: claim -> first
 // command (SDK Create then Run, the SDK built as from a kubeconfig, paced
 // and 50 at once, the bursts through the router in three rounds with the

@@ -59,27 +59,67 @@ func finishAPIServerProfile(t *testing.T, p *profiler, phase string) {
 	t.Logf("API server profile of %s: %s", phase, path)
 }
 
-// apiServerCounts reads the requests the API server cfg reaches has
-// served so far, from every client (its apiserver_request_total), summed
-// by verb and resource ("LIST pods", "PATCH sandboxes/status"), and, from
-// the same reading, the requests it has sent etcd so far
-// (etcd_requests_total) by operation and resource ("update sandboxes",
-// "get pods") and the work it has done on its own (apiServerOwnWork); nil
-// when its /metrics cannot be read. A burst's difference tells what the
-// API server spent its CPU on, the controller's requests and everyone
-// else's; a write whose optimistic put met a newer revision is tried
-// again, and each try counts, so more updates than writes served are
-// retries.
+// apiServerCounts reads the API server cfg reaches's /metrics once and
+// returns what parseAPIServerMetrics finds there; nil when it cannot be
+// read.
 func apiServerCounts(cfg *rest.Config) (served, etcd, own map[string]int64) {
 	body, err := apiServerGet(cfg, "/metrics")
 	if err != nil {
 		return nil, nil, nil
 	}
+	return parseAPIServerMetrics(string(body))
+}
+
+// parseAPIServerMetrics reads, in one pass over kube-apiserver's /metrics:
+//
+//   - served: the requests served so far, from every client
+//     (apiserver_request_total), summed by verb and resource ("LIST pods",
+//     "PATCH sandboxes/status");
+//   - etcd: the requests it has sent etcd so far (etcd_requests_total), by
+//     operation and resource ("update sandboxes", "get pods"); a write whose
+//     optimistic put met a newer revision is tried again, and each try
+//     counts, so more updates than writes served are retries;
+//   - own: the work it does on its own whoever its clients are. Its
+//     collections ("gc_cycles", go_gc_duration_seconds_count, and the CPU
+//     they took, "gc_cpu_ms" from go_cpu_classes_gc_total_cpu_seconds_total:
+//     a cycle counts when it ends, its CPU as it goes). The items its
+//     ClusterIP repair loop queued ("repair_queued services",
+//     "repair_queued ipaddresses": workqueue_adds_total of its queues of
+//     those names): every three minutes (no flag sets it) that loop goes
+//     through every Service and IPAddress from its informers, which costs
+//     CPU but no request; its NodePort sibling lists every Service then,
+//     which shows among the served requests as "LIST services". The watch
+//     cache's consistency checks ("consistency_checks <resource>",
+//     apiserver_storage_consistency_checks_total, counted when a check
+//     ends): every 5 to 7.5 minutes per resource (DetectCacheInconsistency,
+//     on by default since 1.34), each lists the resource from etcd and
+//     digests it against the cache.
+//
+// A burst's difference tells what the API server spent its CPU on: the
+// controller's requests, everyone else's, and its own work, which with
+// one Service per Sandbox costs CPU in proportion to N and meets a burst
+// of claims by chance, on either side.
+func parseAPIServerMetrics(metrics string) (served, etcd, own map[string]int64) {
 	requests, toEtcd := map[string]int64{}, map[string]int64{}
-	for line := range strings.Lines(string(body)) {
+	queued, checks := map[string]int64{}, map[string]int64{}
+	own = map[string]int64{}
+	for line := range strings.Lines(metrics) {
 		line = strings.TrimSpace(line)
 		addSample(requests, "apiserver_request_total", line)
 		addSample(toEtcd, "etcd_requests_total", line)
+		addSample(queued, "workqueue_adds_total", line)
+		addSample(checks, "apiserver_storage_consistency_checks_total", line)
+		name, value, _ := strings.Cut(line, " ")
+		key, scale := "", 1.0
+		switch name {
+		case "go_gc_duration_seconds_count":
+			key = "gc_cycles"
+		case "go_cpu_classes_gc_total_cpu_seconds_total":
+			key, scale = "gc_cpu_ms", 1000
+		}
+		if v, err := strconv.ParseFloat(value, 64); key != "" && err == nil {
+			own[key] = int64(v * scale)
+		}
 	}
 	served, etcd = map[string]int64{}, map[string]int64{}
 	for labels, v := range requests {
@@ -92,44 +132,6 @@ func apiServerCounts(cfg *rest.Config) (served, etcd, own map[string]int64) {
 	for labels, v := range toEtcd {
 		etcd[labelValue(labels, "operation")+" "+labelValue(labels, "resource")] += v
 	}
-	return served, etcd, apiServerOwnWork(string(body))
-}
-
-// apiServerOwnWork reads, from kube-apiserver's /metrics, counters of work
-// it does on its own whoever its clients are: its collections
-// ("gc_cycles", go_gc_duration_seconds_count, and the CPU they took,
-// "gc_cpu_ms" from go_cpu_classes_gc_total_cpu_seconds_total: a cycle
-// counts when it ends, its CPU as it goes) and the items its ClusterIP
-// repair loop queued ("repair_queued services", "repair_queued
-// ipaddresses": workqueue_adds_total of its queues of those names). Every
-// three minutes (no flag sets it) that loop goes through every Service
-// and IPAddress from its informers, which costs CPU but no request; its
-// NodePort sibling lists every Service then, which shows among the
-// served requests as "LIST services". With one Service per Sandbox,
-// either costs CPU in proportion to N and meets a burst of claims by
-// chance, on either side. So do the watch cache's consistency checks
-// ("consistency_checks <resource>", apiserver_storage_consistency_checks_total,
-// counted when a check ends): every 5 to 7.5 minutes per resource
-// (DetectCacheInconsistency, on by default since 1.34), each lists the
-// resource from etcd and digests it against the cache.
-func apiServerOwnWork(metrics string) map[string]int64 {
-	own := map[string]int64{}
-	queued, checks := map[string]int64{}, map[string]int64{}
-	for line := range strings.Lines(metrics) {
-		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, "go_gc_duration_seconds_count "); ok {
-			if n, err := strconv.ParseFloat(v, 64); err == nil {
-				own["gc_cycles"] = int64(n)
-			}
-		}
-		if v, ok := strings.CutPrefix(line, "go_cpu_classes_gc_total_cpu_seconds_total "); ok {
-			if n, err := strconv.ParseFloat(v, 64); err == nil {
-				own["gc_cpu_ms"] = int64(n * 1000)
-			}
-		}
-		addSample(queued, "workqueue_adds_total", line)
-		addSample(checks, "apiserver_storage_consistency_checks_total", line)
-	}
 	for labels, v := range checks {
 		own["consistency_checks "+labelValue(labels, "resource")] += v
 	}
@@ -138,7 +140,7 @@ func apiServerOwnWork(metrics string) map[string]int64 {
 			own["repair_queued "+name] += v
 		}
 	}
-	return own
+	return served, etcd, own
 }
 
 // apiServerAllocs reads the API server's allocation profile (its

@@ -62,7 +62,7 @@ type stretch struct {
 	api          *profiler
 	// etcdDiff is what the API server sent etcd over the stretch, by
 	// operation and resource (apiServerCounts), once it ended, and ownDiff
-	// the work it did on its own (apiServerOwnWork).
+	// the work it did on its own (parseAPIServerMetrics).
 	etcdDiff, ownDiff map[string]int64
 }
 

@@ -46,7 +46,7 @@ type Bursts struct {
 	MoreCPUSeconds   []map[string]float64 `json:"more_bursts_cpu_seconds,omitempty"`
 	MoreAPIRequests  []map[string]int64   `json:"more_bursts_apiserver_requests,omitempty"`
 	// APIServerOwn is, for every burst, the work the API server did on
-	// its own while it lasted (apiServerOwnWork): a burst that met its
+	// its own while it lasted (parseAPIServerMetrics): a burst that met its
 	// repair loops or its collections, on either side, shows it here.
 	APIServerOwn []map[string]int64 `json:"apiserver_own_work_per_burst,omitempty"`
 	// MorePacedTimelines are the timelines of the paced series after the

@@ -162,6 +162,14 @@ func run(o options) error {
 			return err
 		}
 	}
+	if o.idleCollection {
+		if err := mgr.Add(everyReplica(func(ctx context.Context) error {
+			collectWhenIdle(ctx, ctrl.Log.WithName("memory"))
+			return nil
+		})); err != nil {
+			return err
+		}
+	}
 	policies := &policy.Holder{
 		NamespaceLabels: controllers.NamespaceLabels(mgr.GetClient()),
 		Exempt:          []string{o.controllerNamespace, metav1.NamespaceSystem},

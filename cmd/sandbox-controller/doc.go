@@ -9,7 +9,7 @@
 // wave, it collects the heap and returns its free pages
 // (--release-free-heap) and, on Linux, unmaps the read-only pages of its
 // own executable (--release-code-pages): quiet.go. In a pause of the
-// work that has used half the collector's headroom or more, it collects
+// work that has used a quarter of the collector's headroom or more, it collects
 // then, not in the next burst (--idle-collection): idlegc.go. Its Events go through
 // one broadcaster of its own whose sink waits for the controller's writes
 // and while claims are being served (apply/eventgate, --event-quiet,

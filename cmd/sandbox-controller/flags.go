@@ -125,7 +125,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.releaseFreeHeap, "release-free-heap", true,
 		"Once quiet for 10 s after a wave, collect the heap and return its free pages to the operating system at once (instead of within minutes) when that gives back at least 8 MiB or an eighth of the live heap, whichever is more.")
 	fs.BoolVar(&o.idleCollection, "idle-collection", true,
-		"In a pause of the work (half a second with little allocated), collect the heap when half or more of the collector's headroom is used, so the next burst of work starts with all of it instead of meeting a collection.")
+		"In a pause of the work (half a second with little allocated), collect the heap when a quarter or more of the collector's headroom is used, so the next burst of work starts with all of it instead of meeting a collection.")
 	fs.DurationVar(&o.warmPoolGrace, "warm-pool-grace-period", 5*time.Minute,
 		"How long a warm pool member may take to become Ready before its pool reports it (Progressing=False and a WarmPoolNotProgressing event).")
 }

@@ -1,14 +1,20 @@
 package main
 
 import (
+	"context"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
 )
 
-// A pause is collected at its second quiet look when its garbage is half
-// the headroom or more (and at least idleMinGarbage), and only once; work
-// that goes on, or a pause with little garbage, is left to the collector.
+// A pause is collected at its second quiet look when its garbage is a
+// quarter of the headroom or more (and at least idleMinGarbage), and only
+// once; work that goes on, or a pause with little garbage, is left to the
+// collector.
 func TestIdleCollectorDecides(t *testing.T) {
 	const mib = 1 << 20
 	c := idleCollector{last: 100 * mib}
@@ -25,11 +31,11 @@ func TestIdleCollectorDecides(t *testing.T) {
 		{idleLook{200*mib + 300<<10, 280 * mib, 420 * mib, 100 * mib}, false, "quiet on: a pause is looked at once"},
 		{idleLook{230 * mib, 280 * mib, 420 * mib, 30 * mib}, false, "work again"},
 		{idleLook{230 * mib, 280 * mib, 420 * mib, 30 * mib}, false, "quiet once"},
-		{idleLook{230 * mib, 280 * mib, 420 * mib, 30 * mib}, false, "quiet twice, 30 of 140 MiB used: the collector's to decide"},
+		{idleLook{230 * mib, 280 * mib, 420 * mib, 30 * mib}, false, "quiet twice, 30 of 140 MiB used, under a quarter: the collector's to decide"},
 		{idleLook{300 * mib, 280 * mib, 420 * mib, 100 * mib}, false, "work"},
-		{idleLook{300*mib + 256<<10, 280 * mib, 420 * mib, 100 * mib}, false, "256 KiB in a look is not quiet"},
-		{idleLook{300*mib + 256<<10, 280 * mib, 420 * mib, 100 * mib}, false, "quiet once"},
-		{idleLook{300*mib + 256<<10, 280 * mib, 420 * mib, 70 * mib}, true, "quiet twice, exactly half used"},
+		{idleLook{301 * mib, 280 * mib, 420 * mib, 100 * mib}, false, "1 MiB in a look is not quiet"},
+		{idleLook{301 * mib, 280 * mib, 420 * mib, 100 * mib}, false, "quiet once"},
+		{idleLook{301 * mib, 280 * mib, 420 * mib, 35 * mib}, true, "quiet twice, exactly a quarter used"},
 		{idleLook{320 * mib, 10 * mib, 15 * mib, 3 * mib}, false, "a small heap's work"},
 		{idleLook{320 * mib, 10 * mib, 15 * mib, 3 * mib}, false, "quiet once"},
 		{idleLook{320 * mib, 10 * mib, 15 * mib, 3 * mib}, false, "quiet twice, most of a small headroom used but under idleMinGarbage"},
@@ -65,4 +71,32 @@ func TestIdleLookSeesGarbage(t *testing.T) {
 	if after.garbage >= grown.garbage-8<<20 || after.goal <= after.live {
 		t.Fatalf("after a collection: %+v, before it %+v", after, grown)
 	}
+}
+
+// A pause after garbage was made is collected within a second, and once.
+func TestCollectWhenIdleCollectsAPause(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(50))
+	live := make([][]byte, 0, 256)
+	for range 256 {
+		live = append(live, make([]byte, 256<<10)) // 64 MiB live
+	}
+	runtime.GC()
+	forced := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+	metrics.Read(forced)
+	before := forced[0].Value.Uint64()
+	for range 40 {
+		sink = make([]byte, 256<<10) // 10 MiB of garbage: above idleMinGarbage and a quarter of the 32 MiB headroom, below where the collector starts
+	}
+	sink = nil
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { collectWhenIdle(ctx, testr.New(t)); close(done) }()
+	time.Sleep(1500 * time.Millisecond)
+	cancel()
+	<-done
+	metrics.Read(forced)
+	if n := forced[0].Value.Uint64() - before; n != 1 {
+		t.Fatalf("%d collections forced in a pause, want 1", n)
+	}
+	runtime.KeepAlive(live)
 }

@@ -29,7 +29,7 @@ import (
 // their end. Half a second of quiet tells a pause (work allocates tens
 // of MiB a second), and a pause is collected at most once.
 const (
-	// idleLookEvery is how often allocation is looked at (one read of four
+	// idleLookEvery is how often allocation is looked at (one read of five
 	// runtime metrics, a few microseconds).
 	idleLookEvery = 250 * time.Millisecond
 	// idleBytes is the most a controller in a pause allocates between two
@@ -73,25 +73,13 @@ func (c *idleCollector) decide(l idleLook) bool {
 	return l.garbage >= max(idleMinGarbage, (l.goal-l.live)/4)
 }
 
-// idleSamples are the runtime metrics an idle look reads, in idleLookOf's
-// order.
-func idleSamples() []metrics.Sample {
-	return []metrics.Sample{
-		{Name: "/gc/heap/allocs:bytes"},
-		{Name: "/gc/heap/live:bytes"},
-		{Name: "/gc/heap/goal:bytes"},
-		{Name: "/memory/classes/heap/objects:bytes"},
-	}
-}
+// idleSamples are the runtime metrics an idle look reads: a heap look's.
+func idleSamples() []metrics.Sample { return heapSamples() }
 
-// idleLookOf reads an idle look.
+// idleLookOf reads an idle look from a heap look (heapLook).
 func idleLookOf(s []metrics.Sample) idleLook {
-	metrics.Read(s)
-	l := idleLook{allocated: s[0].Value.Uint64(), live: s[1].Value.Uint64(), goal: s[2].Value.Uint64()}
-	if objects := s[3].Value.Uint64(); objects > l.live {
-		l.garbage = objects - l.live
-	}
-	return l
+	h := heapLook(s)
+	return idleLook{allocated: h.allocated, live: h.heapLive, goal: h.heapGoal, garbage: h.heapGarbage}
 }
 
 // collectWhenIdle collects the heap in pauses of the work, as

@@ -67,6 +67,9 @@ type quietLook struct {
 	codeResident int64
 	heapLive     uint64
 	heapGain     uint64
+	// heapGarbage is the heap's objects not live (part of heapGain), and
+	// heapGoal the heap size at which the collector's next cycle is due.
+	heapGarbage, heapGoal uint64
 }
 
 // quietReleaser tells when to give memory back: at a quiet look (little
@@ -104,6 +107,7 @@ func heapSamples() []metrics.Sample {
 		{Name: "/gc/heap/live:bytes"},
 		{Name: "/memory/classes/heap/objects:bytes"},
 		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/gc/heap/goal:bytes"},
 	}
 }
 
@@ -115,10 +119,11 @@ func heapLook(s []metrics.Sample) quietLook {
 	metrics.Read(s)
 	allocated, live := s[0].Value.Uint64(), s[1].Value.Uint64()
 	objects, free := s[2].Value.Uint64(), s[3].Value.Uint64()
-	l := quietLook{allocated: allocated, heapLive: live, heapGain: free, codeResident: -1}
+	l := quietLook{allocated: allocated, heapLive: live, heapGain: free, codeResident: -1, heapGoal: s[4].Value.Uint64()}
 	if objects > live {
-		l.heapGain += objects - live
+		l.heapGarbage = objects - live
 	}
+	l.heapGain += l.heapGarbage
 	return l
 }
 

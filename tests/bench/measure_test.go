@@ -64,6 +64,7 @@ func (pr *probe) end(t *testing.T, p *Phase, n int) {
 		p.Requests += v
 	}
 	p.RequestsPerSandbox = float64(p.Requests) / float64(n)
+	p.WritesPerSandbox = float64(writes(p.ByVerb)) / float64(n)
 	path, err := pr.prof.finish(pr.name)
 	if err != nil {
 		t.Fatal(err)

@@ -123,7 +123,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.releaseCodePages, "release-code-pages", true,
 		"On Linux, once quiet after starting or a wave, unmap the executable's read-only pages (code run once and not again); the page cache keeps them and what runs again is mapped again.")
 	fs.BoolVar(&o.releaseFreeHeap, "release-free-heap", true,
-		"Once quiet for 10 s after a wave, collect the heap and return its free pages to the operating system at once (instead of within minutes) when that gives back at least 8 MiB or an eighth of the live heap, whichever is more.")
+		"Once quiet for 10 s after a wave, collect the heap and return its free pages to the operating system at once (instead of within minutes) when that gives back at least 2 MiB or an eighth of the live heap, whichever is more.")
 	fs.BoolVar(&o.idleCollection, "idle-collection", true,
 		"In a pause of the work (half a second with little allocated), collect the heap when a quarter or more of the collector's headroom is used, so the next burst of work starts with all of it instead of meeting a collection.")
 	fs.DurationVar(&o.warmPoolGrace, "warm-pool-grace-period", 5*time.Minute,

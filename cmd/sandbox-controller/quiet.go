@@ -47,14 +47,22 @@ const (
 	// back six seconds later than the code pages.
 	quietHeapLooks = 5
 	// codeGrownBytes is how far the file-backed resident pages must have
-	// grown since the last release (or from none, at start) for another.
+	// grown since the last release (or from none, at start) for another,
+	// and settledBytes how far once quiet for quietHeapLooks: a pause
+	// between bursts leaves the pages the next burst runs mapped, a
+	// controller that has settled keeps no more than it needs.
 	codeGrownBytes = 8 << 20
+	settledBytes   = 2 << 20
 	// heapGainBytes is the least a collection and return of free pages
 	// must give back for one, and 1/heapGainShare of the live heap if that
 	// is more: a large heap, whose collection costs more (~40 ms for 90 MiB
 	// live), is collected when quiet no more than four times as often as
 	// the collector would anyway (--gc-percent=50: after live/2 allocated).
-	heapGainBytes = 8 << 20
+	// A small heap's costs little (a few ms at 20 MiB live), and once the
+	// idle collector has collected a pause (idlegc.go) what is left to give
+	// back is free pages the scavenger returns slowly, a few MiB at 500
+	// Sandboxes: it is given back from settledBytes.
+	heapGainBytes = settledBytes
 	heapGainShare = 8
 )
 
@@ -75,8 +83,9 @@ type quietLook struct {
 // quietReleaser tells when to give memory back: at a quiet look (little
 // allocated since the last, quietLooks times in a row), the executable's
 // pages once they have grown by codeGrownBytes since last unmapped; at
-// the quietHeapLooks-th quiet look in a row or later, the heap's garbage
-// and free pages once they would give back heapGainBytes or a
+// the quietHeapLooks-th quiet look in a row or later, the executable's
+// pages once they have grown by settledBytes, and the heap's garbage and
+// free pages once they would give back heapGainBytes or a
 // heapGainShare-th of the live heap, whichever is more.
 type quietReleaser struct {
 	last     uint64 // bytes allocated at the last look (or at start)
@@ -95,8 +104,10 @@ func (q *quietReleaser) decide(l quietLook) (code, heap bool) {
 	if q.quiet < quietLooks {
 		return false, false
 	}
-	code = l.codeResident >= 0 && l.codeResident-q.codeBase >= codeGrownBytes
-	heap = q.quiet >= quietHeapLooks && l.heapGain >= max(heapGainBytes, l.heapLive/heapGainShare)
+	settled := q.quiet >= quietHeapLooks
+	grown := l.codeResident - q.codeBase
+	code = l.codeResident >= 0 && (grown >= codeGrownBytes || settled && grown >= settledBytes)
+	heap = settled && l.heapGain >= max(heapGainBytes, l.heapLive/heapGainShare)
 	return code, heap
 }
 

@@ -9,8 +9,9 @@ import (
 
 // At a quiet look (the second in a row or later), the executable's pages
 // are unmapped once they have grown back by codeGrownBytes since the last
-// release (from none at start); from the fifth quiet look in a row, the
-// heap is collected and returned once that gives back heapGainBytes or a
+// release (from none at start); from the fifth quiet look in a row
+// (settled), once they have grown by settledBytes, and the heap is
+// collected and returned once that gives back heapGainBytes or a
 // heapGainShare-th of the live heap, whichever is more. Traffic that
 // resumes before the fifth look puts the heap's release off.
 func TestQuietReleaserDecides(t *testing.T) {
@@ -47,9 +48,15 @@ func TestQuietReleaserDecides(t *testing.T) {
 		{quietLook{302 * mib, 12 * mib, 200 * mib, 20 * mib, 0, 0}, 0, false, false, "quiet twice"},
 		{quietLook{302 * mib, 12 * mib, 200 * mib, 20 * mib, 0, 0}, 0, false, false, "quiet three times"},
 		{quietLook{302 * mib, 12 * mib, 200 * mib, 20 * mib, 0, 0}, 0, false, false, "quiet four times"},
-		{quietLook{302 * mib, 12 * mib, 200 * mib, 20 * mib, 0, 0}, 0, false, false, "quiet five times, 20 MiB to give back, less than an eighth of 200 MiB live"},
-		{quietLook{302 * mib, 16 * mib, 200 * mib, 25 * mib, 0, 0}, 9 * mib, false, true, "quiet, 25 MiB to give back, an eighth of 200 MiB live"},
+		{quietLook{302 * mib, 12 * mib, 200 * mib, 20 * mib, 0, 0}, 9 * mib, true, false, "quiet five times, settled: the 3 MiB grown go; 20 MiB to give back, less than an eighth of 200 MiB live"},
+		{quietLook{302 * mib, 10 * mib, 200 * mib, 25 * mib, 0, 0}, 0, false, true, "quiet, 25 MiB to give back, an eighth of 200 MiB live; 1 MiB grown stays"},
 		{quietLook{302 * mib, -1, 200 * mib, 0, 0, 0}, 0, false, false, "both off: nothing looked at"},
+		{quietLook{400 * mib, 11 * mib, 20 * mib, 30 * mib, 0, 0}, 0, false, false, "500 Sandboxes deleted"},
+		{quietLook{400 * mib, 11 * mib, 20 * mib, 9 * mib / 2, 0, 0}, 0, false, false, "quiet once; the idle collector collected: 4.5 MiB of free pages left"},
+		{quietLook{400 * mib, 11 * mib, 20 * mib, 9 * mib / 2, 0, 0}, 0, false, false, "quiet twice, grown by 2 MiB only: kept while not settled"},
+		{quietLook{400 * mib, 11 * mib, 20 * mib, 9 * mib / 2, 0, 0}, 0, false, false, "quiet three times"},
+		{quietLook{400 * mib, 11 * mib, 20 * mib, 9 * mib / 2, 0, 0}, 0, false, false, "quiet four times"},
+		{quietLook{400 * mib, 11 * mib, 20 * mib, 9 * mib / 2, 0, 0}, 9 * mib, true, true, "quiet five times, settled: 2 MiB of the executable and 4.5 MiB of free pages go"},
 	}
 	for i, st := range steps {
 		code, heap := q.decide(st.look)

@@ -64,6 +64,11 @@ const (
 	// Sandboxes: it is given back from settledBytes.
 	heapGainBytes = settledBytes
 	heapGainShare = 8
+	// loudBytes is the least a release gives back to be logged at info
+	// level; smaller ones are logged at -v=1. A settled controller that
+	// is scraped maps a few MiB of code again at each scrape, gives them
+	// back at the next look, and would log that every scrape.
+	loudBytes = 8 << 20
 )
 
 // quietLook is what a look sees: the cumulative bytes allocated, the
@@ -167,14 +172,23 @@ func releaseWhenQuiet(ctx context.Context, log logr.Logger, code, heap bool) {
 				code = false
 			} else {
 				q.codeBase = after
-				log.Info("quiet: the executable's pages unmapped", "residentBefore", before, "residentAfter", after, "took", time.Since(began))
+				sized(log, before-after).Info("quiet: the executable's pages unmapped", "residentBefore", before, "residentAfter", after, "took", time.Since(began))
 			}
 		}
 		if releaseHeap {
 			began := time.Now()
 			debug.FreeOSMemory()
 			after := heapLook(samples)
-			log.Info("quiet: heap collected and its free pages returned", "expected", l.heapGain, "liveBefore", l.heapLive, "liveAfter", after.heapLive, "took", time.Since(began))
+			sized(log, int64(l.heapGain)).Info("quiet: heap collected and its free pages returned", "expected", l.heapGain, "liveBefore", l.heapLive, "liveAfter", after.heapLive, "took", time.Since(began))
 		}
 	}
+}
+
+// sized is the logger for a release that gave back bytes: log, or its
+// -v=1 level under loudBytes.
+func sized(log logr.Logger, bytes int64) logr.Logger {
+	if bytes < loudBytes {
+		return log.V(1)
+	}
+	return log
 }

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+
+	"github.com/go-logr/logr/funcr"
 )
 
 // At a quiet look (the second in a row or later), the executable's pages
@@ -111,4 +113,24 @@ func TestReleaseExecutablePages(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("file-backed resident %d KiB → %d KiB", before>>10, after>>10)
+}
+
+// A release under loudBytes is logged at -v=1 only: a settled controller
+// that is scraped gives back a few MiB after every scrape.
+func TestSizedLogsSmallReleasesQuietly(t *testing.T) {
+	var lines []string
+	log := funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 0})
+	sized(log, 2<<20).Info("small")
+	if len(lines) != 0 {
+		t.Fatalf("a 2 MiB release was logged at info level: %v", lines)
+	}
+	sized(log, loudBytes).Info("large")
+	if len(lines) != 1 {
+		t.Fatalf("an 8 MiB release was not logged at info level: %v", lines)
+	}
+	verbose := funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 1})
+	sized(verbose, 2<<20).Info("small")
+	if len(lines) != 2 {
+		t.Fatalf("a 2 MiB release was not logged at -v=1: %v", lines)
+	}
 }

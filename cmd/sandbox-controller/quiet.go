@@ -65,9 +65,9 @@ const (
 	heapGainBytes = settledBytes
 	heapGainShare = 8
 	// loudBytes is the least a release gives back to be logged at info
-	// level; smaller ones are logged at -v=1. A settled controller that
-	// is scraped maps a few MiB of code again at each scrape, gives them
-	// back at the next look, and would log that every scrape.
+	// level; smaller ones are logged at -v=1. Once settled, whatever runs
+	// again maps a few MiB of code back and the next look gives them back:
+	// at info level that was a line every few looks while a run ended.
 	loudBytes = 8 << 20
 )
 

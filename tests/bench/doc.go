@@ -4,7 +4,8 @@
 // controller starts), a raw lower bound (Pods and Services created
 // directly), cold create, a metadata-only touch, suspend, resume and
 // delete of N Sandboxes, each as a ratio to the floor with the controller's
-// API requests by verb (the watches it opens as WATCH), CPU-seconds, RSS and a
+// API requests by verb (the watches it opens as WATCH) and its writes per
+// Sandbox (all but GET, LIST and WATCH), CPU-seconds, RSS and a
 // CPU and heap profile (.work/bench-profiles/), what the API server served
 // and sent etcd over it (as over the floor's cold create), the floor's cold
 // create measured again once the rest is done and the controller stopped

@@ -47,22 +47,22 @@ const (
 	// back six seconds later than the code pages.
 	quietHeapLooks = 5
 	// codeGrownBytes is how far the file-backed resident pages must have
-	// grown since the last release (or from none, at start) for another,
-	// and settledBytes how far once quiet for quietHeapLooks: a pause
-	// between bursts leaves the pages the next burst runs mapped, a
-	// controller that has settled keeps no more than it needs.
+	// grown since the last release (or from none, at start) for another
+	// after quietLooks: a pause between bursts leaves the pages the next
+	// burst runs mapped.
 	codeGrownBytes = 8 << 20
-	settledBytes   = 2 << 20
-	// heapGainBytes is the least a collection and return of free pages
-	// must give back for one, and 1/heapGainShare of the live heap if that
-	// is more: a large heap, whose collection costs more (~40 ms for 90 MiB
-	// live), is collected when quiet no more than four times as often as
-	// the collector would anyway (--gc-percent=50: after live/2 allocated).
-	// A small heap's costs little (a few ms at 20 MiB live), and once the
-	// idle collector has collected a pause (idlegc.go) what is left to give
+	// settledBytes is the least a release gives back once quiet for
+	// quietHeapLooks (settled): of the executable's pages grown since the
+	// last release, and of what a collection and return of free pages
+	// gives back, or 1/heapGainShare of the live heap if that is more. A
+	// large heap, whose collection costs more (~40 ms for 90 MiB live), is
+	// collected when quiet no more than four times as often as the
+	// collector would anyway (--gc-percent=50: after live/2 allocated); a
+	// small heap's costs a few ms at 20 MiB live, and once the idle
+	// collector has collected a pause (idlegc.go) what is left to give
 	// back is free pages the scavenger returns slowly, a few MiB at 500
-	// Sandboxes: it is given back from settledBytes.
-	heapGainBytes = settledBytes
+	// Sandboxes.
+	settledBytes  = 2 << 20
 	heapGainShare = 8
 	// loudBytes is the least a release gives back to be logged at info
 	// level; smaller ones are logged at -v=1. Once settled, whatever runs
@@ -90,7 +90,7 @@ type quietLook struct {
 // pages once they have grown by codeGrownBytes since last unmapped; at
 // the quietHeapLooks-th quiet look in a row or later, the executable's
 // pages once they have grown by settledBytes, and the heap's garbage and
-// free pages once they would give back heapGainBytes or a
+// free pages once they would give back settledBytes or a
 // heapGainShare-th of the live heap, whichever is more.
 type quietReleaser struct {
 	last     uint64 // bytes allocated at the last look (or at start)
@@ -112,7 +112,7 @@ func (q *quietReleaser) decide(l quietLook) (code, heap bool) {
 	settled := q.quiet >= quietHeapLooks
 	grown := l.codeResident - q.codeBase
 	code = l.codeResident >= 0 && (grown >= codeGrownBytes || settled && grown >= settledBytes)
-	heap = settled && l.heapGain >= max(heapGainBytes, l.heapLive/heapGainShare)
+	heap = settled && l.heapGain >= max(settledBytes, l.heapLive/heapGainShare)
 	return code, heap
 }
 

@@ -13,7 +13,7 @@ import (
 // are unmapped once they have grown back by codeGrownBytes since the last
 // release (from none at start); from the fifth quiet look in a row
 // (settled), once they have grown by settledBytes, and the heap is
-// collected and returned once that gives back heapGainBytes or a
+// collected and returned once that gives back settledBytes or a
 // heapGainShare-th of the live heap, whichever is more. Traffic that
 // resumes before the fifth look puts the heap's release off.
 func TestQuietReleaserDecides(t *testing.T) {
@@ -115,8 +115,8 @@ func TestReleaseExecutablePages(t *testing.T) {
 	t.Logf("file-backed resident %d KiB → %d KiB", before>>10, after>>10)
 }
 
-// A release under loudBytes is logged at -v=1 only: a settled controller
-// that is scraped gives back a few MiB after every scrape.
+// A release under loudBytes is logged at -v=1 only: once settled, whatever
+// runs again maps a few MiB of code back and the next look gives them back.
 func TestSizedLogsSmallReleasesQuietly(t *testing.T) {
 	var lines []string
 	log := funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 0})

@@ -59,11 +59,15 @@ type stretch struct {
 	cpu          map[string]float64
 	served, etcd map[string]int64
 	own          map[string]int64
+	etcdDisk     map[string]int64
 	api          *profiler
 	// etcdDiff is what the API server sent etcd over the stretch, by
 	// operation and resource (apiServerCounts), once it ended, and ownDiff
 	// the work it did on its own (parseAPIServerMetrics).
 	etcdDiff, ownDiff map[string]int64
+	// etcdDiskDiff is what etcd itself did over the stretch (etcdOwn):
+	// its commits and fsyncs, how many were slow, its collections.
+	etcdDiskDiff map[string]int64
 }
 
 // beginStretch begins a stretch: the CPU each process has used so far, what
@@ -71,7 +75,7 @@ type stretch struct {
 // when nil) and, with BENCH_APISERVER_PROFILE=1, its CPU profile.
 func beginStretch(t *testing.T, apiserver *rest.Config) *stretch {
 	t.Helper()
-	s := &stretch{apiserver: apiserver, cpu: cpuByProcess(clusterDirOf)}
+	s := &stretch{apiserver: apiserver, cpu: cpuByProcess(clusterDirOf), etcdDisk: etcdOwn(clusterDirOf)}
 	if apiserver != nil {
 		s.served, s.etcd, s.own = apiServerCounts(apiserver)
 		s.api = startAPIServerProfile(t, apiserver)
@@ -92,6 +96,9 @@ func (k *claimClock) measure(t *testing.T) *stretch {
 func (s *stretch) end(t *testing.T, phase string) (cpu map[string]float64, served map[string]int64) {
 	t.Helper()
 	cpu = cpuDiff(cpuByProcess(clusterDirOf), s.cpu)
+	if s.etcdDisk != nil {
+		s.etcdDiskDiff = diff(etcdOwn(clusterDirOf), s.etcdDisk)
+	}
 	if s.apiserver != nil {
 		now, etcd, own := apiServerCounts(s.apiserver)
 		served, s.etcdDiff, s.ownDiff = diff(now, s.served), diff(etcd, s.etcd), diff(own, s.own)
@@ -308,6 +315,13 @@ type PacedUse struct {
 	// operation and resource (apiServerCounts): updates beyond the
 	// writes served are optimistic puts tried again.
 	EtcdRequests map[string]int64 `json:"paced_etcd_requests,omitempty"`
+	// APIServerOwn is the API server's own work over the series (its
+	// collections and their CPU; parseAPIServerMetrics), and EtcdDisk
+	// etcd's commits, fsyncs and collections (etcdOwn): what a claim's
+	// writes may have waited behind, which a series' other work makes
+	// more of.
+	APIServerOwn map[string]int64 `json:"paced_apiserver_own,omitempty"`
+	EtcdDisk     map[string]int64 `json:"paced_etcd_disk,omitempty"`
 }
 
 // pacedMeasured is paced, with what the series cost (PacedUse) and, with
@@ -323,7 +337,7 @@ func (k *claimClock) pacedMeasured(t *testing.T, c client.Client, prefix string,
 	lat := k.paced(t, c, prefix, n)
 	var use PacedUse
 	use.CPUSeconds, use.APIRequests = s.end(t, phase)
-	use.EtcdRequests = s.etcdDiff
+	use.EtcdRequests, use.APIServerOwn, use.EtcdDisk = s.etcdDiff, s.ownDiff, s.etcdDiskDiff
 	saveAllocsSince(t, k.apiserver, allocs, phase)
 	tr.wait(t)
 	return lat, use

@@ -47,6 +47,11 @@ type Options struct {
 	Kind bool
 	// Log receives kwokctl's output; nil discards it.
 	Log io.Writer
+	// APIServerGCTrace has kube-apiserver print a line per garbage
+	// collection (GODEBUG=gctrace=1) to its log,
+	// Workdir/clusters/Name/logs/kube-apiserver.log: the benchmarks tell
+	// which requests met one of its collections.
+	APIServerGCTrace bool
 }
 
 // Cluster is a running local cluster.
@@ -140,7 +145,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	config, err := writeKwokConfig(workdir)
+	config, err := writeKwokConfig(workdir, opts.APIServerGCTrace)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package localcluster
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,7 +121,7 @@ func TestUpRefusesMissingRuntime(t *testing.T) {
 // themselves.
 func TestLoopbackArgs(t *testing.T) {
 	workdir := t.TempDir()
-	config, err := writeKwokConfig(workdir)
+	config, err := writeKwokConfig(workdir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,5 +180,50 @@ func TestLoopbackArgs(t *testing.T) {
 	addr, err := FreeAddr()
 	if err != nil || !strings.HasPrefix(addr, "127.0.0.1:") {
 		t.Errorf("FreeAddr (the metrics and probe addresses) = %s, %v; want 127.0.0.1:PORT", addr, err)
+	}
+}
+
+// With APIServerGCTrace, kwokctl's configuration gives kube-apiserver
+// GODEBUG=gctrace=1 and keeps the rest; without it, no component gets an
+// environment of ours.
+func TestAPIServerGCTraceConfig(t *testing.T) {
+	for _, gcTrace := range []bool{false, true} {
+		config, err := writeKwokConfig(t.TempDir(), gcTrace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var conf struct {
+			APIVersion        string `json:"apiVersion"`
+			Kind              string `json:"kind"`
+			Options           any    `json:"options"`
+			ComponentsPatches []struct {
+				Name      string `json:"name"`
+				ExtraArgs any    `json:"extraArgs"`
+				ExtraEnvs []struct {
+					Name  string `json:"name"`
+					Value string `json:"value"`
+				} `json:"extraEnvs"`
+			} `json:"componentsPatches"`
+		}
+		if err := yaml.UnmarshalStrict(data, &conf); err != nil {
+			t.Fatal(err)
+		}
+		envs := map[string]string{}
+		for _, p := range conf.ComponentsPatches {
+			for _, e := range p.ExtraEnvs {
+				envs[p.Name+" "+e.Name] = e.Value
+			}
+		}
+		want := map[string]string{}
+		if gcTrace {
+			want["kube-apiserver GODEBUG"] = "gctrace=1"
+		}
+		if !maps.Equal(envs, want) || len(conf.ComponentsPatches) != 2+len(want) {
+			t.Errorf("gcTrace %v: environments %v in %d patches; want %v beside the two leader-elect patches", gcTrace, envs, len(conf.ComponentsPatches), want)
+		}
 	}
 }

@@ -40,12 +40,25 @@ componentsPatches:
     value: "false"
 `
 
+// apiServerGCTrace is the patch of kwokConfig that has kube-apiserver
+// trace its collections (Options.APIServerGCTrace).
+const apiServerGCTrace = `- name: kube-apiserver
+  extraEnvs:
+  - name: GODEBUG
+    value: gctrace=1
+`
+
 // writeKwokConfig writes kwokctl's configuration as workdir/kwok.yaml, the
 // file kwokctl reads by default with KWOK_WORKDIR=workdir, so that no other
-// configuration (the user's ~/.kwok/kwok.yaml) comes first.
-func writeKwokConfig(workdir string) (string, error) {
+// configuration (the user's ~/.kwok/kwok.yaml) comes first; with gcTrace,
+// kube-apiserver traces its collections.
+func writeKwokConfig(workdir string, gcTrace bool) (string, error) {
 	p := filepath.Join(workdir, "kwok.yaml")
-	if err := os.WriteFile(p, []byte(kwokConfig), 0o644); err != nil {
+	config := kwokConfig
+	if gcTrace {
+		config += apiServerGCTrace
+	}
+	if err := os.WriteFile(p, []byte(config), 0o644); err != nil {
 		return "", fmt.Errorf("writing kwokctl's configuration: %w", err)
 	}
 	return p, nil

@@ -342,6 +342,7 @@ func startBenchCluster(t *testing.T, name string, nodes int) (*cluster.Cluster, 
 	})
 	local, err := cluster.Start(context.Background(), cluster.Options{
 		Name: name, Workdir: workdir, Nodes: nodes, InstallCRDs: true, RuntimeClasses: []string{"gvisor"},
+		APIServerGCTrace: true,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -47,6 +47,9 @@ type claimClock struct {
 	// gc, if set, gives the controller's garbage collections so far, for
 	// the timelines (gcOverlap).
 	gc func() []gcWindow
+	// apiGC, if set, returns the API server's collections so far
+	// (apiServerGCLog), for the timelines of either side.
+	apiGC func() []gcWindow
 	// apiserver, if set, is the API server whose served requests (and,
 	// with BENCH_APISERVER_PROFILE=1, CPU profile) are taken per burst.
 	apiserver *rest.Config
@@ -113,7 +116,8 @@ func startClaimClock(t *testing.T, watched cache.Cache, ns string) (k *claimCloc
 	k = &claimClock{ns: ns, sent: map[string]time.Time{}, created: map[string]time.Duration{},
 		seenAt: map[string]time.Time{}, readyAt: map[string]time.Time{},
 		observedAt: map[string]time.Time{}, adoptedAt: map[string]time.Time{}, annotatedAt: map[string]time.Time{},
-		traceContext: map[string]string{}, members: map[string]memberSpan{}, events: map[string]adoptedEvent{}}
+		traceContext: map[string]string{}, members: map[string]memberSpan{}, events: map[string]adoptedEvent{},
+		apiGC: apiServerGC.windows}
 	stops := []func(){
 		onEach(t, watched, &extv1beta1.SandboxClaim{}, k.seen),
 		onEach(t, watched, &sandboxv1beta1.Sandbox{}, k.adopted),

@@ -37,6 +37,9 @@ type ClaimTimeline struct {
 	// GC is how the claims met the controller's garbage collections (the
 	// controller's claims only).
 	GC *GCOverlap `json:"controller_gc,omitempty"`
+	// APIServerGC is how the claims met the API server's collections
+	// (apiServerGCLog), on either side.
+	APIServerGC *GCOverlap `json:"apiserver_gc,omitempty"`
 }
 
 // SlowClaim is one claim of a timeline: when its create was sent (this
@@ -54,6 +57,9 @@ type SlowClaim struct {
 	// GCMs is how much of its time the controller was collecting
 	// garbage (the controller's claims only).
 	GCMs float64 `json:"controller_gc_ms,omitempty"`
+	// APIServerGCMs is how much of its time the API server was
+	// collecting garbage.
+	APIServerGCMs float64 `json:"apiserver_gc_ms,omitempty"`
 }
 
 // slowestClaims is how many claims a timeline names.
@@ -77,9 +83,12 @@ func (k *claimClock) timelineOf(names []string) ClaimTimeline {
 	var stages [4][]float64
 	var creates []float64
 	var tl ClaimTimeline
-	var gc []gcWindow
+	var gc, apiGC []gcWindow
 	if k.gc != nil {
 		gc = k.gc()
+	}
+	if k.apiGC != nil {
+		apiGC = k.apiGC()
 	}
 	for _, name := range names {
 		at := []time.Time{k.sent[name], k.observedAt[name], k.adoptedAt[name], k.annotatedAt[name], k.readyAt[name]}
@@ -92,7 +101,7 @@ func (k *claimClock) timelineOf(names []string) ClaimTimeline {
 		}
 		tl.Claims++
 		slow := SlowClaim{Name: name, SentAt: at[0], TotalMs: ms(at[4].Sub(at[0])), CreateMs: ms(k.created[name]),
-			Refills: k.refillsDuring(at[0], at[4]), GCMs: gcMs(gc, at[0], at[4])}
+			Refills: k.refillsDuring(at[0], at[4]), GCMs: gcMs(gc, at[0], at[4]), APIServerGCMs: gcMs(apiGC, at[0], at[4])}
 		creates = append(creates, slow.CreateMs)
 		for i := range stages {
 			slow.StagesMs[i] = max(0, ms(at[i+1].Sub(at[i])))
@@ -107,7 +116,7 @@ func (k *claimClock) timelineOf(names []string) ClaimTimeline {
 	tl.CreateRequest = q(creates)
 	tl.Refill = k.refillOverlap(names)
 	tl.Events = k.eventOverlap(names)
-	tl.GC = k.gcOverlap(names, gc)
+	tl.GC, tl.APIServerGC = k.gcOverlap(names, k.gc, gc), k.gcOverlap(names, k.apiGC, apiGC)
 	return tl
 }
 

@@ -130,9 +130,10 @@ func withGCTrace(env []string) []string {
 }
 
 // gcOverlap is the GCOverlap of the claims named (k.mu held), nil
-// without windows (the floors' claims).
-func (k *claimClock) gcOverlap(names []string, windows []gcWindow) *GCOverlap {
-	if k.gc == nil {
+// without windows to read (read nil: the floors' claims, for the
+// controller's collections).
+func (k *claimClock) gcOverlap(names []string, read func() []gcWindow, windows []gcWindow) *GCOverlap {
+	if read == nil {
 		return nil
 	}
 	first, last := k.firstSent(names), time.Time{}
@@ -232,14 +233,14 @@ func TestGCOverlap(t *testing.T) {
 	k.gc = func() []gcWindow {
 		return []gcWindow{{at(-100), at(-50), false}, {at(250), at(300), false}, {at(1000), at(1100), false}}
 	}
-	o := k.gcOverlap([]string{"a", "b", "c"}, k.gc())
+	o := k.gcOverlap([]string{"a", "b", "c"}, k.gc, k.gc())
 	if o.Cycles != 1 || o.ClaimsBesideGC != 1 || o.CycleMs.P50 != 50 || o.Met != 1 || o.Forced != 0 {
 		t.Fatalf("%+v; want 1 cycle of 50 ms, met, not forced, 1 claim beside it", o)
 	}
 	// A forced cycle begun before the first claim and still running is
 	// met, not counted among the cycles begun in the timeline.
 	early := []gcWindow{{at(-100), at(20), true}}
-	if o := k.gcOverlap([]string{"a", "b", "c"}, early); o.Cycles != 0 || o.Met != 1 || o.Forced != 1 || o.ClaimsBesideGC == 0 {
+	if o := k.gcOverlap([]string{"a", "b", "c"}, k.gc, early); o.Cycles != 0 || o.Met != 1 || o.Forced != 1 || o.ClaimsBesideGC == 0 {
 		t.Fatalf("%+v; want 0 begun, 1 met and forced, claims beside it", o)
 	}
 	if o.BesideMs.P50 != 90 || o.ApartMs.P99 != 20 {

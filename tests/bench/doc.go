@@ -32,11 +32,15 @@
 // API server over the first paced series, and of the API server over the
 // floors'). The bench runs the controller with GODEBUG=gctrace=1, so each
 // of its claims timelines says how the claims met its garbage
-// collections, and each burst, on either side, what the API server did
+// collections, and the cluster's API server likewise, so every claims
+// timeline, on either side, says how its claims met the API server's
+// (apiserver_gc); each burst, on either side, says what the API server did
 // on its own meanwhile (apiserver_own_work_per_burst: its collections, its
 // repair loop's pass over every Service and IPAddress every three minutes,
 // and its watch cache's consistency checks, each a list of one resource
-// from etcd). TestBenchDataplane measures the
+// from etcd), and each paced series the same (paced_apiserver_own) with
+// etcd's disk work (paced_etcd_disk: its backend commits and WAL fsyncs,
+// and how many took over 8 ms). TestBenchDataplane measures the
 // data plane on a local cluster with the stand-in kubelet: claim -> first
 // command (SDK Create then Run, the SDK built as from a kubeconfig, paced
 // and 50 at once, the bursts through the router in three rounds with the

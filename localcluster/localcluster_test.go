@@ -128,27 +128,7 @@ func TestLoopbackArgs(t *testing.T) {
 	if config != filepath.Join(workdir, "kwok.yaml") {
 		t.Errorf("config at %s; kwokctl reads %s/kwok.yaml by default with KWOK_WORKDIR, and only it must be read", config, workdir)
 	}
-	data, err := os.ReadFile(config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conf struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Options    struct {
-			BindAddress string `json:"bindAddress"`
-		} `json:"options"`
-		ComponentsPatches []struct {
-			Name      string `json:"name"`
-			ExtraArgs []struct {
-				Key   string `json:"key"`
-				Value string `json:"value"`
-			} `json:"extraArgs"`
-		} `json:"componentsPatches"`
-	}
-	if err := yaml.UnmarshalStrict(data, &conf); err != nil {
-		t.Fatal(err)
-	}
+	conf := readKwokConfig(t, config)
 	single := map[string]bool{}
 	for _, p := range conf.ComponentsPatches {
 		for _, a := range p.ExtraArgs {
@@ -192,26 +172,7 @@ func TestAPIServerGCTraceConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := os.ReadFile(config)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var conf struct {
-			APIVersion        string `json:"apiVersion"`
-			Kind              string `json:"kind"`
-			Options           any    `json:"options"`
-			ComponentsPatches []struct {
-				Name      string `json:"name"`
-				ExtraArgs any    `json:"extraArgs"`
-				ExtraEnvs []struct {
-					Name  string `json:"name"`
-					Value string `json:"value"`
-				} `json:"extraEnvs"`
-			} `json:"componentsPatches"`
-		}
-		if err := yaml.UnmarshalStrict(data, &conf); err != nil {
-			t.Fatal(err)
-		}
+		conf := readKwokConfig(t, config)
 		envs := map[string]string{}
 		for _, p := range conf.ComponentsPatches {
 			for _, e := range p.ExtraEnvs {
@@ -226,4 +187,39 @@ func TestAPIServerGCTraceConfig(t *testing.T) {
 			t.Errorf("gcTrace %v: environments %v in %d patches; want %v beside the two leader-elect patches", gcTrace, envs, len(conf.ComponentsPatches), want)
 		}
 	}
+}
+
+// kwokConfigFile is what the tests read of kwokctl's configuration; any
+// other field fails the strict read.
+type kwokConfigFile struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Options    struct {
+		BindAddress string `json:"bindAddress"`
+	} `json:"options"`
+	ComponentsPatches []struct {
+		Name      string `json:"name"`
+		ExtraArgs []struct {
+			Key   string `json:"key"`
+			Value string `json:"value"`
+		} `json:"extraArgs"`
+		ExtraEnvs []struct {
+			Name  string `json:"name"`
+			Value string `json:"value"`
+		} `json:"extraEnvs"`
+	} `json:"componentsPatches"`
+}
+
+// readKwokConfig reads the kwokctl configuration at path, strictly.
+func readKwokConfig(t *testing.T, path string) kwokConfigFile {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf kwokConfigFile
+	if err := yaml.UnmarshalStrict(data, &conf); err != nil {
+		t.Fatal(err)
+	}
+	return conf
 }

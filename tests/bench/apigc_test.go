@@ -39,7 +39,7 @@ var apiServerGC apiServerGCLog
 func (l *apiServerGCLog) windows() []gcWindow {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	pid := processNamed(clusterDirOf, "kube-apiserver")
+	pid, _ := clusterProcess(clusterDirOf, "kube-apiserver")
 	if pid == 0 {
 		return l.seen
 	}
@@ -71,16 +71,19 @@ func (l *apiServerGCLog) windows() []gcWindow {
 	return l.seen
 }
 
-// processNamed is the pid of clusterDir's process whose executable is
-// named name, 0 when there is none.
-func processNamed(clusterDir, name string) int {
+// clusterProcess is clusterDir's process whose executable is named
+// name: its pid and command line; 0 and nil when there is none.
+func clusterProcess(clusterDir, name string) (int, []string) {
 	for _, pid := range cluster.Processes(clusterDir) {
 		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-		if err == nil && filepath.Base(strings.SplitN(string(cmdline), "\x00", 2)[0]) == name {
-			return pid
+		if err != nil {
+			continue
+		}
+		if args := strings.Split(string(cmdline), "\x00"); filepath.Base(args[0]) == name {
+			return pid, args
 		}
 	}
-	return 0
+	return 0, nil
 }
 
 // processStart is when process pid started, on this host's wall clock, to

@@ -4,14 +4,10 @@ import (
 	"context"
 	"maps"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/agentsandbox/reconciler/tests/cluster"
 )
 
 // etcdSlowMs is the bound above which etcdOwn counts a backend commit or
@@ -45,20 +41,11 @@ func etcdOwn(clusterDir string) map[string]int64 {
 // etcdMetricsURL is the /metrics address of clusterDir's etcd, from the
 // first of its --listen-client-urls; "" when there is none.
 func etcdMetricsURL(clusterDir string) string {
-	for _, pid := range cluster.Processes(clusterDir) {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(cmdline), "\x00")
-		if filepath.Base(args[0]) != "etcd" {
-			continue
-		}
-		for _, a := range args[1:] {
-			if urls, ok := strings.CutPrefix(a, "--listen-client-urls="); ok {
-				first, _, _ := strings.Cut(urls, ",")
-				return strings.TrimSuffix(first, "/") + "/metrics"
-			}
+	_, args := clusterProcess(clusterDir, "etcd")
+	for _, a := range args {
+		if urls, ok := strings.CutPrefix(a, "--listen-client-urls="); ok {
+			first, _, _ := strings.Cut(urls, ",")
+			return strings.TrimSuffix(first, "/") + "/metrics"
 		}
 	}
 	return ""

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -51,15 +50,7 @@ func (l *apiServerGCLog) windows() []gcWindow {
 		}
 		l.pid, l.started, l.read, l.seen = pid, started, 0, nil
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return l.seen
-	}
-	defer func() { _ = f.Close() }()
-	if _, err := f.Seek(l.read, io.SeekStart); err != nil {
-		return l.seen
-	}
-	ws, n := readGCWindows(f, l.started)
+	ws, n := readGCWindowsAt(path, l.read, l.started)
 	// A log the restarted API server appends to still holds the lines of
 	// the one before it: only cycles after this one started are its own.
 	for _, w := range ws {
@@ -75,15 +66,20 @@ func (l *apiServerGCLog) windows() []gcWindow {
 // name: its pid and command line; 0 and nil when there is none.
 func clusterProcess(clusterDir, name string) (int, []string) {
 	for _, pid := range cluster.Processes(clusterDir) {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-		if err != nil {
-			continue
-		}
-		if args := strings.Split(string(cmdline), "\x00"); filepath.Base(args[0]) == name {
+		if args := processArgs(pid); args != nil && filepath.Base(args[0]) == name {
 			return pid, args
 		}
 	}
 	return 0, nil
+}
+
+// processArgs is process pid's command line, nil when it cannot be read.
+func processArgs(pid int) []string {
+	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		return nil
+	}
+	return strings.Split(string(cmdline), "\x00")
 }
 
 // processStart is when process pid started, on this host's wall clock, to

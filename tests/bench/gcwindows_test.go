@@ -99,17 +99,23 @@ func (c *controller) gcWindows() []gcWindow {
 	if c.gcRead < c.logFrom {
 		c.gcRead = c.logFrom
 	}
-	f, err := os.Open(c.log)
-	if err != nil {
-		return c.gcSeen
-	}
-	defer func() { _ = f.Close() }()
-	if _, err := f.Seek(c.gcRead, io.SeekStart); err != nil {
-		return c.gcSeen
-	}
-	ws, n := readGCWindows(f, c.started)
+	ws, n := readGCWindowsAt(c.log, c.gcRead, c.started)
 	c.gcSeen, c.gcRead = append(c.gcSeen, ws...), c.gcRead+n
 	return c.gcSeen
+}
+
+// readGCWindowsAt is readGCWindows of the log at path from offset on;
+// nothing, and 0 bytes read, when it cannot be read.
+func readGCWindowsAt(path string, offset int64, started time.Time) ([]gcWindow, int64) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return nil, 0
+	}
+	return readGCWindows(f, started)
 }
 
 // withGCTrace returns env with gctrace=1 added to its GODEBUG (kept as it

@@ -322,12 +322,11 @@ func cpuByProcess(clusterDir string) map[string]float64 {
 		if pid == controllerPID {
 			continue // its --kubeconfig is in the cluster's directory
 		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-		if err != nil {
+		args := processArgs(pid)
+		if args == nil {
 			continue
 		}
-		name := filepath.Base(strings.SplitN(string(cmdline), "\x00", 2)[0])
-		out[name] += procCPU(pid)
+		out[filepath.Base(args[0])] += procCPU(pid)
 	}
 	return out
 }

@@ -80,6 +80,10 @@ type FloorsAround struct {
 	MedianPacedP99RatioToFloors       float64 `json:"paced_claim_ready_median_p99_ratio_to_floors_around,omitempty"`
 	MedianP99RatioToRefillFloors      float64 `json:"claim_ready_median_p99_ratio_to_floors_with_refill_around,omitempty"`
 	MedianPacedP99RatioToRefillFloors float64 `json:"paced_claim_ready_median_p99_ratio_to_floors_with_refill_around,omitempty"`
+	// The mean of the floor with refill's two measurements over the
+	// claims floor's: RefillFloorMedian*ToFloor, around the controller.
+	RefillFloorsMedianP99ToFloors      float64 `json:"floors_with_refill_median_p99_ratio_to_floors_around,omitempty"`
+	RefillFloorsMedianPacedP99ToFloors float64 `json:"floors_with_refill_paced_median_p99_ratio_to_floors_around,omitempty"`
 }
 
 // around sets the floors measured after the controller and the ratios to
@@ -94,6 +98,9 @@ func (res *Claims) around(refill *ClaimsFloor, floor ClaimsFloor) {
 	res.FloorRefillAfter = refill
 	res.MedianP99RatioToRefillFloors = ratio(res.MedianP99Ms, (res.FloorRefill.MedianP99Ms+refill.MedianP99Ms)/2)
 	res.MedianPacedP99RatioToRefillFloors = ratio(res.MedianPacedP99Ms, (res.FloorRefill.MedianPacedP99Ms+refill.MedianPacedP99Ms)/2)
+	res.RefillFloorsMedianP99ToFloors = ratio(res.FloorRefill.MedianP99Ms+refill.MedianP99Ms, res.Floor.MedianP99Ms+floor.MedianP99Ms)
+	res.RefillFloorsMedianPacedP99ToFloors = ratio(res.FloorRefill.MedianPacedP99Ms+refill.MedianPacedP99Ms,
+		res.Floor.MedianPacedP99Ms+floor.MedianPacedP99Ms)
 }
 
 // withFloor sets the claims' floor and their ratios to it.
@@ -127,8 +134,8 @@ func refillFloor(t *testing.T, cfg *rest.Config, c client.Client, watched cache.
 	return &f
 }
 
-// withRefillFloor sets the claims floor with refill and the claims'
-// ratios to it.
+// withRefillFloor sets the claims floor with refill, the claims' ratios to
+// it, and its own to the claims floor (set first, by withFloor).
 func (res *Claims) withRefillFloor(floor *ClaimsFloor) {
 	if floor == nil {
 		return
@@ -137,4 +144,40 @@ func (res *Claims) withRefillFloor(floor *ClaimsFloor) {
 	res.MedianP99RatioToFloorRefill = ratio(res.MedianP99Ms, floor.MedianP99Ms)
 	res.PacedP50RatioToFloorRefill = ratio(res.PacedP50Ms, floor.PacedP50Ms)
 	res.MedianPacedP99RatioToFloorRefill = ratio(res.MedianPacedP99Ms, floor.MedianPacedP99Ms)
+	res.RefillFloorMedianP99ToFloor = ratio(floor.MedianP99Ms, res.Floor.MedianP99Ms)
+	res.RefillFloorMedianPacedP99ToFloor = ratio(floor.MedianPacedP99Ms, res.Floor.MedianPacedP99Ms)
+}
+
+func TestRefillFloorsOwnRatios(t *testing.T) {
+	floor := func(bursts, paced float64) ClaimsFloor {
+		return ClaimsFloor{Bursts: Bursts{MedianP99Ms: bursts, MedianPacedP99Ms: paced}}
+	}
+	res := Claims{Bursts: Bursts{MedianP99Ms: 1500, MedianPacedP99Ms: 60}}
+	res.withFloor(floor(1000, 40))
+	refill := floor(1200, 80)
+	res.withRefillFloor(&refill)
+	if res.RefillFloorMedianP99ToFloor != 1.2 || res.RefillFloorMedianPacedP99ToFloor != 2 {
+		t.Errorf("floor with refill over the claims floor: bursts %v, paced %v; want 1.2, 2",
+			res.RefillFloorMedianP99ToFloor, res.RefillFloorMedianPacedP99ToFloor)
+	}
+	if res.MedianPacedP99RatioToFloor != 1.5 || res.MedianPacedP99RatioToFloorRefill != 0.75 {
+		t.Errorf("paced claims over the floors: %v and %v; want 1.5 and 0.75",
+			res.MedianPacedP99RatioToFloor, res.MedianPacedP99RatioToFloorRefill)
+	}
+	// Around the controller: the means of each floor's two measurements.
+	after := floor(1800, 40)
+	res.around(&after, floor(1000, 20))
+	if res.RefillFloorsMedianP99ToFloors != 1.5 || res.RefillFloorsMedianPacedP99ToFloors != 2 {
+		t.Errorf("floors with refill over the claims floors, around: bursts %v, paced %v; want 1.5, 2",
+			res.RefillFloorsMedianP99ToFloors, res.RefillFloorsMedianPacedP99ToFloors)
+	}
+	// Without a floor with refill (BENCH_REFILL_FLOOR=0), none is given.
+	none := Claims{Bursts: Bursts{MedianP99Ms: 1500}}
+	none.withFloor(floor(1000, 40))
+	none.withRefillFloor(nil)
+	none.around(nil, floor(1000, 40))
+	if none.RefillFloorMedianPacedP99ToFloor != 0 || none.RefillFloorsMedianPacedP99ToFloors != 0 {
+		t.Errorf("no floor with refill, yet its ratios are %v and %v",
+			none.RefillFloorMedianPacedP99ToFloor, none.RefillFloorsMedianPacedP99ToFloors)
+	}
 }

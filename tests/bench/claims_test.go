@@ -116,6 +116,15 @@ type Claims struct {
 	MedianP99RatioToFloorRefill      float64      `json:"claim_ready_median_p99_ratio_to_floor_with_refill,omitempty"`
 	PacedP50RatioToFloorRefill       float64      `json:"paced_claim_ready_p50_ratio_to_floor_with_refill,omitempty"`
 	MedianPacedP99RatioToFloorRefill float64      `json:"paced_claim_ready_median_p99_ratio_to_floor_with_refill,omitempty"`
+	// RefillFloorMedianP99ToFloor and RefillFloorMedianPacedP99ToFloor
+	// are the floor with refill's median p99s, of the bursts and of the
+	// paced series, over the claims floor's: what the contract's writes
+	// beyond a claim's own three cost a client with no controller, in the
+	// same run. Any implementation of the contract makes those writes, so
+	// this is the part of the ratios to the claims floor that is not the
+	// controller's to remove.
+	RefillFloorMedianP99ToFloor      float64 `json:"floor_with_refill_median_p99_ratio_to_floor,omitempty"`
+	RefillFloorMedianPacedP99ToFloor float64 `json:"floor_with_refill_paced_median_p99_ratio_to_floor,omitempty"`
 	FloorsAround
 	// Sizes are the objects the claims' writes change (a member, taken,
 	// and its claim), read from the API server.

@@ -26,10 +26,10 @@
 // cluster (floor_with_refill: the same client also relabels the taken
 // member's Pod, records the claim's SandboxAdopted Event and makes a new
 // member in its place, the rest of what the contract writes for a claim
-// served from a warm pool) with that floor's own ratio to the claims floor
-// (floor_with_refill_*_ratio_to_floor: what any implementation of the
-// contract pays beyond the claims floor), with the sizes of the objects the claims change
-// and, with BENCH_APISERVER_PROFILE=1, the API server's CPU profile of each
+// served from a warm pool) with that floor's own ratio to the claims
+// floor (floor_with_refill_*_ratio_to_floor: what any implementation of
+// the contract pays beyond the claims floor), with the sizes of the
+// objects the claims change and, with BENCH_APISERVER_PROFILE=1, the API server's CPU profile of each
 // burst (with BENCH_TRACE=1, Go execution traces of the controller and the
 // API server over the first paced series, and of the API server over the
 // floors'). The bench runs the controller with GODEBUG=gctrace=1, so each
